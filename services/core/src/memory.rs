@@ -1,0 +1,102 @@
+//! `MemoryStore`: an in-memory `OrderStore` for the HTTP layer's tests, so they can check every
+//! status code without a database. It is never a stand-in for the database tests: each real
+//! backend runs the same contract suite against a real server.
+
+use crate::ids::OrderId;
+use crate::order::{Order, StatusChange};
+use crate::store::{CustomerQuery, OrderStore, PoolStatus, ProductQuery, StoreError};
+use crate::time::Timestamp;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    orders: Mutex<BTreeMap<OrderId, Order>>,
+    down: AtomicBool,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Makes every call fail with `Unavailable`, like a database that went away.
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::SeqCst);
+    }
+
+    fn orders(&self) -> Result<std::sync::MutexGuard<'_, BTreeMap<OrderId, Order>>, StoreError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("the in-memory store is switched off".into()));
+        }
+        self.orders.lock().map_err(|_| StoreError::Internal("poisoned lock".into()))
+    }
+}
+
+impl OrderStore for MemoryStore {
+    fn backend(&self) -> &'static str {
+        "memory"
+    }
+
+    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
+        self.orders()?.get(&id).cloned().ok_or(StoreError::NotFound)
+    }
+
+    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+        let orders = self.orders()?;
+        let upper = query.before.map_or(u64::MAX, OrderId::get);
+        Ok(orders
+            .values()
+            .rev()
+            .filter(|order| order.customer.id == query.customer && order.id.get() < upper)
+            .take(query.limit.get() as usize)
+            .cloned()
+            .collect())
+    }
+
+    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+        let orders = self.orders()?;
+        Ok(orders
+            .values()
+            .filter(|order| order.items.iter().any(|item| item.product_id == query.product))
+            .take(query.limit.get() as usize)
+            .cloned()
+            .collect())
+    }
+
+    async fn insert(&self, order: &Order) -> Result<(), StoreError> {
+        let mut orders = self.orders()?;
+        if orders.contains_key(&order.id) {
+            return Err(StoreError::id_taken(order.id));
+        }
+        orders.insert(order.id, order.clone());
+        Ok(())
+    }
+
+    async fn update_status(&self, id: OrderId, change: StatusChange, now: Timestamp) -> Result<Order, StoreError> {
+        let mut orders = self.orders()?;
+        let order = orders.get_mut(&id).ok_or(StoreError::NotFound)?;
+        if let Some(from) = change.from
+            && order.status != from
+        {
+            return Err(StoreError::status_differs(id, order.status, from));
+        }
+        order.status = change.status;
+        order.updated_at = now;
+        Ok(order.clone())
+    }
+
+    async fn ready(&self) -> Result<(), StoreError> {
+        self.orders().map(drop)
+    }
+
+    async fn diagnostics(&self) -> Result<serde_json::Value, StoreError> {
+        let count = self.orders()?.len();
+        Ok(serde_json::json!({"backend": "memory", "orders": count}))
+    }
+
+    fn pool_status(&self) -> PoolStatus {
+        PoolStatus::default()
+    }
+}
