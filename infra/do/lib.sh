@@ -1,0 +1,187 @@
+# shellcheck shell=bash
+# Helpers of infra/do/do.sh. Every doctl, ssh and scp call goes through run/query, so that
+# DRY_RUN=1 prints it (on the original stdout, fd 3) instead of running it.
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'do.sh: %s\n' "$*" >&2; exit 1; }
+dry() { [ "${DRY_RUN:-0}" = 1 ]; }
+
+# Quote arguments the way a person would type them.
+quote() {
+  local a out=''
+  for a in "$@"; do
+    case $a in
+      '' | *[!A-Za-z0-9_@%+=:,./-]*) a="'${a//\'/\'\\\'\'}'" ;;
+    esac
+    out+=" $a"
+  done
+  printf '%s' "${out# }"
+}
+show() { printf '+ %s\n' "$(quote "$@")" >&3; }
+
+# run CMD...: run it, or under DRY_RUN print it.
+run() { if dry; then show "$@"; else "$@"; fi; }
+
+# query FAKE CMD...: run it and pass its output on; under DRY_RUN print it and output FAKE.
+query() {
+  local fake=$1
+  shift
+  if dry; then
+    show "$@"
+    if [ -n "$fake" ]; then printf '%s\n' "$fake"; fi
+  else
+    "$@"
+  fi
+}
+
+# ssh and scp read their options from one file, which keeps the printed commands short.
+ssh_opts() {
+  local cfg=$STATE_DIR/ssh_config
+  mkdir -p "$STATE_DIR"
+  {
+    printf 'Host *\n  User root\n  BatchMode yes\n  ConnectTimeout 10\n'
+    printf '  StrictHostKeyChecking accept-new\n  UserKnownHostsFile %s/known_hosts\n' "$STATE_DIR"
+    if [ -n "$SSH_IDENTITY" ]; then printf '  IdentityFile %s\n' "$SSH_IDENTITY"; fi
+  } >"$cfg"
+  SSH_OPTS=(-F "$cfg")
+}
+# rssh HOST COMMAND: one shell command line on a droplet, as root.
+rssh() { run ssh "${SSH_OPTS[@]}" "root@$1" "$2"; }
+# rscript HOST SCRIPT ARG...: run a local script on a droplet (bash -s), with arguments.
+rscript() {
+  local host=$1 script=$2
+  shift 2
+  if dry; then
+    printf '+ %s < %s\n' "$(quote ssh "${SSH_OPTS[@]}" "root@$host" bash -s -- "$@")" "$script" >&3
+  else
+    # shellcheck disable=SC2029 # the arguments are quoted for the remote shell on purpose
+    ssh "${SSH_OPTS[@]}" "root@$host" "bash -s -- $(quote "$@")" <"$script"
+  fi
+}
+rscp() { run scp "${SSH_OPTS[@]}" "$@"; }
+
+# The droplets: role names, one per line ("load-1".."load-N" for the load droplets).
+roles() {
+  local i
+  printf '%s\n' postgres-db mongo-db postgres-app mongo-app
+  for i in $(seq 1 "$LOAD_COUNT"); do printf 'load-%s\n' "$i"; done
+  printf '%s\n' monitor
+}
+role_tag() { printf '%s-%s' "$TAG" "${1%-[0-9]*}"; }  # load-2 -> TAG-load
+size_of() {
+  case $1 in
+    *-db) printf '%s' "$DB_SIZE" ;;
+    *-app) printf '%s' "$APP_SIZE" ;;
+    load-*) printf '%s' "$LOAD_SIZE" ;;
+    monitor) printf '%s' "$MONITOR_SIZE" ;;
+  esac
+}
+
+# DROPLETS caches "name public-ip private-ip" lines of the droplets carrying TAG.
+DROPLETS=''
+fake_droplets() {
+  local n=10 role
+  for role in $(roles); do
+    n=$((n + 1))
+    printf '%s-%s 203.0.113.%s 10.110.0.%s\n' "$TAG" "$role" "$n" "$n"
+  done
+}
+refresh_droplets() {
+  DROPLETS=$(query "$(fake_droplets)" doctl compute droplet list --tag-name "$TAG" \
+    --format Name,PublicIPv4,PrivateIPv4 --no-header)
+}
+# ip_of ROLE public|private (empty until the droplet has both addresses)
+ip_of() {
+  local col=2
+  if [ "$2" = private ]; then col=3; fi
+  printf '%s\n' "$DROPLETS" | awk -v n="$TAG-$1" -v c="$col" '$1 == n && NF == 3 { print $c }'
+}
+need_ip() {
+  local addr
+  addr=$(ip_of "$1" "$2")
+  [ -n "$addr" ] || die "no droplet $TAG-$1 (run: infra/do/do.sh up)"
+  printf '%s' "$addr"
+}
+load_roles() { printf '%s\n' "$DROPLETS" | awk -v p="$TAG-load-" 'index($1, p) == 1 { print substr($1, length(p) - 4) }' | sort -V; }
+
+wait_for_ips() {
+  local try role missing
+  for try in $(seq 1 60); do
+    refresh_droplets
+    missing=''
+    for role in "$@"; do
+      if [ -z "$(ip_of "$role" private)" ]; then missing+=" $role"; fi
+    done
+    [ -n "$missing" ] || return 0
+    say "waiting for addresses of:$missing ($try/60)"
+    sleep 5
+  done
+  die "droplets without addresses after 5 minutes:$missing"
+}
+
+# Wait until a droplet answers on SSH and cloud-init has finished (exit 2 = finished with
+# recoverable errors, which the per-role setup script would have turned into a failure).
+wait_cloud_init() {
+  local host=$1 try rc
+  for try in $(seq 1 90); do
+    rc=0
+    rssh "$host" 'cloud-init status --wait >/dev/null' || rc=$?
+    case $rc in
+      0 | 2) return 0 ;;
+      255) say "waiting for ssh on $host ($try/90)"; sleep 10 ;;
+      *) die "cloud-init failed on $host: ssh root@$host cat /var/log/cloud-init-output.log" ;;
+    esac
+  done
+  die "no ssh on $host after 15 minutes"
+}
+
+# render TEMPLATE OUT: copy TEMPLATE with each __NAME__ replaced by the variable NAME.
+render() {
+  local tpl=$1 out=$2 name args=(-e '')
+  while read -r name; do
+    [ -n "${!name:-}" ] || die "render $tpl: $name is empty"
+    args+=(-e "s|__${name}__|${!name}|g")
+  done < <(grep -o '__[A-Z][A-Z_]*__' "$tpl" | sed 's/^__//; s/__$//' | sort -u)
+  sed "${args[@]}" "$tpl" >"$out"
+}
+
+rand_hex() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
+
+# Passwords live in STATE_DIR, made once per deployment.
+load_secrets() {
+  local f=$STATE_DIR/secrets.env
+  mkdir -p "$STATE_DIR"
+  if [ ! -f "$f" ]; then
+    (umask 077 && printf 'PG_PASSWORD=%s\nMONGO_PASSWORD=%s\nGRAFANA_PASSWORD=%s\n' \
+      "$(rand_hex)" "$(rand_hex)" "$(rand_hex)" >"$f")
+  fi
+  # shellcheck source=/dev/null
+  . "$f"
+}
+
+price_of() {
+  local slug=$1 kv price
+  price=$(printf '%s\n' "$SIZES" | awk -v s="$slug" '$1 == s { print $4 }')
+  for kv in $PRICES; do
+    if [ "${kv%%=*}" = "$slug" ]; then price=${kv#*=}; fi
+  done
+  printf '%s' "${price:-?}"
+}
+
+# The hourly cost of the droplets of this deployment.
+print_cost() {
+  local role
+  {
+    printf 'droplet size usd/hour\n'
+    for role in $(roles); do
+      printf '%s-%s %s %s\n' "$TAG" "$role" "$(size_of "$role")" "$(price_of "$(size_of "$role")")"
+    done
+  } | awk '
+    { printf "  %-28s %-14s %s\n", $1, $2, $3 }
+    NR > 1 && $3 == "?" { unknown = 1 }
+    NR > 1 { total += $3 }
+    END {
+      printf "  %-28s %-14s %.4f USD/hour (%.2f USD a day)%s\n", "total", "", total, total * 24,
+        unknown ? ", sizes marked ? not priced: set PRICES" : ""
+    }'
+}
