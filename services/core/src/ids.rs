@@ -72,9 +72,20 @@ safe_id!(
 /// Hands out unique, time-ordered order ids: microseconds since the Unix epoch, bumped past the
 /// last id handed out so two calls in the same microsecond still differ. Ids stay below 2^53-1
 /// until the year 2255. A client may already have used a generated id; callers then ask again.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct IdGenerator {
     last: AtomicU64,
+    clock: fn() -> u64,
+}
+
+impl Default for IdGenerator {
+    fn default() -> Self {
+        Self::with_clock(micros_since_epoch)
+    }
+}
+
+fn micros_since_epoch() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
 impl IdGenerator {
@@ -82,11 +93,13 @@ impl IdGenerator {
         Self::default()
     }
 
+    /// A generator on another clock (microseconds); tests use a frozen one to force collisions.
+    pub fn with_clock(clock: fn() -> u64) -> Self {
+        Self { last: AtomicU64::new(0), clock }
+    }
+
     pub fn next_id(&self) -> OrderId {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_micros() as u64)
-            .unwrap_or(0);
+        let now = (self.clock)();
         let mut last = self.last.load(Ordering::Relaxed);
         loop {
             let candidate = now.max(last + 1).min(MAX_SAFE_INTEGER);

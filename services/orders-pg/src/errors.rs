@@ -1,0 +1,30 @@
+//! Maps driver and pool errors onto `StoreError`: anything that means "cannot reach the database
+//! right now" (closed connection, connection-class SQLSTATEs, shutdown, too many connections,
+//! pool timeout) is `Unavailable` (HTTP 503 with Retry-After); everything else is `Internal`.
+
+use deadpool_postgres::PoolError;
+use orders_core::StoreError;
+use tokio_postgres::error::SqlState;
+
+pub fn from_db(error: tokio_postgres::Error) -> StoreError {
+    let unavailable = error.is_closed()
+        || match error.code() {
+            Some(code) => {
+                code.code().starts_with("08")
+                    || [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN, SqlState::CANNOT_CONNECT_NOW]
+                        .contains(code)
+                    || *code == SqlState::TOO_MANY_CONNECTIONS
+            }
+            // No SQLSTATE: the failure happened below the protocol (I/O, TLS, timeout).
+            None => true,
+        };
+    if unavailable { StoreError::Unavailable(error.to_string()) } else { StoreError::Internal(error.to_string()) }
+}
+
+pub fn from_pool(error: PoolError) -> StoreError {
+    match error {
+        PoolError::Backend(error) => from_db(error),
+        PoolError::Timeout(_) => StoreError::Unavailable("no database connection free in time (pool exhausted)".into()),
+        other => StoreError::Unavailable(other.to_string()),
+    }
+}

@@ -1,0 +1,15 @@
+//! `orders-pg`: the order service on PostgreSQL jsonb. `config` holds the Postgres settings and
+//! their environment toggles, `migrate` applies `migrations/postgres` at start-up, `sql` holds
+//! every statement and runs it prepared or unprepared, `store` implements `OrderStore` (one round
+//! trip per request on the success path), and `diagnostics` reads back what the server is really
+//! doing (settings, GIN pending list, table counters, plans of the product query).
+
+pub mod config;
+pub mod diagnostics;
+pub mod errors;
+pub mod migrate;
+pub mod sql;
+pub mod store;
+
+pub use config::{Config, PgConfig};
+pub use store::PgStore;

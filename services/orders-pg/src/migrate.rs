@@ -1,0 +1,52 @@
+//! Applies `migrations/postgres/*.sql` at start-up: each file once, in order, recorded in
+//! `schema_migrations`, all inside one transaction under an advisory lock so several services
+//! starting at once against the same database do not race. Then applies `PG_GIN_FASTUPDATE`.
+
+use crate::config::OnOff;
+use tokio_postgres::Client;
+
+/// (version, SQL) in the order they apply; compiled in so the binary needs no files beside it.
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_orders", include_str!("../../../migrations/postgres/0001_orders.sql")),
+    ("0002_extensions", include_str!("../../../migrations/postgres/0002_extensions.sql")),
+];
+
+/// An arbitrary key for `pg_advisory_xact_lock`, shared by every orders-pg process.
+const MIGRATION_LOCK: i64 = 0x6f72_6465_7273;
+
+/// Applies pending migrations; returns the versions applied now.
+pub async fn run(client: &mut Client) -> Result<Vec<&'static str>, tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+             version    text PRIMARY KEY,
+             applied_at timestamptz NOT NULL DEFAULT now())",
+    )
+    .await?;
+    let applied: Vec<String> =
+        tx.query("SELECT version FROM schema_migrations", &[]).await?.iter().map(|row| row.get(0)).collect();
+    let mut now_applied = Vec::new();
+    for (version, sql) in MIGRATIONS {
+        if applied.iter().any(|done| done == version) {
+            continue;
+        }
+        tx.batch_execute(sql).await?;
+        tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", &[version]).await?;
+        now_applied.push(*version);
+    }
+    tx.commit().await?;
+    Ok(now_applied)
+}
+
+/// `off`: stop using the pending list and flush it into the index; `on`: use it again.
+pub async fn set_gin_fastupdate(client: &Client, setting: OnOff) -> Result<(), tokio_postgres::Error> {
+    match setting {
+        OnOff::Off => {
+            client.batch_execute("ALTER INDEX orders_items SET (fastupdate = off)").await?;
+            client.execute("SELECT gin_clean_pending_list('orders_items'::regclass)", &[]).await?;
+        }
+        OnOff::On => client.batch_execute("ALTER INDEX orders_items SET (fastupdate = on)").await?,
+    }
+    Ok(())
+}

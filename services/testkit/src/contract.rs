@@ -1,0 +1,190 @@
+//! The store contract: what every `OrderStore` must do, written once and run against each real
+//! backend. `store_contract_tests!(fresh_store)` expands to one `#[tokio::test]` per check, each
+//! on a store over an empty database returned by the backend's `fresh_store().await`.
+
+use orders_core::sample::order_body;
+use orders_core::{
+    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, Order, OrderId, OrderStore, ProductId, ProductQuery,
+    Status, StatusChange, StoreError, Timestamp, place_order,
+};
+use serde_json::{Value, json};
+
+/// Expands to the whole contract suite for one backend.
+#[macro_export]
+macro_rules! store_contract_tests {
+    ($fresh_store:path) => {
+        $crate::store_contract_tests!(@tests $fresh_store;
+            insert_then_get_returns_the_same_order,
+            get_of_a_missing_id_is_not_found,
+            insert_of_a_taken_id_conflicts_and_keeps_the_original,
+            customer_orders_are_newest_first_with_limit_and_before,
+            product_orders_contain_the_product_up_to_the_limit,
+            status_update_sets_status_and_updated_at,
+            conditional_status_update_checks_the_current_status,
+            status_update_of_a_missing_order_is_not_found,
+            place_order_draws_a_new_id_when_the_generated_one_is_taken,
+            big_documents_round_trip,
+            ready_and_diagnostics_answer,
+        );
+    };
+    (@tests $fresh_store:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $name() {
+                let store = $fresh_store().await;
+                $crate::contract::$name(&store).await;
+            }
+        )*
+    };
+}
+
+fn order(id: u64, customer: u64, products: [u64; 3]) -> Order {
+    order_from(json!(id), order_body(customer, products))
+}
+
+fn order_from(id: Value, mut body: Value) -> Order {
+    body["id"] = id;
+    let new = NewOrder::parse(body.to_string().as_bytes()).expect("sample order is valid");
+    let requested = new.requested_id().expect("sample order has an id");
+    new.into_order(requested, Timestamp::parse("2026-11-30T10:00:00.000Z").expect("timestamp"))
+}
+
+fn customer_query(customer: u64, limit: u64, before: Option<u64>) -> CustomerQuery {
+    CustomerQuery {
+        customer: CustomerId::new(customer).expect("id"),
+        limit: Limit::new(limit).expect("limit"),
+        before: before.map(|id| OrderId::new(id).expect("id")),
+    }
+}
+
+fn ids(orders: &[Order]) -> Vec<u64> {
+    orders.iter().map(|order| order.id.get()).collect()
+}
+
+fn oid(id: u64) -> OrderId {
+    OrderId::new(id).expect("id")
+}
+
+pub async fn insert_then_get_returns_the_same_order<S: OrderStore>(store: &S) {
+    let mut body = order_body(7, [1, 2, 3]);
+    body["note"] = json!("ünïcödé ✓ and \"quotes\" and \\ backslashes");
+    body["status"] = json!("paid");
+    let written = order_from(json!(41), body);
+    store.insert(&written).await.expect("insert");
+    assert_eq!(store.get(oid(41)).await.expect("get"), written);
+}
+
+pub async fn get_of_a_missing_id_is_not_found<S: OrderStore>(store: &S) {
+    assert_eq!(store.get(oid(404)).await, Err(StoreError::NotFound));
+}
+
+pub async fn insert_of_a_taken_id_conflicts_and_keeps_the_original<S: OrderStore>(store: &S) {
+    let original = order(5, 1, [1, 2, 3]);
+    store.insert(&original).await.expect("insert");
+    let intruder = order(5, 2, [4, 5, 6]);
+    assert_eq!(store.insert(&intruder).await, Err(StoreError::id_taken(oid(5))));
+    assert_eq!(store.get(oid(5)).await.expect("get"), original);
+}
+
+pub async fn customer_orders_are_newest_first_with_limit_and_before<S: OrderStore>(store: &S) {
+    for id in [3, 9, 1, 7, 5] {
+        store.insert(&order(id, 100, [1, 2, 3])).await.expect("insert");
+    }
+    store.insert(&order(8, 200, [1, 2, 3])).await.expect("insert other customer");
+    assert_eq!(ids(&store.by_customer(customer_query(100, 20, None)).await.expect("list")), [9, 7, 5, 3, 1]);
+    assert_eq!(ids(&store.by_customer(customer_query(100, 2, None)).await.expect("list")), [9, 7]);
+    assert_eq!(ids(&store.by_customer(customer_query(100, 2, Some(7))).await.expect("list")), [5, 3]);
+    assert_eq!(ids(&store.by_customer(customer_query(100, 20, Some(1))).await.expect("list")), Vec::<u64>::new());
+    assert_eq!(ids(&store.by_customer(customer_query(999, 20, None)).await.expect("list")), Vec::<u64>::new());
+}
+
+pub async fn product_orders_contain_the_product_up_to_the_limit<S: OrderStore>(store: &S) {
+    for (id, products) in [(1, [10, 11, 12]), (2, [12, 13, 14]), (3, [15, 16, 12]), (4, [20, 21, 22])] {
+        store.insert(&order(id, 1, products)).await.expect("insert");
+    }
+    let query = |product, limit| ProductQuery { product: ProductId::new(product).expect("id"), limit: Limit::new(limit).expect("limit") };
+    let mut found = ids(&store.by_product(query(12, 10)).await.expect("search"));
+    found.sort_unstable();
+    assert_eq!(found, [1, 2, 3]);
+    let limited = store.by_product(query(12, 2)).await.expect("search");
+    assert_eq!(limited.len(), 2);
+    assert!(limited.iter().all(|order| order.items.iter().any(|item| item.product_id.get() == 12)));
+    assert_eq!(ids(&store.by_product(query(21, 10)).await.expect("search")), [4]);
+    assert!(store.by_product(query(99, 10)).await.expect("search").is_empty());
+}
+
+pub async fn status_update_sets_status_and_updated_at<S: OrderStore>(store: &S) {
+    let original = order(11, 1, [1, 2, 3]);
+    store.insert(&original).await.expect("insert");
+    let later = Timestamp::parse("2026-12-01T08:30:00.250Z").expect("timestamp");
+    let change = StatusChange { status: Status::Shipped, from: None };
+    let updated = store.update_status(oid(11), change, later).await.expect("update");
+    assert_eq!(updated.status, Status::Shipped);
+    assert_eq!(updated.updated_at, later);
+    assert_eq!(updated.created_at, original.created_at);
+    assert_eq!(Order { status: original.status, updated_at: original.updated_at, ..updated.clone() }, original);
+    assert_eq!(store.get(oid(11)).await.expect("get"), updated);
+}
+
+pub async fn conditional_status_update_checks_the_current_status<S: OrderStore>(store: &S) {
+    store.insert(&order(12, 1, [1, 2, 3])).await.expect("insert");
+    let now = Timestamp::now();
+    let wrong = StatusChange { status: Status::Shipped, from: Some(Status::Paid) };
+    assert_eq!(
+        store.update_status(oid(12), wrong, now).await,
+        Err(StoreError::status_differs(oid(12), Status::Pending, Status::Paid))
+    );
+    assert_eq!(store.get(oid(12)).await.expect("get").status, Status::Pending, "a failed update changes nothing");
+    let right = StatusChange { status: Status::Paid, from: Some(Status::Pending) };
+    assert_eq!(store.update_status(oid(12), right, now).await.expect("update").status, Status::Paid);
+    let same = StatusChange { status: Status::Paid, from: Some(Status::Paid) };
+    assert_eq!(store.update_status(oid(12), same, now).await.expect("idempotent update").status, Status::Paid);
+}
+
+pub async fn status_update_of_a_missing_order_is_not_found<S: OrderStore>(store: &S) {
+    let now = Timestamp::now();
+    for from in [None, Some(Status::Pending)] {
+        let change = StatusChange { status: Status::Paid, from };
+        assert_eq!(store.update_status(oid(77), change, now).await, Err(StoreError::NotFound), "from {from:?}");
+    }
+}
+
+pub async fn place_order_draws_a_new_id_when_the_generated_one_is_taken<S: OrderStore>(store: &S) {
+    const FROZEN: u64 = 1_700_000_000_000_000;
+    let ids = IdGenerator::with_clock(|| FROZEN);
+    store.insert(&order(FROZEN, 1, [1, 2, 3])).await.expect("insert");
+    store.insert(&order(FROZEN + 1, 1, [1, 2, 3])).await.expect("insert");
+    let body = order_body(2, [4, 5, 6]);
+    let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
+    let placed = place_order(store, &ids, new).await.expect("placed");
+    assert_eq!(placed.id.get(), FROZEN + 2);
+    assert_eq!(store.get(placed.id).await.expect("get"), placed);
+    assert_eq!(store.get(oid(FROZEN)).await.expect("get").customer.id.get(), 1, "the taken order is untouched");
+}
+
+pub async fn big_documents_round_trip<S: OrderStore>(store: &S) {
+    let mut body = order_body(3, [1, 2, 3]);
+    let template = body["items"][0].clone();
+    body["items"] = Value::Array(
+        (1..=40)
+            .map(|product| {
+                let mut item = template.clone();
+                item["product_id"] = json!(product);
+                item
+            })
+            .collect(),
+    );
+    body["note"] = json!("x".repeat(100_000));
+    let big = order_from(json!(90), body);
+    store.insert(&big).await.expect("insert");
+    assert_eq!(store.get(oid(90)).await.expect("get"), big);
+    let query = ProductQuery { product: ProductId::new(40).expect("id"), limit: Limit::new(10).expect("limit") };
+    assert_eq!(ids(&store.by_product(query).await.expect("search")), [90]);
+}
+
+pub async fn ready_and_diagnostics_answer<S: OrderStore>(store: &S) {
+    store.ready().await.expect("ready");
+    let report = store.diagnostics().await.expect("diagnostics");
+    assert_eq!(report["backend"], json!(store.backend()));
+    assert!(store.pool_status().max_size >= 1, "the pool has a size");
+}
