@@ -6,7 +6,7 @@
 
 use crate::config::{PgConfig, setting_name};
 use serde_json::{Map, Value, json};
-use tokio_postgres::Client;
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// Settings read back with `current_setting`, as the server applies them to this session.
 const SETTINGS: &[&str] = &[
@@ -148,9 +148,15 @@ async fn product_plans(client: &Client) -> Result<Value, tokio_postgres::Error> 
     }))
 }
 
+/// Runs an EXPLAIN through the simple query protocol: `EXPLAIN (GENERIC_PLAN)` keeps `$1` and
+/// `$2` as placeholders, which the extended protocol would insist on binding.
 async fn explain(client: &Client, sql: &str) -> Result<Value, tokio_postgres::Error> {
-    let row = client.query_one(sql, &[]).await?;
-    let plans: Value = row.get::<_, tokio_postgres::types::Json<Value>>(0).0;
+    let messages = client.simple_query(sql).await?;
+    let text = messages.iter().find_map(|message| match message {
+        SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+        _ => None,
+    });
+    let plans: Value = text.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or(Value::Null);
     Ok(plans.get(0).cloned().unwrap_or(Value::Null))
 }
 

@@ -15,8 +15,9 @@ pub fn from_db(error: tokio_postgres::Error) -> StoreError {
                         .contains(code)
                     || *code == SqlState::TOO_MANY_CONNECTIONS
             }
-            // No SQLSTATE: the failure happened below the protocol (I/O, TLS, timeout).
-            None => true,
+            // No SQLSTATE: unreachable only when the cause is I/O (refused, reset, timed out);
+            // a value that failed to convert is a bug, not an outage.
+            None => std::error::Error::source(&error).is_some_and(|cause| cause.is::<std::io::Error>()),
         };
     if unavailable { StoreError::Unavailable(error.to_string()) } else { StoreError::Internal(error.to_string()) }
 }

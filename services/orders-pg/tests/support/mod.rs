@@ -1,0 +1,54 @@
+//! Test databases on the local PostgreSQL: each call makes a new, empty database (dropping the
+//! ones left by test processes that have exited), so every test starts from nothing.
+
+use orders_pg::{PgConfig, PgStore};
+use std::sync::atomic::{AtomicU32, Ordering};
+use tokio_postgres::NoTls;
+
+const PREFIX: &str = "orders_test_";
+
+/// The server the tests use: `DATABASE_URL` (as `infra/local/stack.sh env` prints it).
+pub fn server_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:55432/orders".into())
+}
+
+fn url_for(database: &str) -> String {
+    let url = server_url();
+    let base = url.split('?').next().unwrap_or(&url);
+    let (server, _) = base.rsplit_once('/').expect("DATABASE_URL has a database name");
+    format!("{server}/{database}")
+}
+
+/// Creates an empty database and returns its URL.
+#[allow(dead_code)]
+pub async fn fresh_database() -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let (admin, connection) = tokio_postgres::connect(&url_for("postgres"), NoTls)
+        .await
+        .expect("PostgreSQL is running (start it with infra/local/stack.sh start)");
+    tokio::spawn(connection);
+    drop_databases_of_exited_processes(&admin).await;
+    let name = format!("{PREFIX}{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.expect("create test database");
+    url_for(&name)
+}
+
+async fn drop_databases_of_exited_processes(admin: &tokio_postgres::Client) {
+    let rows = admin
+        .query("SELECT datname FROM pg_database WHERE datname LIKE $1", &[&format!("{PREFIX}%")])
+        .await
+        .expect("list test databases");
+    for row in rows {
+        let name: String = row.get(0);
+        let pid = name.trim_start_matches(PREFIX).split('_').next().unwrap_or("");
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+        }
+    }
+}
+
+/// A store with default settings over a new, empty database.
+#[allow(dead_code)]
+pub async fn fresh_store() -> PgStore {
+    PgStore::connect(&PgConfig::with_url(fresh_database().await)).await.expect("connect and migrate")
+}

@@ -1,0 +1,287 @@
+//! The API contract: DESIGN.md's HTTP behaviour checked through real HTTP on a running service.
+//! `api_contract_tests!(spawn_app)` expands to one `#[tokio::test]` per check; the same checks
+//! run against the in-memory store (HTTP layer), `orders-pg` and `orders-mongo` (end to end).
+//! Checks use random customer, product and order ids, so they may share one database.
+
+use crate::client::{Reply, TestApp};
+use orders_core::sample::{order_body, order_body_total};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::hash::{BuildHasher, RandomState};
+
+/// Expands to the whole API contract for one way of starting a service.
+#[macro_export]
+macro_rules! api_contract_tests {
+    ($spawn_app:path) => {
+        $crate::api_contract_tests!(@tests $spawn_app;
+            create_returns_201_with_location_and_computed_fields,
+            create_with_a_taken_id_is_409_and_changes_nothing,
+            get_by_id_and_its_path_errors,
+            customer_orders_page_newest_first,
+            customer_list_parameters_are_checked,
+            product_orders_contain_the_product,
+            status_update_and_its_preconditions,
+            status_update_checks_body_then_existence_then_from,
+            malformed_json_is_400,
+            content_type_must_be_json,
+            bodies_over_the_limit_are_413,
+            bad_fields_are_422_with_one_detail_each,
+            operator_objects_where_an_id_belongs_are_422,
+            unknown_paths_and_methods_use_the_error_shape,
+            operational_endpoints_answer,
+        );
+    };
+    (@tests $spawn_app:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $name() {
+                let app = $spawn_app().await;
+                $crate::api::$name(&app).await;
+            }
+        )*
+    };
+}
+
+/// A random id in 1..2^52, different in every call and every test process.
+pub fn random_id() -> u64 {
+    let hash = RandomState::new().hash_one((std::process::id(), std::time::Instant::now()));
+    hash % (1 << 52) + 1
+}
+
+/// Asserts the error shape of DESIGN.md and the expected status and code.
+pub fn assert_error(reply: &Reply, status: u16, code: &str) {
+    assert_eq!(reply.status, status, "status of {}", reply.text);
+    assert_eq!(reply.error_code(), code, "code of {}", reply.text);
+    assert!(reply.json["error"]["message"].is_string(), "message in {}", reply.text);
+    assert!(reply.json["error"]["details"].is_array(), "details list in {}", reply.text);
+}
+
+fn detail_fields(reply: &Reply) -> Vec<String> {
+    reply.json["error"]["details"]
+        .as_array()
+        .map(|details| details.iter().map(|d| d["field"].as_str().unwrap_or("").to_owned()).collect())
+        .unwrap_or_default()
+}
+
+fn ids(reply: &Reply) -> Vec<u64> {
+    reply.json["orders"]
+        .as_array()
+        .map(|orders| orders.iter().filter_map(|o| o["id"].as_u64()).collect())
+        .unwrap_or_default()
+}
+
+async fn create(app: &TestApp, body: &Value) -> Value {
+    let reply = app.post_json("/orders", body).await;
+    assert_eq!(reply.status, 201, "create: {}", reply.text);
+    reply.json
+}
+
+pub async fn create_returns_201_with_location_and_computed_fields(app: &TestApp) {
+    let customer = random_id();
+    let mut body = order_body(customer, [random_id(), random_id(), random_id()]);
+    body["note"] = json!("leave at the door");
+    let reply = app.post_json("/orders", &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    let order = &reply.json;
+    let id = order["id"].as_u64().expect("assigned id");
+    assert!(id <= 9_007_199_254_740_991);
+    assert_eq!(reply.headers["location"], format!("/orders/{id}").as_str());
+    assert_eq!(order["status"], "pending");
+    assert_eq!(order["total_cents"], json!(order_body_total(&body)));
+    assert_eq!(order["created_at"], order["updated_at"]);
+    let created = order["created_at"].as_str().expect("timestamp");
+    assert!(created.len() == 24 && created.ends_with('Z'), "RFC 3339 with milliseconds: {created}");
+    for field in ["customer", "items", "currency", "shipping", "note"] {
+        assert_eq!(order[field], body[field], "{field} is stored as sent");
+    }
+    let fetched = app.get(&format!("/orders/{id}")).await;
+    assert_eq!(fetched.status, 200);
+    assert_eq!(&fetched.json, order);
+
+    let second = create(app, &order_body(customer, [1, 2, 3])).await;
+    assert!(second["id"].as_u64().expect("id") > id, "assigned ids are time-ordered");
+}
+
+pub async fn create_with_a_taken_id_is_409_and_changes_nothing(app: &TestApp) {
+    let id = random_id();
+    let mut body = order_body(random_id(), [1, 2, 3]);
+    body["id"] = json!(id);
+    body["status"] = json!("paid");
+    let original = create(app, &body).await;
+    assert_eq!(original["id"], json!(id));
+    assert_eq!(original["status"], "paid");
+    let mut intruder = order_body(random_id(), [4, 5, 6]);
+    intruder["id"] = json!(id);
+    assert_error(&app.post_json("/orders", &intruder).await, 409, "conflict");
+    assert_eq!(app.get(&format!("/orders/{id}")).await.json, original);
+}
+
+pub async fn get_by_id_and_its_path_errors(app: &TestApp) {
+    assert_error(&app.get(&format!("/orders/{}", random_id())).await, 404, "not_found");
+    for bad in ["abc", "0", "-1", "1.5", "9007199254740992", "%7B%22%24gt%22%3A0%7D"] {
+        assert_error(&app.get(&format!("/orders/{bad}")).await, 400, "bad_request");
+    }
+}
+
+pub async fn customer_orders_page_newest_first(app: &TestApp) {
+    let customer = random_id();
+    let base = random_id();
+    for offset in [3, 1, 4, 0, 2] {
+        let mut body = order_body(customer, [1, 2, 3]);
+        body["id"] = json!(base + offset);
+        create(app, &body).await;
+    }
+    let list = |query: String| async move { app.get(&format!("/customers/{customer}/orders{query}")).await };
+    assert_eq!(ids(&list(String::new()).await), [base + 4, base + 3, base + 2, base + 1, base]);
+    assert_eq!(ids(&list("?limit=2".into()).await), [base + 4, base + 3]);
+    assert_eq!(ids(&list(format!("?limit=2&before_id={}", base + 3)).await), [base + 2, base + 1]);
+    assert_eq!(ids(&list(format!("?before_id={base}&unknown=1")).await), Vec::<u64>::new());
+    let empty = app.get(&format!("/customers/{}/orders", random_id())).await;
+    assert_eq!((empty.status, empty.json.clone()), (200, json!({"orders": []})));
+}
+
+pub async fn customer_list_parameters_are_checked(app: &TestApp) {
+    for query in ["limit=0", "limit=101", "limit=abc", "limit=", "limit=-1", "before_id=0", "before_id=x"] {
+        assert_error(&app.get(&format!("/customers/1/orders?{query}")).await, 400, "bad_request");
+    }
+    assert_error(&app.get("/customers/0/orders").await, 400, "bad_request");
+    assert_error(&app.get("/customers/abc/orders").await, 400, "bad_request");
+    assert_eq!(app.get("/customers/1/orders?limit=100").await.status, 200);
+    assert_eq!(app.get("/customers/1/orders?limit=1&foo=bar").await.status, 200, "unknown parameters are ignored");
+}
+
+pub async fn product_orders_contain_the_product(app: &TestApp) {
+    let product = random_id();
+    let mut created = Vec::new();
+    for _ in 0..12 {
+        created.push(create(app, &order_body(random_id(), [random_id(), product, random_id()])).await["id"].clone());
+    }
+    let default_page = app.get(&format!("/products/{product}/orders")).await;
+    assert_eq!(default_page.status, 200);
+    assert_eq!(ids(&default_page).len(), 10, "default limit is 10");
+    let all = app.get(&format!("/products/{product}/orders?limit=100")).await;
+    let mut found = ids(&all);
+    found.sort_unstable();
+    let mut expected: Vec<u64> = created.iter().filter_map(Value::as_u64).collect();
+    expected.sort_unstable();
+    assert_eq!(found, expected);
+    assert_eq!(ids(&app.get(&format!("/products/{}/orders", random_id())).await), Vec::<u64>::new());
+    assert_error(&app.get("/products/0/orders").await, 400, "bad_request");
+    assert_error(&app.get(&format!("/products/{product}/orders?limit=101")).await, 400, "bad_request");
+}
+
+pub async fn status_update_and_its_preconditions(app: &TestApp) {
+    let order = create(app, &order_body(random_id(), [1, 2, 3])).await;
+    let path = format!("/orders/{}/status", order["id"]);
+    let shipped = app.patch_json(&path, &json!({"status": "shipped"})).await;
+    assert_eq!(shipped.status, 200, "{}", shipped.text);
+    assert_eq!(shipped.json["status"], "shipped");
+    assert_eq!(shipped.json["created_at"], order["created_at"]);
+    assert!(shipped.json["updated_at"].as_str() >= order["updated_at"].as_str());
+    assert_error(&app.patch_json(&path, &json!({"status": "delivered", "from": "paid"})).await, 409, "conflict");
+    assert_eq!(app.get(&format!("/orders/{}", order["id"])).await.json["status"], "shipped", "409 changes nothing");
+    let delivered = app.patch_json(&path, &json!({"status": "delivered", "from": "shipped"})).await;
+    assert_eq!((delivered.status, delivered.json["status"].clone()), (200, json!("delivered")));
+    let back = app.patch_json(&path, &json!({"status": "pending"})).await;
+    assert_eq!(back.status, 200, "any status may follow any other");
+}
+
+pub async fn status_update_checks_body_then_existence_then_from(app: &TestApp) {
+    let missing = format!("/orders/{}/status", random_id());
+    assert_error(&app.patch_json(&missing, &json!({"status": "lost"})).await, 422, "validation_failed");
+    assert_error(&app.patch_json(&missing, &json!({"status": "paid", "from": "pending"})).await, 404, "not_found");
+    assert_error(&app.patch_json(&missing, &json!({"status": "paid"})).await, 404, "not_found");
+    assert_error(&app.patch_json("/orders/0/status", &json!({"status": "paid"})).await, 400, "bad_request");
+    let reply = app.patch_json(&missing, &json!({"status": "paid", "from": "nope", "extra": 1})).await;
+    assert_error(&reply, 422, "validation_failed");
+    assert_eq!(detail_fields(&reply), ["extra", "from"]);
+}
+
+pub async fn malformed_json_is_400(app: &TestApp) {
+    for body in [&b"{"[..], b"not json", br#"{"customer": }"#, br#"{"note":"\ud800"}"#, b"", b"{} []"] {
+        let reply = app.send(Method::POST, "/orders", Some("application/json"), body.to_vec()).await;
+        assert_error(&reply, 400, "bad_request");
+    }
+    let reply = app.send(Method::PATCH, "/orders/1/status", Some("application/json"), b"[".to_vec()).await;
+    assert_error(&reply, 400, "bad_request");
+}
+
+pub async fn content_type_must_be_json(app: &TestApp) {
+    let body = order_body(random_id(), [1, 2, 3]).to_string().into_bytes();
+    for content_type in [None, Some("text/plain"), Some("application/x-www-form-urlencoded"), Some("application/xml")] {
+        let reply = app.send(Method::POST, "/orders", content_type, body.clone()).await;
+        assert_error(&reply, 415, "unsupported_media_type");
+    }
+    for content_type in ["application/json; charset=utf-8", "application/vnd.orders+json"] {
+        let reply = app.send(Method::POST, "/orders", Some(content_type), body.clone()).await;
+        assert_eq!(reply.status, 201, "{content_type}: {}", reply.text);
+    }
+    let patch = app.send(Method::PATCH, "/orders/1/status", Some("text/plain"), br#"{"status":"paid"}"#.to_vec()).await;
+    assert_error(&patch, 415, "unsupported_media_type");
+}
+
+pub async fn bodies_over_the_limit_are_413(app: &TestApp) {
+    let mut body = order_body(random_id(), [1, 2, 3]);
+    body["note"] = json!("x".repeat(1_100_000));
+    assert_error(&app.post_json("/orders", &body).await, 413, "payload_too_large");
+}
+
+pub async fn bad_fields_are_422_with_one_detail_each(app: &TestApp) {
+    let customer = random_id();
+    let mut body = order_body(customer, [1, 2, 3]);
+    body["items"][1]["quantity"] = json!(0);
+    body["shipping"]["city"] = json!("Ber\u{0}lin");
+    body["currency"] = json!("eur");
+    body["surprise"] = json!(1);
+    body["note"] = json!("x".repeat(262_145));
+    let reply = app.post_json("/orders", &body).await;
+    assert_error(&reply, 422, "validation_failed");
+    let mut fields = detail_fields(&reply);
+    fields.sort();
+    assert_eq!(fields, ["currency", "items[1].quantity", "note", "shipping.city", "surprise"]);
+    let mut duplicate = order_body(customer, [1, 2, 3]).to_string();
+    duplicate.insert_str(1, r#""currency":"USD","#);
+    let reply = app.send(Method::POST, "/orders", Some("application/json"), duplicate.into_bytes()).await;
+    assert_error(&reply, 422, "validation_failed");
+    assert_eq!(detail_fields(&reply), ["currency"]);
+    let missing = app.post_json("/orders", &json!({})).await;
+    assert_eq!(detail_fields(&missing), ["customer", "items", "currency", "shipping"]);
+    assert_error(&app.post_json("/orders", &json!([])).await, 422, "validation_failed");
+    assert_eq!(ids(&app.get(&format!("/customers/{customer}/orders")).await), Vec::<u64>::new(), "nothing stored");
+}
+
+pub async fn operator_objects_where_an_id_belongs_are_422(app: &TestApp) {
+    let mut body = order_body(random_id(), [1, 2, 3]);
+    body["customer"]["id"] = json!({"$gt": 0});
+    body["items"][0]["product_id"] = json!({"$ne": null});
+    body["id"] = json!("1; DROP TABLE orders");
+    let reply = app.post_json("/orders", &body).await;
+    assert_error(&reply, 422, "validation_failed");
+    assert_eq!(detail_fields(&reply), ["id", "customer.id", "items[0].product_id"]);
+    let status = app.patch_json("/orders/1/status", &json!({"status": {"$set": "paid"}})).await;
+    assert_error(&status, 422, "validation_failed");
+}
+
+pub async fn unknown_paths_and_methods_use_the_error_shape(app: &TestApp) {
+    assert_error(&app.get("/nope").await, 404, "not_found");
+    assert_error(&app.send(Method::DELETE, "/orders/1", None, Vec::new()).await, 405, "method_not_allowed");
+    assert_error(&app.send(Method::PUT, "/orders", None, Vec::new()).await, 405, "method_not_allowed");
+    assert_error(&app.send(Method::GET, "/orders/1/status", None, Vec::new()).await, 405, "method_not_allowed");
+}
+
+pub async fn operational_endpoints_answer(app: &TestApp) {
+    assert_eq!(app.get("/healthz").await.status, 200);
+    assert_eq!(app.get("/readyz").await.status, 200);
+    let _ = app.get("/orders/1").await;
+    let metrics = app.get("/metrics").await;
+    assert_eq!(metrics.status, 200);
+    assert!(metrics.text.contains(r#"http_request_duration_seconds_bucket{route="/orders/{id}",method="GET""#), "{}", metrics.text);
+    assert!(metrics.text.contains("db_pool_size"));
+    let openapi = app.get("/openapi.json").await;
+    assert_eq!(openapi.status, 200);
+    assert_eq!(openapi.json["openapi"], "3.0.3");
+    let diagnostics = app.get("/diagnostics").await;
+    assert_eq!(diagnostics.status, 200, "{}", diagnostics.text);
+    assert!(diagnostics.json["backend"].is_string());
+    assert!(diagnostics.json["pool"]["max_size"].is_u64());
+}
