@@ -22,7 +22,7 @@ const SETTINGS: &[&str] = &[
     "shared_preload_libraries",
 ];
 
-const PRODUCT_QUERY: &str = "SELECT doc FROM orders WHERE doc->'items' @> $1 LIMIT $2";
+const PRODUCT_QUERY: &str = crate::sql::ORDERS_BY_PRODUCT.text;
 
 pub async fn collect(client: &Client, config: &PgConfig) -> Result<Value, tokio_postgres::Error> {
     let mut report = Map::new();
@@ -118,8 +118,8 @@ async fn prepared_statements(client: &Client) -> Result<Value, tokio_postgres::E
     let rows = client
         .query(
             "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
-             WHERE statement LIKE '%FROM orders%' ORDER BY statement",
-            &[],
+             WHERE statement = ANY($1) ORDER BY statement",
+            &[&crate::sql::REQUEST_STATEMENTS.iter().map(|s| s.text).collect::<Vec<_>>()],
         )
         .await?;
     Ok(Value::Array(

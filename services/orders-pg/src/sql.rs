@@ -48,6 +48,10 @@ pub const UPDATE_STATUS: Statement = Statement {
 pub const CURRENT_STATUS: Statement =
     Statement { text: "SELECT doc->>'status' FROM orders WHERE id = $1", types: &[Type::INT8] };
 
+/// Every statement a request may run, for reading back their plan-cache counters.
+pub const REQUEST_STATEMENTS: [&Statement; 6] =
+    [&GET_ORDER, &ORDERS_BY_CUSTOMER, &ORDERS_BY_PRODUCT, &INSERT_ORDER, &UPDATE_STATUS, &CURRENT_STATUS];
+
 /// Runs `statement` in `mode` and returns its rows.
 pub async fn query(
     client: &deadpool_postgres::Client,
