@@ -103,10 +103,7 @@ impl IdGenerator {
         let mut last = self.last.load(Ordering::Relaxed);
         loop {
             let candidate = now.max(last + 1).min(MAX_SAFE_INTEGER);
-            match self
-                .last
-                .compare_exchange_weak(last, candidate, Ordering::Relaxed, Ordering::Relaxed)
-            {
+            match self.last.compare_exchange_weak(last, candidate, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return OrderId(candidate.max(1)),
                 Err(actual) => last = actual,
             }

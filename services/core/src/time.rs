@@ -12,10 +12,7 @@ pub struct Timestamp(i64);
 
 impl Timestamp {
     pub fn now() -> Self {
-        let millis = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
+        let millis = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
         Self(millis)
     }
 
@@ -44,11 +41,7 @@ impl Timestamp {
         }
         let num = |range: std::ops::Range<usize>| -> Result<i64, String> {
             let part = &text[range];
-            if part.bytes().all(|c| c.is_ascii_digit()) {
-                part.parse().map_err(|_| invalid())
-            } else {
-                Err(invalid())
-            }
+            if part.bytes().all(|c| c.is_ascii_digit()) { part.parse().map_err(|_| invalid()) } else { Err(invalid()) }
         };
         let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
         let (hour, minute, second, milli) = (num(11..13)?, num(14..16)?, num(17..19)?, num(20..23)?);

@@ -141,7 +141,8 @@ fn status_change_requires_a_known_status_and_an_optional_from() {
         Ok(StatusChange { status: Status::Shipped, from: Some(Status::Paid) })
     );
     assert_eq!(StatusChange::parse(br#"{"status":"paid"}"#), Ok(StatusChange { status: Status::Paid, from: None }));
-    for bad in [&br#"{}"#[..], br#"{"status":"lost"}"#, br#"{"status":"paid","from":1}"#, br#"{"status":"paid","x":1}"#] {
+    for bad in [&br#"{}"#[..], br#"{"status":"lost"}"#, br#"{"status":"paid","from":1}"#, br#"{"status":"paid","x":1}"#]
+    {
         assert!(matches!(StatusChange::parse(bad), Err(BodyError::Invalid(_))), "{}", String::from_utf8_lossy(bad));
     }
 }

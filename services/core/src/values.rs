@@ -8,11 +8,7 @@ use std::fmt;
 pub type Reason = String;
 
 fn check_no_nul(text: &str) -> Result<(), Reason> {
-    if text.contains('\0') {
-        Err("must not contain U+0000".into())
-    } else {
-        Ok(())
-    }
+    if text.contains('\0') { Err("must not contain U+0000".into()) } else { Ok(()) }
 }
 
 /// Text of `MIN..=MAX` Unicode scalar values without U+0000.

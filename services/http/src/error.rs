@@ -53,7 +53,9 @@ impl ApiError {
 
     fn message(&self) -> String {
         match self {
-            ApiError::BadRequest(message) | ApiError::NotFound(message) | ApiError::Conflict(message) => message.clone(),
+            ApiError::BadRequest(message) | ApiError::NotFound(message) | ApiError::Conflict(message) => {
+                message.clone()
+            }
             ApiError::MethodNotAllowed => "method not allowed for this path".into(),
             ApiError::PayloadTooLarge => "request body is larger than MAX_BODY_BYTES".into(),
             ApiError::UnsupportedMediaType => "request body must be JSON (Content-Type: application/json)".into(),
@@ -100,7 +102,9 @@ impl From<StoreError> for ApiError {
 impl From<BodyError> for ApiError {
     fn from(error: BodyError) -> Self {
         match error {
-            BodyError::Malformed(message) => ApiError::BadRequest(format!("request body is not well-formed JSON: {message}")),
+            BodyError::Malformed(message) => {
+                ApiError::BadRequest(format!("request body is not well-formed JSON: {message}"))
+            }
             BodyError::Invalid(errors) => ApiError::Validation(errors),
         }
     }

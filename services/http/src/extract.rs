@@ -22,7 +22,9 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
         match Bytes::from_request(request, state).await {
             Ok(bytes) => Ok(JsonBody(bytes)),
             Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::PayloadTooLarge),
-            Err(rejection) => Err(ApiError::BadRequest(format!("could not read the request body: {}", rejection.body_text()))),
+            Err(rejection) => {
+                Err(ApiError::BadRequest(format!("could not read the request body: {}", rejection.body_text())))
+            }
         }
     }
 }
@@ -84,12 +86,16 @@ impl<S: Send + Sync> FromRequestParts<S> for ListParams {
         let find = |name: &str| pairs.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str());
         let limit = find("limit")
             .map(|raw| {
-                let value: u64 = raw.parse().map_err(|_| ApiError::BadRequest(format!("limit `{raw}` must be an integer from 1 to 100")))?;
+                let value: u64 = raw
+                    .parse()
+                    .map_err(|_| ApiError::BadRequest(format!("limit `{raw}` must be an integer from 1 to 100")))?;
                 Limit::new(value).map_err(ApiError::BadRequest)
             })
             .transpose()?;
         let before_id = find("before_id")
-            .map(|raw| parse_id::<OrderId>(raw).map_err(|reason| ApiError::BadRequest(format!("before_id `{raw}` {reason}"))))
+            .map(|raw| {
+                parse_id::<OrderId>(raw).map_err(|reason| ApiError::BadRequest(format!("before_id `{raw}` {reason}")))
+            })
             .transpose()?;
         Ok(ListParams { limit, before_id })
     }
@@ -108,7 +114,9 @@ mod tests {
 
     #[test]
     fn json_content_types_are_recognised_with_parameters_and_suffixes() {
-        for ok in ["application/json", "application/json; charset=utf-8", "Application/JSON", "application/merge-patch+json"] {
+        for ok in
+            ["application/json", "application/json; charset=utf-8", "Application/JSON", "application/merge-patch+json"]
+        {
             assert!(is_json(&with_content_type(ok)), "{ok}");
         }
         for bad in ["text/plain", "application/xml", "application/jsonx", "application/+json", "json", "text/json"] {

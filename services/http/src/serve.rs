@@ -34,7 +34,11 @@ impl Server {
 
     /// Serves until `shutdown` resolves, then stops accepting and waits for in-flight requests,
     /// giving up after `drain_timeout`.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static, drain_timeout: Duration) -> io::Result<()> {
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+        drain_timeout: Duration,
+    ) -> io::Result<()> {
         let draining = Arc::new(Notify::new());
         let signal_draining = draining.clone();
         let serving = axum::serve(self.listener, self.router).with_graceful_shutdown(async move {

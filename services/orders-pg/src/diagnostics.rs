@@ -55,18 +55,17 @@ async fn settings(client: &Client, config: &PgConfig) -> Result<Value, tokio_pos
 }
 
 async fn gin_index(client: &Client) -> Result<Value, tokio_postgres::Error> {
-    let reloptions: Option<Vec<String>> = client
-        .query_one("SELECT reloptions FROM pg_class WHERE oid = 'orders_items'::regclass", &[])
-        .await?
-        .get(0);
+    let reloptions: Option<Vec<String>> =
+        client.query_one("SELECT reloptions FROM pg_class WHERE oid = 'orders_items'::regclass", &[]).await?.get(0);
     let reloptions = reloptions.unwrap_or_default();
     // fastupdate defaults to on when the index has no explicit setting.
     let fastupdate = reloptions
         .iter()
         .find_map(|option| option.strip_prefix("fastupdate="))
         .map_or("on", |value| if value == "false" || value == "off" { "off" } else { "on" });
-    let pending =
-        client.query_one("SELECT pending_pages::bigint, pending_tuples::bigint FROM pgstatginindex('orders_items')", &[]).await?;
+    let pending = client
+        .query_one("SELECT pending_pages::bigint, pending_tuples::bigint FROM pgstatginindex('orders_items')", &[])
+        .await?;
     Ok(json!({
         "name": "orders_items",
         "reloptions": reloptions,
@@ -85,7 +84,8 @@ async fn table_counters(client: &Client) -> Result<Value, tokio_postgres::Error>
             &[],
         )
         .await?;
-    let names = ["seq_scan", "seq_tup_read", "idx_scan", "n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_live_tup", "n_dead_tup"];
+    let names =
+        ["seq_scan", "seq_tup_read", "idx_scan", "n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_live_tup", "n_dead_tup"];
     Ok(Value::Object(names.iter().enumerate().map(|(i, name)| ((*name).into(), json!(row.get::<_, i64>(i)))).collect()))
 }
 

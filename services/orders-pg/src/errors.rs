@@ -11,8 +11,7 @@ pub fn from_db(error: tokio_postgres::Error) -> StoreError {
         || match error.code() {
             Some(code) => {
                 code.code().starts_with("08")
-                    || [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN, SqlState::CANNOT_CONNECT_NOW]
-                        .contains(code)
+                    || [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN, SqlState::CANNOT_CONNECT_NOW].contains(code)
                     || *code == SqlState::TOO_MANY_CONNECTIONS
             }
             // No SQLSTATE: unreachable only when the cause is I/O (refused, reset, timed out);

@@ -11,6 +11,17 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0002_extensions", include_str!("../../../migrations/postgres/0002_extensions.sql")),
 ];
 
+/// The secondary indexes of `0001_orders.sql` as (name, statement), each statement exactly as in
+/// that file, for tools that drop them before a bulk load and build them after (`orders-bench
+/// seed`), so the service and the seeder cannot disagree about their definitions.
+pub const SECONDARY_INDEXES: &[(&str, &str)] = &[
+    (
+        "orders_customer",
+        "CREATE INDEX IF NOT EXISTS orders_customer ON orders (((doc->'customer'->>'id')::bigint), id)",
+    ),
+    ("orders_items", "CREATE INDEX IF NOT EXISTS orders_items ON orders USING gin ((doc->'items') jsonb_path_ops)"),
+];
+
 /// An arbitrary key for `pg_advisory_xact_lock`, shared by every orders-pg process.
 const MIGRATION_LOCK: i64 = 0x6f72_6465_7273;
 

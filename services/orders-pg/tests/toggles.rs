@@ -30,7 +30,8 @@ async fn insert_orders(store: &PgStore, count: u64) {
 async fn reloptions(url: &str) -> Vec<String> {
     let (client, connection) = tokio_postgres::connect(url, NoTls).await.expect("connect");
     tokio::spawn(connection);
-    let row = client.query_one("SELECT reloptions FROM pg_class WHERE relname = 'orders_items'", &[]).await.expect("query");
+    let row =
+        client.query_one("SELECT reloptions FROM pg_class WHERE relname = 'orders_items'", &[]).await.expect("query");
     row.get::<_, Option<Vec<String>>>(0).unwrap_or_default()
 }
 
@@ -97,7 +98,8 @@ async fn statement_mode_decides_whether_named_statements_exist() {
         let insert = statements.iter().find(|s| s["statement"].as_str().is_some_and(|t| t.starts_with("INSERT")));
         assert_eq!(insert.is_some(), expect_prepared, "{mode:?}: {statements:?}");
         if let Some(insert) = insert {
-            let executions = insert["generic_plans"].as_i64().unwrap_or(0) + insert["custom_plans"].as_i64().unwrap_or(0);
+            let executions =
+                insert["generic_plans"].as_i64().unwrap_or(0) + insert["custom_plans"].as_i64().unwrap_or(0);
             assert_eq!(executions, 3, "one prepared statement, executed three times");
         }
         assert_eq!(report["settings"]["statement_mode"], Value::from(format!("{mode:?}").to_lowercase()));
@@ -114,7 +116,9 @@ async fn diagnostics_explain_table_activity_and_both_product_plans() {
     assert!(after["server_version"].as_str().is_some_and(|v| v.starts_with("18")), "{}", after["server_version"]);
     assert!(after["wal"]["bytes"].as_i64() > before["wal"]["bytes"].as_i64(), "inserts wrote WAL");
     assert!(after["sizes"]["index_bytes"]["orders_items"].as_i64() > Some(0));
-    for counter in ["seq_scan", "seq_tup_read", "idx_scan", "n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_live_tup", "n_dead_tup"] {
+    for counter in
+        ["seq_scan", "seq_tup_read", "idx_scan", "n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_live_tup", "n_dead_tup"]
+    {
         assert!(after["table"][counter].is_i64(), "{counter} reported");
     }
     let plans = &after["product_query"];

@@ -275,7 +275,11 @@ pub async fn operational_endpoints_answer(app: &TestApp) {
     let _ = app.get("/orders/1").await;
     let metrics = app.get("/metrics").await;
     assert_eq!(metrics.status, 200);
-    assert!(metrics.text.contains(r#"http_request_duration_seconds_bucket{route="/orders/{id}",method="GET""#), "{}", metrics.text);
+    assert!(
+        metrics.text.contains(r#"http_request_duration_seconds_bucket{route="/orders/{id}",method="GET""#),
+        "{}",
+        metrics.text
+    );
     assert!(metrics.text.contains("db_pool_size"));
     let openapi = app.get("/openapi.json").await;
     assert_eq!(openapi.status, 200);

@@ -102,7 +102,10 @@ pub async fn product_orders_contain_the_product_up_to_the_limit<S: OrderStore>(s
     for (id, products) in [(1, [10, 11, 12]), (2, [12, 13, 14]), (3, [15, 16, 12]), (4, [20, 21, 22])] {
         store.insert(&order(id, 1, products)).await.expect("insert");
     }
-    let query = |product, limit| ProductQuery { product: ProductId::new(product).expect("id"), limit: Limit::new(limit).expect("limit") };
+    let query = |product, limit| ProductQuery {
+        product: ProductId::new(product).expect("id"),
+        limit: Limit::new(limit).expect("limit"),
+    };
     let mut found = ids(&store.by_product(query(12, 10)).await.expect("search"));
     found.sort_unstable();
     assert_eq!(found, [1, 2, 3]);
