@@ -1,0 +1,16 @@
+//! The order service on MongoDB: its settings (`config`), the BSON shape of an order (`document`),
+//! the `OrderStore` on the official driver (`store`), the indexes from `migrations/mongo`
+//! (`indexes`), how driver errors map to store errors (`error`), pool figures from the driver's
+//! pool events (`pool`) and the `/diagnostics` report (`diagnostics`). The HTTP API itself is the
+//! shared `orders-http` crate.
+
+pub mod config;
+pub mod diagnostics;
+pub mod document;
+pub mod error;
+pub mod indexes;
+pub mod pool;
+pub mod store;
+
+pub use config::{Config, MongoConfig};
+pub use store::{ConnectError, MongoStore};

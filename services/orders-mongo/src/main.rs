@@ -1,0 +1,13 @@
+//! `orders-mongo`: reads the settings, starts logging, connects to MongoDB (waiting for a server
+//! that is still starting, applying the indexes) and serves the order API until SIGTERM or Ctrl-C.
+
+use anyhow::Context;
+use orders_mongo::{Config, MongoStore};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config: Config = orders_http::config::parse_args("127.0.0.1:8081");
+    orders_http::telemetry::init(&config.http);
+    let store = MongoStore::connect(&config.mongo).await.context("could not start on MongoDB")?;
+    orders_http::serve(&config.http, store).await.context("server failed")
+}

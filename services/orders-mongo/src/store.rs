@@ -1,0 +1,207 @@
+//! `MongoStore`: the `OrderStore` on the official `mongodb` driver. One collection (`orders`,
+//! `_id` = order id), the indexes of `migrations/mongo`, and every write sent with the configured
+//! write concern (`w` from `MONGO_WRITE_CONCERN`, `j` from `MONGO_JOURNAL`, set on the client, so
+//! the collection and every write inherit it).
+//! Each method is one command on its success path; filters are built only from typed ids, limits
+//! and statuses, never from request text.
+
+use crate::config::MongoConfig;
+use crate::diagnostics;
+use crate::document::{date, from_document, status_of, to_document};
+use crate::error::{describe, is_duplicate_key, is_unavailable, store_error};
+use crate::indexes::{self, COLLECTION};
+use crate::pool::PoolCounters;
+use futures_util::TryStreamExt;
+use mongodb::bson::{Document, doc};
+use mongodb::options::{ClientOptions, ReturnDocument};
+use mongodb::{Client, Collection, Cursor, Database};
+use orders_core::{
+    CustomerQuery, Order, OrderId, OrderStore, PoolStatus, ProductQuery, StatusChange, StoreError, Timestamp,
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long `connect` waits for a server that is still starting.
+pub const STARTUP_WAIT: Duration = Duration::from_secs(30);
+/// Server selection timeout when the URI does not set `serverSelectionTimeoutMS`: a request (or a
+/// readiness probe) fails with 503 after this long instead of the driver's default 30 s.
+const SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a conditional status change is tried when its status keeps changing underneath it.
+const MAX_STATUS_ATTEMPTS: usize = 3;
+
+#[derive(Debug, Clone)]
+pub struct MongoStore {
+    db: Database,
+    orders: Collection<Document>,
+    pool: Arc<PoolCounters>,
+    max_pool_size: u32,
+}
+
+/// Why the service could not start on MongoDB.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("MONGODB_URI is not usable: {}", describe(.0))]
+    Options(mongodb::error::Error),
+    #[error("MongoDB at MONGODB_URI did not answer a ping within {} s: {}", STARTUP_WAIT.as_secs(), describe(.0))]
+    Unreachable(mongodb::error::Error),
+    #[error("MongoDB at MONGODB_URI refused the ping: {}", describe(.0))]
+    Refused(mongodb::error::Error),
+    #[error("could not apply migrations/mongo/indexes.json with MONGO_WRITE_CONCERN={w} and MONGO_JOURNAL={j}")]
+    Indexes { w: String, j: bool, source: indexes::ApplyError },
+}
+
+impl MongoStore {
+    /// Connects, waits up to `STARTUP_WAIT` for the server to answer, and applies the indexes.
+    /// The index build is the first write, so a write concern the deployment cannot satisfy (a
+    /// `w` above the number of members, an unknown tag) stops start-up here.
+    pub async fn connect(config: &MongoConfig) -> Result<Self, ConnectError> {
+        let pool = Arc::new(PoolCounters::default());
+        let mut options = ClientOptions::parse(&config.uri).await.map_err(ConnectError::Options)?;
+        options.app_name.get_or_insert_with(|| "orders-mongo".to_owned());
+        options.server_selection_timeout.get_or_insert(SERVER_SELECTION_TIMEOUT);
+        options.max_pool_size = Some(config.pool_size);
+        options.write_concern = Some(config.write_concern());
+        options.cmap_event_handler = Some(pool.event_handler());
+        let client = Client::with_options(options).map_err(ConnectError::Options)?;
+        let db = client.database(&config.db);
+        wait_for_server(&db).await?;
+        let orders = db.collection::<Document>(COLLECTION);
+        indexes::apply(&orders).await.map_err(|source| ConnectError::Indexes {
+            w: config.write_concern_text(),
+            j: config.journal,
+            source,
+        })?;
+        Ok(Self { db, orders, pool, max_pool_size: config.pool_size })
+    }
+
+    /// The database this store works in (tests drop it when they are done).
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+}
+
+async fn wait_for_server(db: &Database) -> Result<(), ConnectError> {
+    let deadline = Instant::now() + STARTUP_WAIT;
+    let mut last_error = None;
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let error = match tokio::time::timeout(remaining, db.run_command(doc! {"ping": 1})).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(error)) if !is_unavailable(&error) => return Err(ConnectError::Refused(error)),
+            Ok(Err(error)) => error,
+            // The deadline passed during a ping: report why the previous one failed, if one did.
+            Err(_elapsed) => last_error.unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
+        };
+        if Instant::now() >= deadline {
+            return Err(ConnectError::Unreachable(error));
+        }
+        tracing::info!(error = describe(&error), "waiting for MongoDB");
+        last_error = Some(error);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn collect_orders(cursor: Cursor<Document>) -> Result<Vec<Order>, StoreError> {
+    let documents: Vec<Document> = cursor.try_collect().await.map_err(store_error)?;
+    documents.iter().map(|document| from_document(document).map_err(internal)).collect()
+}
+
+fn internal(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Internal(error.to_string())
+}
+
+impl OrderStore for MongoStore {
+    fn backend(&self) -> &'static str {
+        "mongodb"
+    }
+
+    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
+        match self.orders.find_one(doc! {"_id": id.as_i64()}).await.map_err(store_error)? {
+            Some(document) => from_document(&document).map_err(internal),
+            None => Err(StoreError::NotFound),
+        }
+    }
+
+    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+        let mut filter = doc! {"customer.id": query.customer.as_i64()};
+        if let Some(before) = query.before {
+            filter.insert("_id", doc! {"$lt": before.as_i64()});
+        }
+        let cursor = self
+            .orders
+            .find(filter)
+            .sort(doc! {"_id": -1})
+            .limit(i64::from(query.limit.get()))
+            .await
+            .map_err(store_error)?;
+        collect_orders(cursor).await
+    }
+
+    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+        let filter = doc! {"items.product_id": query.product.as_i64()};
+        let cursor = self.orders.find(filter).limit(i64::from(query.limit.get())).await.map_err(store_error)?;
+        collect_orders(cursor).await
+    }
+
+    async fn insert(&self, order: &Order) -> Result<(), StoreError> {
+        let document = to_document(order).map_err(internal)?;
+        match self.orders.insert_one(document).await {
+            Ok(_) => Ok(()),
+            Err(error) if is_duplicate_key(&error) => Err(StoreError::id_taken(order.id)),
+            Err(error) => Err(store_error(error)),
+        }
+    }
+
+    async fn update_status(&self, id: OrderId, change: StatusChange, now: Timestamp) -> Result<Order, StoreError> {
+        let mut filter = doc! {"_id": id.as_i64()};
+        if let Some(from) = change.from {
+            filter.insert("status", from.as_str());
+        }
+        let update = doc! {"$set": {"status": change.status.as_str(), "updated_at": date(now)}};
+        let mut attempts = 0;
+        loop {
+            let updated = self
+                .orders
+                .find_one_and_update(filter.clone(), update.clone())
+                .return_document(ReturnDocument::After)
+                .await
+                .map_err(store_error)?;
+            if let Some(document) = updated {
+                return from_document(&document).map_err(internal);
+            }
+            let Some(expected) = change.from else {
+                return Err(StoreError::NotFound);
+            };
+            // Nothing matched: the order is missing, or its status is not `from`. One more look
+            // tells which (the only second round trip, and only on a failure path).
+            let current = self
+                .orders
+                .find_one(doc! {"_id": id.as_i64()})
+                .projection(doc! {"_id": 0, "status": 1})
+                .await
+                .map_err(store_error)?;
+            let Some(document) = current else {
+                return Err(StoreError::NotFound);
+            };
+            let current = status_of(&document).map_err(internal)?;
+            attempts += 1;
+            // The status can have become `from` between the two commands; then try again rather
+            // than answer "has status paid, not paid".
+            if current != expected || attempts == MAX_STATUS_ATTEMPTS {
+                return Err(StoreError::status_differs(id, current, expected));
+            }
+        }
+    }
+
+    async fn ready(&self) -> Result<(), StoreError> {
+        self.db.run_command(doc! {"ping": 1}).await.map(drop).map_err(store_error)
+    }
+
+    async fn diagnostics(&self) -> Result<serde_json::Value, StoreError> {
+        diagnostics::collect(&self.db, &self.orders, self.max_pool_size).await
+    }
+
+    fn pool_status(&self) -> PoolStatus {
+        self.pool.status(self.max_pool_size)
+    }
+}
