@@ -10,6 +10,7 @@ pub mod errors;
 pub mod migrate;
 pub mod sql;
 pub mod store;
+pub mod testing;
 
 pub use config::{Config, PgConfig};
 pub use store::PgStore;

@@ -2,8 +2,6 @@
 //! real PostgreSQL, in both statement modes (the checks use random ids, so one database serves
 //! all of them).
 
-mod support;
-
 use orders_http::HttpConfig;
 use orders_pg::config::StatementMode;
 use orders_pg::{PgConfig, PgStore};
@@ -12,7 +10,7 @@ use tokio::sync::OnceCell;
 
 async fn shared_database() -> String {
     static URL: OnceCell<String> = OnceCell::const_new();
-    URL.get_or_init(support::fresh_database).await.clone()
+    URL.get_or_init(orders_pg::testing::fresh_database).await.clone()
 }
 
 async fn spawn_with(mode: StatementMode) -> TestApp {

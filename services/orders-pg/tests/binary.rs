@@ -2,8 +2,6 @@
 //! against an empty database it migrates and serves; SIGTERM stops it cleanly; a bad value of any
 //! setting stops start-up with a message naming the variable.
 
-mod support;
-
 use orders_core::sample::order_body;
 use orders_testkit::TestApp;
 use std::io::{BufRead, BufReader};
@@ -24,7 +22,7 @@ fn command(env: &[(&str, &str)]) -> Command {
 
 #[tokio::test]
 async fn starts_on_an_empty_database_with_only_database_url_and_stops_on_sigterm() {
-    let url = support::fresh_database().await;
+    let url = orders_pg::testing::fresh_database().await;
     let mut child = command(&[("DATABASE_URL", &url), ("BIND_ADDR", "127.0.0.1:0"), ("LOG_FORMAT", "json")])
         .stdout(Stdio::piped())
         .spawn()

@@ -3,8 +3,6 @@
 //! (on every pooled connection), `PG_STATEMENT_MODE` (named statements exist or not), and the
 //! diagnostics that explain a benchmark (pending list, counters, both plans of the product query).
 
-mod support;
-
 use orders_core::sample::order_body;
 use orders_core::{IdGenerator, NewOrder, OrderStore, place_order};
 use orders_pg::config::{OnOff, PlanCacheMode, StatementMode, SynchronousCommit};
@@ -37,7 +35,7 @@ async fn reloptions(url: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn gin_fastupdate_off_flushes_the_pending_list_and_on_restores_it() {
-    let url = support::fresh_database().await;
+    let url = orders_pg::testing::fresh_database().await;
     let untouched = store(&url, |_| {}).await;
     insert_orders(&untouched, 40).await;
     let before = untouched.diagnostics().await.expect("diagnostics");
@@ -60,7 +58,7 @@ async fn gin_fastupdate_off_flushes_the_pending_list_and_on_restores_it() {
 
 #[tokio::test]
 async fn plan_cache_mode_and_synchronous_commit_hold_on_every_pooled_connection() {
-    let url = support::fresh_database().await;
+    let url = orders_pg::testing::fresh_database().await;
     let default = store(&url, |_| {}).await;
     let settings = default.diagnostics().await.expect("diagnostics")["settings"].clone();
     assert_eq!(settings["plan_cache_mode"], "auto");
@@ -85,7 +83,7 @@ async fn plan_cache_mode_and_synchronous_commit_hold_on_every_pooled_connection(
 
 #[tokio::test]
 async fn statement_mode_decides_whether_named_statements_exist() {
-    let url = support::fresh_database().await;
+    let url = orders_pg::testing::fresh_database().await;
     for (mode, expect_prepared) in [(StatementMode::Prepared, true), (StatementMode::Unprepared, false)] {
         let store = store(&url, |c| {
             c.statement_mode = mode;
@@ -108,7 +106,7 @@ async fn statement_mode_decides_whether_named_statements_exist() {
 
 #[tokio::test]
 async fn diagnostics_explain_table_activity_and_both_product_plans() {
-    let url = support::fresh_database().await;
+    let url = orders_pg::testing::fresh_database().await;
     let store = store(&url, |_| {}).await;
     let before = store.diagnostics().await.expect("diagnostics");
     insert_orders(&store, 20).await;

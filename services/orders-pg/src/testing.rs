@@ -1,14 +1,17 @@
-//! Test databases on the local PostgreSQL: each call makes a new, empty database (dropping the
-//! ones left by test processes that have exited), so every test starts from nothing.
+//! Test support, public so every crate's tests share it: `fresh_database` makes a new, empty
+//! database on the test server (`DATABASE_URL`, as `infra/local/stack.sh env` prints it) and
+//! drops the ones left by test processes that have exited, so every test starts from nothing.
+//! Only tests call it; the service never does.
 
-use orders_pg::{PgConfig, PgStore};
+use crate::{PgConfig, PgStore};
 use std::sync::atomic::{AtomicU32, Ordering};
 use tokio_postgres::NoTls;
 
 const PREFIX: &str = "orders_test_";
 
-/// The server the tests use: `DATABASE_URL` (as `infra/local/stack.sh env` prints it).
+/// The server the tests use: `DATABASE_URL`, or the local stack's default address.
 pub fn server_url() -> String {
+    // Tests read the environment directly; the service's settings never come from here.
     std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:55432/orders".into())
 }
 
@@ -19,8 +22,8 @@ fn url_for(database: &str) -> String {
     format!("{server}/{database}")
 }
 
-/// Creates an empty database and returns its URL.
-#[allow(dead_code)]
+/// Creates an empty database and returns its URL. Panics when the server is unreachable: it is
+/// for tests only.
 pub async fn fresh_database() -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let (admin, connection) = tokio_postgres::connect(&url_for("postgres"), NoTls)
@@ -48,7 +51,6 @@ async fn drop_databases_of_exited_processes(admin: &tokio_postgres::Client) {
 }
 
 /// A store with default settings over a new, empty database.
-#[allow(dead_code)]
 pub async fn fresh_store() -> PgStore {
     PgStore::connect(&PgConfig::with_url(fresh_database().await)).await.expect("connect and migrate")
 }
