@@ -1,0 +1,51 @@
+//! The baseline for `orders-mongo`'s GET by id: the same `find_one({_id})` the service runs,
+//! straight from the driver with no HTTP in between, from `CONCURRENCY` tasks sharing one client
+//! whose pool has `POOL` connections, for `SECONDS`. Prints finds per second.
+//!
+//! `cargo run --release -p orders-mongo --example find_one_loop -- URI DB POOL CONCURRENCY SECONDS MAX_ID`
+
+use mongodb::Client;
+use mongodb::bson::{Document, doc};
+use mongodb::options::ClientOptions;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [uri, db, pool, concurrency, seconds, max_id] = args.as_slice() else {
+        return Err("usage: find_one_loop URI DB POOL CONCURRENCY SECONDS MAX_ID".into());
+    };
+    let (pool, concurrency, seconds, max_id): (u32, u64, u64, u64) =
+        (pool.parse()?, concurrency.parse()?, seconds.parse()?, max_id.parse()?);
+    let mut options = ClientOptions::parse(uri).await?;
+    options.max_pool_size = Some(pool);
+    let orders = Client::with_options(options)?.database(db).collection::<Document>("orders");
+
+    let done = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let tasks: Vec<_> = (0..concurrency)
+        .map(|task| {
+            let (orders, done) = (orders.clone(), done.clone());
+            tokio::spawn(async move {
+                // A per-task xorshift: random ids without a shared lock or a rand crate.
+                let mut state = 0x9E37_79B9_7F4A_7C15_u64 ^ (task + 1);
+                while Instant::now() < deadline {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    let id = (state % max_id + 1) as i64;
+                    if orders.find_one(doc! {"_id": id}).await.is_ok_and(|found| found.is_some()) {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await?;
+    }
+    println!("{:.0}", done.load(Ordering::Relaxed) as f64 / seconds as f64);
+    Ok(())
+}
