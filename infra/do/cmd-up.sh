@@ -42,14 +42,14 @@ check_binaries() {
   docker build --target export --output type=local,dest=.local/dist . && export BIN_DIR=\$PWD/.local/dist"
     fi
     [ "$(head -c 4 "$f" | od -An -c | tr -d ' \n')" = '177ELF' ] ||
-      die "$f is not a Linux (ELF) binary: build it with the Dockerfile's export target (see infra/DEPLOY.md)"
+      die "$f is not a Linux (ELF) binary: build it with the Dockerfile's export target (see README.md, "Deploy to DigitalOcean")"
   done
 }
 
 preflight() {
   operator_cidr
   check_binaries
-  if ! dry; then command -v doctl >/dev/null || die "doctl not found (see infra/DEPLOY.md)"; fi
+  if ! dry; then command -v doctl >/dev/null || die "doctl not found (see README.md, "Deploy to DigitalOcean")"; fi
   say "DigitalOcean account: $(query dry-run@example.com doctl account get --format Email --no-header)"
   if [ -z "$SSH_KEY" ]; then
     SSH_KEY=$(query dry-run-key doctl compute ssh-key list --format ID --no-header | paste -sd, -)
