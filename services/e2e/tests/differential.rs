@@ -187,7 +187,9 @@ fn next_step(rng: &mut Rng, assigned_so_far: usize) -> Step {
             body["id"] = json!(1 + rng.below(EXPLICIT_IDS));
             json_step(Method::POST, "/orders".into(), &body)
         }
-        15..=24 => Step { creates_with_assigned_id: true, ..json_step(Method::POST, "/orders".into(), &order_body(rng)) },
+        15..=24 => {
+            Step { creates_with_assigned_id: true, ..json_step(Method::POST, "/orders".into(), &order_body(rng)) }
+        }
         25..=39 => Step { order: Some(random_ref(rng, assigned_so_far)), ..step(Method::GET, "/orders/{id}".into()) },
         40..=51 => {
             let customer = 1 + rng.below(CUSTOMERS);
@@ -264,7 +266,8 @@ async fn both_services_answer_a_long_seeded_sequence_identically() {
                 target.by_position.push(id);
             }
         }
-        let (mut pg_json, mut mongo_json) = (targets[0].normalize(&pg_reply.json), targets[1].normalize(&mongo_reply.json));
+        let (mut pg_json, mut mongo_json) =
+            (targets[0].normalize(&pg_reply.json), targets[1].normalize(&mongo_reply.json));
         if step.compare_as_set {
             (pg_json, mongo_json) = (sorted_orders(&pg_json), sorted_orders(&mongo_json));
         }
