@@ -28,7 +28,8 @@ pub struct PgConfig {
         long = "database-url",
         env = "DATABASE_URL",
         value_name = "DATABASE_URL",
-        default_value = "postgres://postgres@127.0.0.1:5432/orders"
+        default_value = "postgres://postgres@127.0.0.1:5432/orders",
+        hide_env_values = true
     )]
     pub database_url: String,
 
