@@ -10,10 +10,14 @@ orders=${ORDERS:-100000}
 connections=${CONNECTIONS:-64}
 pool=${POOL:-16}
 duration=${DURATION:-20}
-port=${PORT:-18081}
+port=${PORT:-28081}
 database=baseline_get_by_id
 
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+	echo "port $port is already in use; set PORT" >&2
+	exit 1
+fi
 bash infra/local/stack.sh start >/dev/null
 eval "$(bash infra/local/stack.sh env)"
 

@@ -12,10 +12,14 @@ orders=${ORDERS:-100000}
 connections=${CONNECTIONS:-64}
 pool=${POOL:-16}
 duration=${DURATION:-20}
-port=${PORT:-18080}
+port=${PORT:-28080}
 database=baseline_get_by_id
 
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+	echo "port $port is already in use; set PORT" >&2
+	exit 1
+fi
 bash infra/local/stack.sh start >/dev/null
 eval "$(bash infra/local/stack.sh env)"
 admin=(env LD_LIBRARY_PATH="$PG_BIN/../lib" "$PG_BIN/psql" -q -X -v ON_ERROR_STOP=1 "$STACK_PG_ADMIN_URL")
@@ -75,17 +79,23 @@ request = function() return wrk.format("GET", "/orders/" .. math.random(1, $orde
 LUA
 printf '\\set id random(1, %s)\nSELECT doc FROM orders WHERE id = :id;\n' "$orders" >"$script/get.sql"
 
-http_rate() { # $1 = statement mode; prints requests/s
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+http_rate() { # $1 = statement mode; prints requests/s and the service's CPU microseconds per request
 	start_service "$1"
 	wrk -t2 -c"$connections" -d2s -s "$script/get.lua" "http://127.0.0.1:$port" >/dev/null # warm-up
+	local before after
+	before=$(cpu_ticks "$service_pid")
 	wrk -t2 -c"$connections" -d"${duration}s" -s "$script/get.lua" "http://127.0.0.1:$port" >"$script/wrk-$1.txt"
+	after=$(cpu_ticks "$service_pid")
 	stop_service
 	if grep -q 'Non-2xx' "$script/wrk-$1.txt"; then
 		echo "orders-pg answered errors:" >&2
 		cat "$script/wrk-$1.txt" >&2
 		exit 1
 	fi
-	awk '/^Requests\/sec/ { print $2 }' "$script/wrk-$1.txt"
+	awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" -v d="$duration" \
+		'/^Requests\/sec/ { printf "%s %.0f\n", $2, ticks / hz * 1e6 / ($2 * d) }' "$script/wrk-$1.txt"
 }
 
 pgbench_rate() { # $1 = pgbench protocol; prints transactions/s
@@ -98,10 +108,11 @@ printf '%s orders, wrk %s connections through orders-pg (pool %s) vs pgbench -c 
 for pair in prepared:prepared unprepared:extended; do
 	mode=${pair%%:*}
 	protocol=${pair#*:}
-	service=$(http_rate "$mode")
+	read -r service service_cpu < <(http_rate "$mode")
 	direct=$(pgbench_rate "$protocol")
-	awk -v m="$mode" -v p="$protocol" -v s="$service" -v d="$direct" \
-		'BEGIN { printf "%-10s orders-pg %8.0f req/s | pgbench -M %-8s %8.0f tps | ratio %.2f\n", m, s, p, d, s / d }'
+	awk -v m="$mode" -v p="$protocol" -v s="$service" -v c="$service_cpu" -v d="$direct" 'BEGIN {
+		printf "%-10s orders-pg %6.0f req/s (%s us CPU/request) | pgbench -M %-8s %6.0f tps | ratio %.2f\n",
+			m, s, c, p, d, s / d }'
 done
 rm -rf "$script"
 "${admin[@]}" -c "DROP DATABASE IF EXISTS $database WITH (FORCE)"
