@@ -1,11 +1,19 @@
 //! `orders-bench`: the benchmark runner of the two order services. `main` only parses the command
-//! line and hands each subcommand to its module (`seed` now; rounds, reports and the local demo
-//! join it as modules of their own). `dataset` and `prng` generate the orders, `manifest` records
-//! what was seeded where.
+//! line and hands each subcommand to its module: `seed`, `round`, `report` and `demo`. `dataset`
+//! and `prng` generate the orders, `manifest` records what was seeded where; `k6`, `diagnostics`,
+//! `procstat` and `charts` serve the rounds and reports.
 
+mod charts;
 mod dataset;
+mod demo;
+mod diagnostics;
+mod k6;
 mod manifest;
 mod prng;
+mod procstat;
+mod repo;
+mod report;
+mod round;
 mod seed;
 
 use clap::{Parser, Subcommand};
@@ -26,12 +34,23 @@ struct Cli {
 enum Command {
     /// Load the same deterministic orders into PostgreSQL and/or MongoDB and write the manifest.
     Seed(seed::SeedArgs),
+    /// Drive both services at once up a staircase of arrival rates (k6), repeated, and judge every
+    /// step: maximum passing rate per target, diagnostics and CPU that explain it, a fairness gate.
+    Round(round::RoundArgs),
+    /// Combine round folders into one report.md, a self-contained report.html and SVG charts.
+    Report(report::ReportArgs),
+    /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
+    /// rounds and the report; stops everything it started (about ten minutes, --quick under three).
+    Demo(demo::DemoArgs),
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Seed(args) => seed::run(args).await,
+        Command::Round(args) => round::run(args).await,
+        Command::Report(args) => report::run(args),
+        Command::Demo(args) => demo::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,299 @@
+//! `orders-bench demo`: the whole comparison on this machine in one command. It starts the local
+//! stack if it is not running, builds and starts both services on free ports over a database of
+//! their own (`orders_demo` in both servers), runs the `read`, `insert`, `status` and `shop`
+//! rounds (reloading the data before every repeat), writes the combined report and stops
+//! everything it started, also on an error or Ctrl-C: the services, k6, and the stack if it was
+//! not running before. About ten minutes on two cores; `--quick` takes under three.
+//!
+//! Every process it starts carries `ORDERS_BENCH_DEMO=<report folder>` in its environment, so a
+//! test (or a person) can check that none is left.
+
+mod services;
+mod stack;
+
+use crate::round::result::RatePlan;
+use crate::round::verdict::PassMark;
+use crate::round::{self, RoundSpec, Setup};
+use crate::seed::{SeedArgs, Target};
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
+use services::Service;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio_postgres::NoTls;
+
+/// The environment variable that marks every process the demo starts.
+pub const MARKER: &str = "ORDERS_BENCH_DEMO";
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Smoke-test size: 2,000 orders, one repeat, 2 s steps; under three minutes.
+    #[arg(long)]
+    pub quick: bool,
+    /// Folder for the report and every raw file [default: results/<timestamp>-demo].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Mixes to run, in order.
+    #[arg(long, value_delimiter = ',', default_value = "read,insert,status,shop")]
+    pub mixes: Vec<String>,
+    /// Orders in the data set [default: 100,000; 2,000 with --quick].
+    #[arg(long)]
+    pub orders: Option<u64>,
+    /// Repeats of every round [default: 3; 1 with --quick].
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    /// Seconds each rate is held [default: 4; 2 with --quick].
+    #[arg(long = "step-duration", value_parser = round::parse_seconds)]
+    pub step_duration: Option<f64>,
+    /// Name of the database the demo creates and loads in both servers, and the services use.
+    #[arg(long = "db-name", default_value = "orders_demo")]
+    pub db_name: String,
+    /// Use the orders-pg and orders-mongo binaries in this folder instead of building them.
+    #[arg(long = "bin-dir", conflicts_with = "no_build")]
+    pub bin_dir: Option<PathBuf>,
+    /// Do not build: use the service binaries next to this orders-bench binary.
+    #[arg(long = "no-build")]
+    pub no_build: bool,
+}
+
+struct Profile {
+    orders: u64,
+    repeats: u32,
+    plan: RatePlan,
+}
+
+impl DemoArgs {
+    fn profile(&self) -> Profile {
+        let (orders, repeats, step_seconds, step) =
+            if self.quick { (2_000, 1, 2.0, 200) } else { (100_000, 3, 4.0, 100) };
+        Profile {
+            orders: self.orders.unwrap_or(orders),
+            repeats: self.repeats.unwrap_or(repeats),
+            plan: RatePlan {
+                start_rate: if self.quick { 100 } else { 200 },
+                step,
+                max_rate: if self.quick { 1500 } else { 3000 },
+                step_seconds: self.step_duration.unwrap_or(step_seconds),
+            },
+        }
+    }
+}
+
+/// What the demo has started and must stop.
+#[derive(Default)]
+struct Started {
+    stack: Option<stack::Stack>,
+    services: Vec<Service>,
+}
+
+impl Started {
+    async fn stop(&mut self) {
+        for service in &mut self.services {
+            service.stop().await;
+        }
+        if let Some(stack) = self.stack.take() {
+            eprintln!("demo: stopping the local stack it started");
+            if let Err(error) = stack.stop().await {
+                eprintln!("demo: {error:#}");
+            }
+        }
+    }
+}
+
+async fn shutdown_signal() -> Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("SIGTERM")?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    Ok(())
+}
+
+pub async fn run(args: DemoArgs) -> Result<()> {
+    let began = Instant::now();
+    let repo = crate::repo::root()?;
+    let out = crate::repo::absolute(
+        &args.out.clone().unwrap_or_else(|| repo.join("results").join(format!("{}-demo", round::folder_stamp()))),
+    );
+    std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
+    let marker = (MARKER.to_owned(), out.display().to_string());
+    let mut started = Started::default();
+    let outcome = tokio::select! {
+        outcome = body(&args, &repo, &out, &marker, &mut started) => outcome,
+        _ = shutdown_signal() => Err(anyhow!("interrupted")),
+    };
+    eprintln!("demo: stopping what it started");
+    started.stop().await;
+    let table = outcome?;
+    println!("\n{table}");
+    println!(
+        "demo finished in {:.0} s; report: {} (and report.html, result.json, charts/)",
+        began.elapsed().as_secs_f64(),
+        out.join("report.md").display()
+    );
+    Ok(())
+}
+
+async fn create_pg_database(admin_url: &str, name: &str) -> Result<()> {
+    let (client, connection) = tokio_postgres::connect(admin_url, NoTls).await.context("connecting to PostgreSQL")?;
+    let connection = tokio::spawn(connection);
+    let exists = client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name]).await?.is_some();
+    if !exists {
+        client
+            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+            .await
+            .with_context(|| format!("creating database {name}"))?;
+    }
+    drop(client);
+    let _ = connection.await;
+    Ok(())
+}
+
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+    format!("{server}/{name}{}", query.map(|q| format!("?{q}")).unwrap_or_default())
+}
+
+/// Everything between starting and stopping; returns the summary table.
+async fn body(
+    args: &DemoArgs,
+    repo: &Path,
+    out: &Path,
+    marker: &(String, String),
+    started: &mut Started,
+) -> Result<String> {
+    if !args.db_name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        bail!("--db-name: letters, digits and _ only");
+    }
+    let profile = args.profile();
+    let stack = stack::Stack::new(repo, marker.clone());
+    if stack.running().await? {
+        eprintln!("demo: the local stack is running; it will be left running");
+    } else {
+        eprintln!("demo: starting the local stack (bash infra/local/stack.sh start)");
+        started.stack = Some(stack::Stack::new(repo, marker.clone()));
+        stack.start().await?;
+    }
+    let env = stack.env().await?;
+    let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
+    let database_url = with_database(&need("DATABASE_URL")?, &args.db_name);
+    let admin_url = env.get("STACK_PG_ADMIN_URL").cloned().unwrap_or_else(|| with_database(&database_url, "postgres"));
+    let mongodb_uri = need("MONGODB_URI")?;
+    let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo))?;
+    create_pg_database(&admin_url, &args.db_name).await?;
+
+    let bin_dir = match (&args.bin_dir, args.no_build) {
+        (Some(dir), _) => dir.clone(),
+        (None, true) => services::beside_this_binary()?,
+        (None, false) => services::build(repo).await?,
+    };
+    let pg_env = vec![("DATABASE_URL".to_owned(), database_url.clone()), marker.clone()];
+    let mongo_env = vec![
+        ("MONGODB_URI".to_owned(), mongodb_uri.clone()),
+        ("MONGODB_DB".to_owned(), args.db_name.clone()),
+        marker.clone(),
+    ];
+    for (name, env) in [(services::PG, pg_env), (services::MONGO, mongo_env)] {
+        let binary = services::binary(&bin_dir, name)?;
+        started.services.push(Service::start(name, &binary, &env, out.join("logs").join(format!("{name}.log")))?);
+    }
+    let (pg_url, mongo_url) = (started.services[0].url.clone(), started.services[1].url.clone());
+    let client = crate::diagnostics::Client::new(&pg_url, &mongo_url)?;
+    if let Err(error) = client.wait_ready(Duration::from_secs(60)).await {
+        let logs: Vec<String> = started
+            .services
+            .iter_mut()
+            .map(|s| {
+                let state = s.exited().unwrap_or_else(|| "running".into());
+                format!("{} ({state}):\n{}", s.name, s.log_tail())
+            })
+            .collect();
+        bail!("{error:#}\n{}", logs.join("\n"));
+    }
+    eprintln!(
+        "demo: services up: orders-pg {pg_url}, orders-mongo {mongo_url}; logs in {}",
+        out.join("logs").display()
+    );
+
+    let manifest = out.join("dataset.json");
+    let setup = Setup {
+        pg_url,
+        mongo_url,
+        database_url: database_url.clone(),
+        mongodb_uri: mongodb_uri.clone(),
+        mongodb_db: args.db_name.clone(),
+        k6,
+        script: repo.join(crate::repo::SCRIPT),
+        manifest: manifest.clone(),
+        extra_env: vec![marker.clone()],
+    };
+    let seed = SeedArgs {
+        seed: 1,
+        orders: profile.orders,
+        customers: None,
+        products: None,
+        items: 3,
+        note_bytes: 0,
+        target: Target::Both,
+        reset: true,
+        database_url,
+        mongodb_uri,
+        mongodb_db: args.db_name.clone(),
+        manifest,
+    };
+    let mut rounds = Vec::new();
+    for mix in &args.mixes {
+        let spec = RoundSpec {
+            name: mix.clone(),
+            mix: mix.clone(),
+            plan: profile.plan,
+            repeats: profile.repeats,
+            mark: PassMark::default(),
+            early_stop: true,
+            allow_mismatch: false,
+            poll_interval: Duration::from_secs(2),
+            vu_budget_ms: 200,
+            reseed: Some(seed.clone()),
+        };
+        let dir = out.join(mix.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
+        let result = round::run_round(&spec, &setup, &dir).await?;
+        crate::report::write(&dir, &[(dir.clone(), result.clone())])?;
+        rounds.push((dir, result));
+    }
+    crate::report::write(out, &rounds)?;
+    Ok(crate::report::max_rate_table(&rounds.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_database_replaces_the_stack_database_in_the_url() {
+        assert_eq!(
+            with_database("postgres://postgres@127.0.0.1:55432/orders", "orders_demo"),
+            "postgres://postgres@127.0.0.1:55432/orders_demo"
+        );
+        assert_eq!(with_database("postgres://h/orders?sslmode=disable", "x"), "postgres://h/x?sslmode=disable");
+    }
+
+    #[test]
+    fn quick_is_small_and_the_full_demo_repeats() {
+        let args = |quick| DemoArgs {
+            quick,
+            out: None,
+            mixes: vec![],
+            orders: None,
+            repeats: None,
+            step_duration: None,
+            db_name: "orders_demo".into(),
+            bin_dir: None,
+            no_build: false,
+        };
+        let quick = args(true).profile();
+        assert_eq!((quick.orders, quick.repeats, quick.plan.step_seconds), (2_000, 1, 2.0));
+        let full = args(false).profile();
+        assert_eq!((full.orders, full.repeats), (100_000, 3));
+    }
+}

@@ -1,0 +1,100 @@
+//! The two services as the demo runs them: the release binaries (built with cargo, or taken from
+//! a folder), each started on a free loopback port in its own process group with its log in the
+//! demo folder, and stopped with SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped
+//! without being stopped is killed, so an error or a Ctrl-C never leaves one running.
+
+use anyhow::{Context, Result, bail};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+pub const PG: &str = "orders-pg";
+pub const MONGO: &str = "orders-mongo";
+
+/// Runs `cargo build --release -p orders-pg -p orders-mongo` in the repository and returns the
+/// folder holding the binaries.
+pub async fn build(repo: &Path) -> Result<PathBuf> {
+    eprintln!("demo: building the services (cargo build --release -p {PG} -p {MONGO})");
+    let status = tokio::process::Command::new("cargo")
+        .args(["build", "--release", "-p", PG, "-p", MONGO])
+        .current_dir(repo)
+        .stdin(Stdio::null())
+        .status()
+        .await
+        .context("running cargo (pass --bin-dir to use built binaries instead)")?;
+    if !status.success() {
+        bail!("cargo build --release -p {PG} -p {MONGO} failed ({status})");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo.join("target"), PathBuf::from);
+    Ok(crate::repo::absolute(&target).join("release"))
+}
+
+/// The folder of the running orders-bench, where cargo puts the service binaries too.
+pub fn beside_this_binary() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("locating orders-bench")?;
+    exe.parent().map(Path::to_path_buf).context("orders-bench has no folder")
+}
+
+pub fn binary(dir: &Path, name: &str) -> Result<PathBuf> {
+    let path = dir.join(name);
+    if !path.is_file() {
+        bail!("{} does not exist: build it (cargo build --release -p {name}) or pass --bin-dir", path.display());
+    }
+    Ok(path)
+}
+
+pub struct Service {
+    pub name: &'static str,
+    pub url: String,
+    pub log: PathBuf,
+    child: Option<tokio::process::Child>,
+}
+
+impl Service {
+    /// Starts `binary` on a free port with `env` (plus `BIND_ADDR`, `RUST_LOG=warn`).
+    pub fn start(name: &'static str, binary: &Path, env: &[(String, String)], log: PathBuf) -> Result<Self> {
+        let port = crate::k6::free_port()?;
+        let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let err = out.try_clone().context("service log")?;
+        let mut command = std::process::Command::new(binary);
+        command
+            .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "warn")
+            .env("LOG_FORMAT", "text")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0);
+        let child = tokio::process::Command::from(command)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        Ok(Self { name, url: format!("http://127.0.0.1:{port}"), log, child: Some(child) })
+    }
+
+    /// The exit status if it has already stopped (it should not have).
+    pub fn exited(&mut self) -> Option<String> {
+        let status = self.child.as_mut()?.try_wait().ok()??;
+        Some(status.to_string())
+    }
+
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    }
+
+    /// SIGTERM, then SIGKILL if it has not exited within ten seconds.
+    pub async fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else { return };
+        if let Some(pid) = child.id() {
+            let _ = tokio::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().await;
+            if tokio::time::timeout(Duration::from_secs(10), child.wait()).await.is_ok() {
+                return;
+            }
+        }
+        let _ = child.kill().await;
+    }
+}

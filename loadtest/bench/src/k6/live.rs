@@ -1,0 +1,189 @@
+//! k6's REST API while a run is going: `GET /v1/metrics` gives the same per-target, per-step
+//! sub-metrics the summary will hold (the script declares them in thresholds), so the runner can
+//! show progress and stop the staircase early (`PATCH /v1/status` with `stopped: true`, after which
+//! k6 still writes its summary) once every target has failed a step and one more step has run:
+//! higher steps would only overload the machine and say nothing new.
+
+use crate::round::verdict::PassMark;
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// What k6 has counted so far for one target in one step. Requests still running are not in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LiveStep {
+    pub count: u64,
+    pub p95_ms: Option<f64>,
+    pub failed_rate: f64,
+}
+
+/// All targets' live figures: steps by index, and k6's dropped iterations so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveView {
+    pub steps: BTreeMap<String, BTreeMap<usize, LiveStep>>,
+    pub dropped: BTreeMap<String, u64>,
+}
+
+impl LiveView {
+    /// The highest step any target has started requests in.
+    pub fn current_step(&self) -> Option<usize> {
+        self.steps.values().filter_map(|steps| steps.iter().filter(|(_, s)| s.count > 0).map(|(i, _)| *i).max()).max()
+    }
+}
+
+/// `name{tag:value,tag:value}` → (name, tags).
+fn split_id(id: &str) -> (&str, BTreeMap<&str, &str>) {
+    let Some((name, rest)) = id.split_once('{') else { return (id, BTreeMap::new()) };
+    let tags = rest.trim_end_matches('}').split(',').filter_map(|pair| pair.split_once(':')).collect();
+    (name, tags)
+}
+
+/// Reads the answer of `GET /v1/metrics`.
+pub fn parse_metrics(body: &Value) -> LiveView {
+    let mut view = LiveView::default();
+    for metric in body["data"].as_array().into_iter().flatten() {
+        let Some(id) = metric["id"].as_str() else { continue };
+        let sample = &metric["attributes"]["sample"];
+        let (name, tags) = split_id(id);
+        if name == "dropped_iterations" {
+            if let Some(scenario) = tags.get("scenario") {
+                view.dropped.insert((*scenario).to_owned(), sample["count"].as_u64().unwrap_or(0));
+            }
+            continue;
+        }
+        let (Some(target), Some(step)) = (tags.get("target"), tags.get("step").and_then(|s| s.parse::<usize>().ok()))
+        else {
+            continue;
+        };
+        if tags.len() != 2 {
+            continue;
+        }
+        let entry = view.steps.entry((*target).to_owned()).or_default().entry(step).or_default();
+        match name {
+            "http_reqs" => entry.count = sample["count"].as_u64().unwrap_or(0),
+            "http_req_duration" => entry.p95_ms = sample["p(95)"].as_f64(),
+            "http_req_failed" => entry.failed_rate = sample["rate"].as_f64().unwrap_or(0.0),
+            _ => {}
+        }
+    }
+    view
+}
+
+/// Decides when the staircase has said all it can: every target has failed a step, and the step
+/// after the last of those first failures has run in full.
+#[derive(Debug, Default)]
+pub struct EarlyStop {
+    pub first_failed: BTreeMap<String, usize>,
+}
+
+impl EarlyStop {
+    /// Looks at the latest view; true means stop now.
+    pub fn observe(&mut self, view: &LiveView, targets: &[String], mark: &PassMark) -> bool {
+        let Some(current) = view.current_step() else { return false };
+        for target in targets {
+            if self.first_failed.contains_key(target) {
+                continue;
+            }
+            let steps = view.steps.get(target);
+            // Only steps that are over are judged (the next one has begun).
+            let failed = steps.into_iter().flatten().filter(|(i, _)| **i < current).find(|(_, s)| {
+                s.count > 0 && (s.p95_ms.is_some_and(|p| p >= mark.p95_ms) || s.failed_rate >= mark.max_failed_rate)
+            });
+            if let Some((step, _)) = failed {
+                self.first_failed.insert(target.clone(), *step);
+            } else if view.dropped.get(target).copied().unwrap_or(0) > mark.max_dropped {
+                self.first_failed.insert(target.clone(), current.saturating_sub(1));
+            }
+        }
+        let all_failed = targets.iter().all(|t| self.first_failed.contains_key(t));
+        all_failed && self.first_failed.values().max().is_some_and(|last| current >= last + 2)
+    }
+}
+
+/// A client of one k6 process's REST API.
+pub struct Api {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    pub fn new(port: u16) -> Result<Self> {
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().context("HTTP client")?;
+        Ok(Self { http, base: format!("http://127.0.0.1:{port}/v1") })
+    }
+
+    pub async fn view(&self) -> Result<LiveView> {
+        let response = self.http.get(format!("{}/metrics", self.base)).send().await?;
+        if !response.status().is_success() {
+            bail!("k6 API: {}", response.status());
+        }
+        Ok(parse_metrics(&response.json().await?))
+    }
+
+    pub async fn stop(&self) -> Result<()> {
+        let body = json!({"data": {"type": "status", "id": "default", "attributes": {"stopped": true}}});
+        let response = self.http.patch(format!("{}/status", self.base)).json(&body).send().await?;
+        if !response.status().is_success() {
+            bail!("k6 API refused to stop the run: {}", response.status());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metric(id: &str, sample: Value) -> Value {
+        json!({"type": "metrics", "id": id, "attributes": {"type": "counter", "sample": sample}})
+    }
+
+    fn view(pg: &[(u64, f64)], mongo: &[(u64, f64)], dropped_pg: u64) -> LiveView {
+        let mut data = vec![metric("dropped_iterations{scenario:pg}", json!({"count": dropped_pg}))];
+        for (target, steps) in [("pg", pg), ("mongo", mongo)] {
+            for (i, (count, p95)) in steps.iter().enumerate() {
+                data.push(metric(&format!("http_reqs{{target:{target},step:{i}}}"), json!({"count": count})));
+                data.push(metric(&format!("http_req_duration{{target:{target},step:{i}}}"), json!({"p(95)": p95})));
+                data.push(metric(&format!("http_req_failed{{target:{target},step:{i}}}"), json!({"rate": 0})));
+            }
+        }
+        data.push(metric("http_reqs{target:pg,endpoint:read}", json!({"count": 99999})));
+        parse_metrics(&json!({"data": data}))
+    }
+
+    #[test]
+    fn per_step_sub_metrics_are_read_and_others_ignored() {
+        let v = view(&[(100, 3.0), (50, 80.0)], &[(100, 4.0)], 7);
+        assert_eq!(v.steps["pg"][&1], LiveStep { count: 50, p95_ms: Some(80.0), failed_rate: 0.0 });
+        assert_eq!(v.current_step(), Some(1));
+        assert_eq!(v.dropped["pg"], 7);
+    }
+
+    #[test]
+    fn the_run_stops_one_full_step_after_the_last_target_failed() {
+        let targets = vec!["pg".to_owned(), "mongo".to_owned()];
+        let mark = PassMark::default();
+        let mut stop = EarlyStop::default();
+        let ok = (100, 5.0);
+        let slow = (100, 90.0);
+        assert!(!stop.observe(&view(&[ok, slow], &[ok, ok], 0), &targets, &mark), "step 1 still running");
+        assert!(!stop.observe(&view(&[ok, slow, slow], &[ok, ok, ok], 0), &targets, &mark));
+        assert_eq!(stop.first_failed.get("pg"), Some(&1));
+        assert!(
+            !stop.observe(&view(&[ok, slow, slow, slow], &[ok, ok, slow, ok], 0), &targets, &mark),
+            "mongo failed at 2"
+        );
+        assert!(!stop.observe(&view(&[ok, slow, slow, slow], &[ok, ok, slow, ok], 0), &targets, &mark));
+        assert!(stop.observe(&view(&[ok, slow, slow, slow, ok], &[ok, ok, slow, ok, ok], 0), &targets, &mark));
+    }
+
+    #[test]
+    fn dropped_iterations_count_as_a_failure_of_the_step_before_the_current_one() {
+        let targets = vec!["pg".to_owned()];
+        let mut stop = EarlyStop::default();
+        let ok = (100, 5.0);
+        assert!(!stop.observe(&view(&[ok, ok, ok], &[], 3), &targets, &PassMark::default()));
+        assert_eq!(stop.first_failed.get("pg"), Some(&1));
+    }
+}

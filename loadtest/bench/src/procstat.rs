@@ -1,0 +1,187 @@
+//! CPU time from Linux `/proc`: the user + system time of a process tree (`/proc/<pid>/stat`,
+//! including the time of children it has already reaped, so PostgreSQL backends that come and go
+//! are still counted by their postmaster), the process that listens on a TCP port
+//! (`/proc/net/tcp{,6}` → socket inode → `/proc/*/fd`), and the busy time of the whole machine
+//! (`/proc/stat`). Everything here is a plain read of text files; on other systems, or without the
+//! right to read another user's `/proc/<pid>/fd`, the lookups return `None` and the report says
+//! that the figure was not measured.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+
+/// `USER_HZ`: the unit of the times in `/proc/<pid>/stat` and `/proc/stat`, 100 on every Linux
+/// architecture that exposes it to user space.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// The fields of `/proc/<pid>/stat` this module uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub ppid: u32,
+    /// utime + stime of the process (all its threads).
+    pub own_ticks: u64,
+    /// cutime + cstime: children it has waited for, with their own reaped children.
+    pub reaped_children_ticks: u64,
+}
+
+/// Parses one `/proc/<pid>/stat` line. The command name sits in parentheses and may contain
+/// spaces and parentheses itself, so fields are counted from the last `)`.
+pub fn parse_stat(line: &str) -> Option<ProcStat> {
+    let rest = &line[line.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // fields[0] is field 3 (state) of proc(5).
+    let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+    Some(ProcStat {
+        ppid: u32::try_from(field(4)?).ok()?,
+        own_ticks: field(14)? + field(15)?,
+        reaped_children_ticks: field(16)? + field(17)?,
+    })
+}
+
+pub fn stat(pid: u32) -> Option<ProcStat> {
+    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+fn all_pids() -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
+    entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
+}
+
+/// CPU seconds used so far by `root` and every live descendant, plus whatever they have reaped.
+pub fn tree_cpu_seconds(root: u32) -> Option<f64> {
+    let root_stat = stat(root)?;
+    let stats: BTreeMap<u32, ProcStat> = all_pids().into_iter().filter_map(|pid| Some((pid, stat(pid)?))).collect();
+    let mut tree = BTreeSet::from([root]);
+    // Parents usually have lower pids, but pids wrap: iterate until nothing is added.
+    loop {
+        let before = tree.len();
+        for (pid, s) in &stats {
+            if tree.contains(&s.ppid) {
+                tree.insert(*pid);
+            }
+        }
+        if tree.len() == before {
+            break;
+        }
+    }
+    let ticks: u64 = tree
+        .iter()
+        .filter_map(|pid| if *pid == root { Some(root_stat) } else { stats.get(pid).copied() })
+        .map(|s| s.own_ticks + s.reaped_children_ticks)
+        .sum();
+    Some(ticks as f64 / TICKS_PER_SECOND)
+}
+
+/// CPU seconds of the children this process has reaped (k6, once it has been waited for).
+pub fn own_reaped_children_seconds() -> Option<f64> {
+    let own = parse_stat(&fs::read_to_string("/proc/self/stat").ok()?)?;
+    Some(own.reaped_children_ticks as f64 / TICKS_PER_SECOND)
+}
+
+/// Socket inodes listening on `port` in one `/proc/net/tcp` or `/proc/net/tcp6` table.
+pub fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let local_port = u16::from_str_radix(fields.get(1)?.rsplit(':').next()?, 16).ok()?;
+            // st 0A is TCP_LISTEN.
+            (local_port == port && *fields.get(3)? == "0A").then(|| fields.get(9)?.parse().ok())?
+        })
+        .collect()
+}
+
+/// The process that listens on TCP `port` on this machine: of all processes holding the socket,
+/// the one whose parent does not hold it too (the postmaster, not a backend that inherited it).
+pub fn listening_pid(port: u16) -> Option<u32> {
+    let inodes: BTreeSet<u64> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|path| fs::read_to_string(path).ok())
+        .flat_map(|table| listening_inodes(&table, port))
+        .collect();
+    if inodes.is_empty() {
+        return None;
+    }
+    let holders: BTreeSet<u32> = all_pids()
+        .into_iter()
+        .filter(|pid| {
+            let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+            fds.filter_map(Result::ok).any(|fd| {
+                fs::read_link(fd.path())
+                    .ok()
+                    .and_then(|target| socket_inode(&target.to_string_lossy()))
+                    .is_some_and(|inode| inodes.contains(&inode))
+            })
+        })
+        .collect();
+    holders.iter().copied().find(|pid| stat(*pid).is_none_or(|s| !holders.contains(&s.ppid)))
+}
+
+fn socket_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// Busy and total CPU seconds of the whole machine since boot (all cores), from `/proc/stat`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MachineCpu {
+    pub busy_seconds: f64,
+    pub total_seconds: f64,
+}
+
+pub fn parse_machine_cpu(text: &str) -> Option<MachineCpu> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal (guest time is already inside user).
+    let total: u64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+    Some(MachineCpu {
+        busy_seconds: (total - idle) as f64 / TICKS_PER_SECOND,
+        total_seconds: total as f64 / TICKS_PER_SECOND,
+    })
+}
+
+pub fn machine_cpu() -> Option<MachineCpu> {
+    parse_machine_cpu(&fs::read_to_string("/proc/stat").ok()?)
+}
+
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_from_the_last_parenthesis() {
+        let line = "4242 (postgres: x (y)) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 1 2 3";
+        assert_eq!(parse_stat(line), Some(ProcStat { ppid: 17, own_ticks: 300, reaped_children_ticks: 10 }));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn only_listening_sockets_on_the_port_are_found() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:D8F8 00000000:0000 0A 00000000:00000000 00:00000000 00000000   999        0 31337 1 0
+   1: 0100007F:D8F8 0100007F:9C40 01 00000000:00000000 00:00000000 00000000   999        0 31338 1 0
+   2: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4711 1 0";
+        assert_eq!(listening_inodes(table, 55544), [31337]);
+        assert_eq!(listening_inodes(table, 8080), [4711]);
+        assert!(listening_inodes(table, 9).is_empty());
+    }
+
+    #[test]
+    fn machine_busy_time_excludes_idle_and_iowait() {
+        let cpu = parse_machine_cpu("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3").expect("cpu line");
+        assert_eq!(cpu, MachineCpu { busy_seconds: 1.5, total_seconds: 10.0 });
+    }
+
+    #[test]
+    fn this_process_is_found_and_measured() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        assert_eq!(listening_pid(port), Some(std::process::id()));
+        assert!(tree_cpu_seconds(std::process::id()).is_some());
+        assert!(machine_cpu().is_some_and(|m| m.total_seconds >= m.busy_seconds));
+    }
+}

@@ -1,0 +1,186 @@
+//! `orders-bench report DIR...`: reads the `result.json` of round (or demo) folders and writes one
+//! report: `report.md`, a self-contained `report.html` (charts inline), the SVG charts under
+//! `charts/`, and a `result.json` holding every round. First the answer (maximum passing rate per
+//! mix and target, their ratio), then findings F1–F3 of STUDIES.md seen or not, then per round the
+//! charts, steps and the figures that explain them. A round that ran despite a failed fairness gate
+//! is named at the very top.
+
+mod doc;
+mod findings;
+mod format;
+mod sections;
+mod summary;
+
+use crate::round::result::{self, RoundResult};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use doc::Block;
+use orders_core::Timestamp;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Round or demo folders (each with a result.json), or result.json files.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Folder for report.md, report.html, charts/ and the combined result.json [default: the folder
+    /// given, when only one is; else results/<timestamp>-report].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(args: ReportArgs) -> Result<()> {
+    let mut rounds = Vec::new();
+    for dir in &args.dirs {
+        let (base, found) = result::read(dir)?;
+        rounds.extend(found.into_iter().map(|round| (base.join(&round.dir), round)));
+    }
+    let out = match (&args.out, args.dirs.as_slice()) {
+        (Some(out), _) => out.clone(),
+        (None, [one]) if one.is_dir() => one.clone(),
+        _ => crate::repo::root()
+            .unwrap_or_default()
+            .join("results")
+            .join(format!("{}-report", crate::round::folder_stamp())),
+    };
+    write(&out, &rounds)?;
+    println!("report: {} and {}", out.join("report.md").display(), out.join("report.html").display());
+    Ok(())
+}
+
+/// `path` relative to `base` when it lies below it, else as given.
+fn relative(path: &Path, base: &Path) -> String {
+    let clean = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let rel = path.strip_prefix(base).map(Path::to_path_buf).or_else(|_| {
+        let (path, base) = (clean(path), clean(base));
+        path.strip_prefix(base).map(Path::to_path_buf)
+    });
+    match rel {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// Writes the report of `rounds` (each with the folder it lives in) into `out`.
+pub fn write(out: &Path, rounds: &[(PathBuf, RoundResult)]) -> Result<()> {
+    if rounds.is_empty() {
+        bail!("no rounds to report");
+    }
+    let charts_dir = out.join("charts");
+    std::fs::create_dir_all(&charts_dir).with_context(|| format!("creating {}", charts_dir.display()))?;
+    let rounds: Vec<RoundResult> =
+        rounds.iter().map(|(dir, round)| RoundResult { dir: relative(dir, out), ..round.clone() }).collect();
+    let refs: Vec<&RoundResult> = rounds.iter().collect();
+    let mut blocks = head(&refs);
+    let mut used = BTreeSet::new();
+    for round in &rounds {
+        let mut stem: String =
+            round.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+        let mut n = 2;
+        while !used.insert(stem.clone()) {
+            stem = format!("{stem}-{n}");
+            n += 1;
+        }
+        let mut files = Vec::new();
+        for (kind, caption, svg) in sections::charts(round) {
+            let file = format!("charts/{stem}-{kind}.svg");
+            std::fs::write(out.join(&file), &svg).with_context(|| format!("writing {file}"))?;
+            files.push((file, caption, svg));
+        }
+        blocks.extend(sections::round(round, &files));
+    }
+    let md = doc::markdown(&blocks);
+    std::fs::write(out.join("report.md"), md).context("writing report.md")?;
+    let html = doc::html("orders-bench report", &blocks);
+    std::fs::write(out.join("report.html"), html).context("writing report.html")?;
+    result::write(out, rounds)?;
+    Ok(())
+}
+
+fn head(rounds: &[&RoundResult]) -> Vec<Block> {
+    let mut blocks = vec![Block::Heading(1, "PostgreSQL jsonb vs MongoDB: orders-bench report".into())];
+    let unfair: Vec<String> =
+        rounds
+            .iter()
+            .flat_map(|round| {
+                round.repeats.iter().filter(|r| !r.fairness.ok).map(move |r| {
+                    format!("`{}` repeat {}: {}", round.name, r.index, r.fairness.mismatches().join("; "))
+                })
+            })
+            .collect();
+    if !unfair.is_empty() {
+        blocks.push(Block::Paragraph(
+            "**UNFAIR COMPARISON.** The fairness gate failed and `--allow-mismatch` let these runs go ahead; their \
+             figures do not compare like with like:"
+                .into(),
+        ));
+        blocks.push(Block::List(unfair));
+    }
+    let data = rounds.iter().find_map(|r| r.data_set.as_ref());
+    let machine = rounds.first().map(|r| &r.machine);
+    blocks.push(Block::Paragraph(format!(
+        "Generated {} from {} round(s). Data set: {}. Machine: {}: the databases, both services and k6 share its \
+         cores when they run on it (see CPU in each round).",
+        Timestamp::now(),
+        rounds.len(),
+        data.map_or(format::NONE.into(), |d| format!(
+            "{} orders (seed {}, {} items per order, note {} bytes, about {} each), {} customers, {} products",
+            format::count(d.orders as f64),
+            d.seed,
+            d.items_per_order,
+            d.note_bytes,
+            format::bytes(d.approx_doc_bytes as f64),
+            format::count(d.customers as f64),
+            format::count(d.products as f64)
+        )),
+        machine.map_or(format::NONE.into(), |m| format!("{} cores, {}", m.cores, m.os)),
+    )));
+    let mark = rounds.first().map(|r| r.pass_mark).unwrap_or_default();
+    blocks.push(Block::Paragraph(format!(
+        "A step passes for a target when its p95 is below {} ms, under {}% of its requests fail and it drops no \
+         iteration. **Maximum passing rate**: the highest offered rate that passed with every lower step passing too; \
+         with repeats the median, the range in brackets. `≥`: the target never failed (the staircase or the machine \
+         ran out first), `<`: it failed the first step. Ratio: PostgreSQL / MongoDB.",
+        mark.p95_ms,
+        mark.max_failed_rate * 100.0
+    )));
+    blocks.push(Block::Heading(2, "Maximum passing rate".into()));
+    blocks.push(max_rate_block(rounds));
+    blocks.extend(summary::blocks(rounds));
+    blocks.push(Block::Heading(2, "Findings of STUDIES.md".into()));
+    let mut items = findings::f1(rounds);
+    items.extend(findings::f2(rounds));
+    items.extend(findings::f3(rounds));
+    blocks.push(Block::List(items));
+    blocks
+}
+
+fn max_rate_block(rounds: &[&RoundResult]) -> Block {
+    let rows = rounds
+        .iter()
+        .map(|r| {
+            let (pg, mongo) = (r.max_rate.get("pg"), r.max_rate.get("mongo"));
+            vec![
+                format!("{}{}", r.name, if r.name == r.mix { String::new() } else { format!(" (mix {})", r.mix) }),
+                format::max_rate(pg, r.plan.start_rate),
+                format::max_rate(mongo, r.plan.start_rate),
+                format::ratio(pg, mongo),
+            ]
+        })
+        .collect();
+    Block::Table {
+        header: vec!["mix".into(), "Postgres max rate".into(), "MongoDB max rate".into(), "ratio".into()],
+        rows,
+    }
+}
+
+/// The "mix | Postgres max rate | MongoDB max rate | ratio" table as Markdown.
+pub fn max_rate_table(rounds: &[RoundResult]) -> String {
+    let refs: Vec<&RoundResult> = rounds.iter().collect();
+    doc::markdown(&[max_rate_block(&refs)]).trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests;

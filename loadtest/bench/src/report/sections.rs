@@ -1,0 +1,342 @@
+//! The section of one round in a report: what was offered and with which settings, the two charts,
+//! the steps of every repeat, the figures that explain the result (PostgreSQL, MongoDB) and who
+//! used the CPU, with what limited each target where it first failed. Values of several repeats
+//! share a cell, separated by " / ".
+
+use super::doc::Block;
+use super::format::{self, NONE, joined};
+use crate::charts::{self, Chart, Point, Series};
+use crate::round::explain::{Growth, MongoExplain, PgExplain};
+use crate::round::result::{RepeatResult, RoundResult};
+
+const TARGETS: [(&str, &str, &str); 2] =
+    [("pg", "PostgreSQL", charts::PG_COLOR), ("mongo", "MongoDB", charts::MONGO_COLOR)];
+
+fn chart(round: &RoundResult, latency: bool) -> Chart {
+    let mut series = Vec::new();
+    for repeat in &round.repeats {
+        for (target, label, color) in TARGETS {
+            let Some(t) = repeat.targets.get(target) else { continue };
+            let points = t
+                .steps
+                .iter()
+                .filter(|s| s.complete)
+                .filter_map(|s| {
+                    let y = if latency { s.p95_ms? } else { s.achieved_rate };
+                    Some(Point { x: f64::from(s.rate), y, ok: s.passed })
+                })
+                .collect();
+            series.push(Series {
+                label: label.into(),
+                color,
+                points,
+                faint: repeat.index > 1,
+                dashed: target == "mongo",
+            });
+        }
+    }
+    if latency {
+        Chart {
+            title: format!("{}: p95 latency by offered rate", round.name),
+            x_label: "offered rate per target, requests/s".into(),
+            y_label: "p95 latency, ms (log scale)".into(),
+            log_y: true,
+            series,
+            reference: Some((round.pass_mark.p95_ms, format!("pass mark {} ms", round.pass_mark.p95_ms))),
+            diagonal: false,
+        }
+    } else {
+        Chart {
+            title: format!("{}: achieved by offered rate", round.name),
+            x_label: "offered rate per target, requests/s".into(),
+            y_label: "achieved rate, requests/s".into(),
+            log_y: false,
+            series,
+            reference: None,
+            diagonal: true,
+        }
+    }
+}
+
+/// The two charts of a round as (file stem suffix, caption, SVG).
+pub fn charts(round: &RoundResult) -> Vec<(&'static str, String, String)> {
+    vec![
+        (
+            "p95",
+            format!("{}: p95 latency per step (hollow: the step failed; faint: repeats 2+)", round.name),
+            charts::render(&chart(round, true)),
+        ),
+        (
+            "achieved",
+            format!("{}: achieved vs offered rate (dashed: achieved = offered)", round.name),
+            charts::render(&chart(round, false)),
+        ),
+    ]
+}
+
+fn steps_table(round: &RoundResult) -> Block {
+    let mut header = vec!["offered req/s".to_owned()];
+    for (_, label, _) in TARGETS {
+        for column in ["achieved req/s", "p50 ms", "p95 ms", "p99 ms", "failed", "pass"] {
+            header.push(format!("{label} {column}"));
+        }
+    }
+    let rates = round.plan.rates();
+    let rows = rates
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            round.repeats.iter().any(|r| r.targets.values().any(|t| t.steps.get(*i).is_some_and(|s| s.complete)))
+        })
+        .map(|(i, rate)| {
+            let mut row = vec![format::count(f64::from(*rate))];
+            for (target, _, _) in TARGETS {
+                let steps: Vec<_> =
+                    round.repeats.iter().map(|r| r.targets.get(target).and_then(|t| t.steps.get(i))).collect();
+                let cell = |f: &dyn Fn(&crate::round::verdict::StepResult) -> String| {
+                    joined(steps.iter().map(|s| s.filter(|s| s.complete).map_or_else(|| NONE.to_owned(), f)))
+                };
+                row.push(cell(&|s| format!("{:.0}", s.achieved_rate)));
+                row.push(cell(&|s| format::ms(s.p50_ms)));
+                row.push(cell(&|s| format::ms(s.p95_ms)));
+                row.push(cell(&|s| format::ms(s.p99_ms)));
+                row.push(cell(&|s| format!("{:.1}%", s.failed_rate * 100.0)));
+                row.push(cell(&|s| if s.passed { "✓".into() } else { format!("✗ {}", s.reasons.join(", ")) }));
+            }
+            row
+        })
+        .collect();
+    Block::Table { header, rows }
+}
+
+fn per_repeat(round: &RoundResult, f: impl Fn(&RepeatResult) -> String) -> Vec<String> {
+    round.repeats.iter().map(f).collect()
+}
+
+fn row(label: &str, cells: Vec<String>) -> Vec<String> {
+    std::iter::once(label.to_owned()).chain(cells).collect()
+}
+
+fn growth_cell(g: &Growth) -> String {
+    format::growth(g.before, g.after)
+}
+
+fn pg_table(round: &RoundResult) -> Block {
+    let pg = |f: &dyn Fn(&PgExplain) -> String| per_repeat(round, |r| f(&r.explain.pg));
+    let mut rows = vec![
+        row("write requests (insert + status)", pg(&|e| format::count(e.write_requests as f64))),
+        row("WAL per write request (F2)", pg(&|e| format::opt_bytes(e.wal_bytes_per_write))),
+        row("WAL written (server-wide)", pg(&|e| format::opt_bytes(e.wal_bytes))),
+        row(
+            "WAL records / full-page images per write request",
+            pg(&|e| {
+                format!("{} / {}", format::seconds(e.wal_records_per_write, 1), format::seconds(e.wal_fpi_per_write, 2))
+            }),
+        ),
+        row(
+            "rows inserted / updated",
+            pg(&|e| format!("{} / {}", format::opt_count(e.inserts), format::opt_count(e.updates))),
+        ),
+        row(
+            "HOT share of updates (F3)",
+            pg(&|e| format!("{} ({} HOT)", format::percent(e.hot_share), format::opt_count(e.hot_updates))),
+        ),
+        row("sequential scans of orders (F1)", pg(&|e| format::opt_count(e.seq_scans))),
+        row(
+            "rows read by them (per scan)",
+            pg(&|e| format!("{} ({})", format::opt_count(e.seq_tup_read), format::opt_count(e.rows_per_seq_scan))),
+        ),
+        row("index scans", pg(&|e| format::opt_count(e.idx_scans))),
+        row(
+            "largest GIN pending list seen (F1)",
+            pg(&|e| {
+                format!(
+                    "{} pages / {} tuples",
+                    format::opt_count(e.max_pending_pages),
+                    format::opt_count(e.max_pending_tuples)
+                )
+            }),
+        ),
+        row("table (heap)", pg(&|e| growth_cell(&e.table))),
+        row("TOAST", pg(&|e| growth_cell(&e.toast))),
+        row("indexes", pg(&|e| growth_cell(&e.indexes))),
+    ];
+    let names: Vec<String> =
+        round.repeats.first().map(|r| r.explain.pg.index.keys().cloned().collect()).unwrap_or_default();
+    for name in names {
+        rows.push(row(&format!("index {name}"), pg(&|e| e.index.get(&name).map_or(NONE.into(), growth_cell))));
+    }
+    rows.extend([
+        row("dead tuples after", pg(&|e| format::opt_count(e.dead_tuples_after))),
+        row("product query: generic plan after", pg(&|e| e.generic_plan_after.describe())),
+        row("product query: custom plan after", pg(&|e| e.custom_plan_after.describe())),
+        row(
+            "generic plan shapes seen",
+            pg(&|e| if e.generic_plans_seen.is_empty() { NONE.into() } else { e.generic_plans_seen.join("; ") }),
+        ),
+        row(
+            "product statement: generic / custom plans so far (one pooled connection)",
+            pg(&|e| {
+                format!(
+                    "{} / {}",
+                    format::opt_count(e.product_generic_plans),
+                    format::opt_count(e.product_custom_plans)
+                )
+            }),
+        ),
+    ]);
+    let mut header = vec!["PostgreSQL".to_owned()];
+    header.extend(round.repeats.iter().map(|r| format!("repeat {}", r.index)));
+    Block::Table { header, rows }
+}
+
+fn mongo_table(round: &RoundResult) -> Block {
+    let mongo = |f: &dyn Fn(&MongoExplain) -> String| per_repeat(round, |r| f(&r.explain.mongo));
+    let op = |name: &'static str| move |e: &MongoExplain| format::opt_count(e.opcounters.get(name).copied());
+    let mut rows = vec![
+        row("write requests (insert + status)", mongo(&|e| format::count(e.write_requests as f64))),
+        row("journal per write request (F2)", mongo(&|e| format::opt_bytes(e.journal_bytes_per_write))),
+        row(
+            "journal written / syncs (server-wide)",
+            mongo(&|e| format!("{} / {}", format::opt_bytes(e.journal_bytes), format::opt_count(e.journal_syncs))),
+        ),
+        row(
+            "opcounters insert / query / update (server-wide)",
+            mongo(&|e| format!("{} / {} / {}", op("insert")(e), op("query")(e), op("update")(e))),
+        ),
+        row(
+            "documents",
+            mongo(&|e| match (e.count.before, e.count.after) {
+                (Some(b), Some(a)) => format!("{} → {}", format::count(b), format::count(a)),
+                _ => NONE.into(),
+            }),
+        ),
+        row("data (uncompressed BSON)", mongo(&|e| growth_cell(&e.data))),
+        row("storage (compressed)", mongo(&|e| growth_cell(&e.storage))),
+        row("indexes", mongo(&|e| growth_cell(&e.indexes))),
+    ];
+    let names: Vec<String> =
+        round.repeats.first().map(|r| r.explain.mongo.index.keys().cloned().collect()).unwrap_or_default();
+    for name in names {
+        rows.push(row(&format!("index {name}"), mongo(&|e| e.index.get(&name).map_or(NONE.into(), growth_cell))));
+    }
+    rows.push(row("product query plan", mongo(&|e| e.plan.clone())));
+    let mut header = vec!["MongoDB".to_owned()];
+    header.extend(round.repeats.iter().map(|r| format!("repeat {}", r.index)));
+    Block::Table { header, rows }
+}
+
+fn cpu_table(round: &RoundResult) -> Block {
+    let names: Vec<String> =
+        round.repeats.first().map(|r| r.cpu.components.iter().map(|c| c.name.clone()).collect()).unwrap_or_default();
+    let mut rows: Vec<Vec<String>> = names
+        .iter()
+        .map(|name| {
+            let of = |r: &RepeatResult| r.cpu.components.iter().find(|c| &c.name == name).cloned();
+            vec![
+                name.clone(),
+                joined(round.repeats.iter().map(|r| of(r).map_or(NONE.into(), |c| format::seconds(c.cpu_seconds, 1)))),
+                joined(round.repeats.iter().map(|r| of(r).map_or(NONE.into(), |c| format::seconds(c.cores_used, 2)))),
+                joined(round.repeats.iter().map(|r| {
+                    of(r).map_or(NONE.into(), |c| {
+                        c.note.clone().unwrap_or_else(|| format::seconds(c.per_1k_requests, 3))
+                    })
+                })),
+            ]
+        })
+        .collect();
+    rows.push(vec![
+        "everything else on the machine".into(),
+        joined(round.repeats.iter().map(|r| format::seconds(r.cpu.other_seconds, 1))),
+        joined(
+            round.repeats.iter().map(|r| format::seconds(r.cpu.other_seconds.map(|s| s / r.cpu.seconds.max(1e-9)), 2)),
+        ),
+        NONE.into(),
+    ]);
+    Block::Table {
+        header: vec!["process (tree)".into(), "CPU s".into(), "cores (avg)".into(), "CPU s per 1,000 requests".into()],
+        rows,
+    }
+}
+
+fn limits(round: &RoundResult) -> Vec<String> {
+    let mut items = Vec::new();
+    for repeat in &round.repeats {
+        for (target, label, _) in TARGETS {
+            if let Some(limit) = repeat.cpu.limits.get(target) {
+                let kind = serde_json::to_value(limit.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+                    .unwrap_or_default();
+                items.push(format!(
+                    "repeat {}: {label} first failed at {} req/s; limit: **{kind}**: {}",
+                    repeat.index,
+                    format::count(f64::from(limit.rate)),
+                    limit.text
+                ));
+            }
+        }
+    }
+    items
+}
+
+pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> Vec<Block> {
+    let weights: Vec<String> = round.mix_weights.iter().map(|(e, w)| format!("{e} {w}")).collect();
+    let first = round.repeats.first();
+    let pg_settings = first.map(|r| &r.explain.pg.settings);
+    let pg_setting = |name: &str| pg_settings.and_then(|s| s.get(name)).map_or("?", String::as_str);
+    let mongo_settings = first.map(|r| &r.explain.mongo.settings);
+    let mongo_setting = |name: &str| mongo_settings.and_then(|s| s.get(name)).map_or("?", String::as_str);
+    let mut blocks = vec![
+        Block::Heading(2, format!("Round `{}`", round.name)),
+        Block::Paragraph(format!(
+            "Mix `{}` ({}); offered {} req/s per target, {} s per step; {} repeat(s){}; early stop after every target \
+             failed: {}. Folder: `{}`.",
+            round.mix,
+            if weights.is_empty() { NONE.into() } else { weights.join(", ") },
+            round.plan.rates().iter().map(|r| r.to_string()).collect::<Vec<_>>().join("/"),
+            round.plan.step_seconds,
+            round.repeats.len(),
+            if round.repeats.iter().all(|r| r.reseeded) { ", data reloaded before each" } else { "" },
+            joined(round.repeats.iter().map(|r| if r.stopped_early { "yes".to_owned() } else { "no".to_owned() })),
+            round.dir,
+        )),
+        Block::Paragraph(format!(
+            "PostgreSQL {}: plan_cache_mode `{}`, `{}` statements, GIN fastupdate `{}`, synchronous_commit `{}`, fsync \
+             `{}`, pool {}. MongoDB {}: w `{}`, j `{}`, journal `{}`, pool {}, {}.",
+            pg_setting("server_version"),
+            pg_setting("plan_cache_mode"),
+            pg_setting("statement_mode"),
+            pg_setting("gin_fastupdate"),
+            pg_setting("synchronous_commit"),
+            pg_setting("fsync"),
+            pg_setting("pool_size"),
+            mongo_setting("version"),
+            mongo_setting("w"),
+            mongo_setting("j"),
+            mongo_setting("journal"),
+            mongo_setting("pool_size"),
+            mongo_setting("topology"),
+        )),
+    ];
+    let notes: Vec<String> =
+        round.repeats.iter().flat_map(|r| r.notes.iter().map(move |n| format!("repeat {}: {n}", r.index))).collect();
+    if !notes.is_empty() {
+        blocks.push(Block::List(notes));
+    }
+    for (file, caption, svg) in chart_files {
+        blocks.push(Block::Chart { file: file.clone(), caption: caption.clone(), svg: svg.clone() });
+    }
+    blocks.push(Block::Heading(3, "Steps".into()));
+    blocks.push(steps_table(round));
+    blocks.push(Block::Heading(3, "What explains it".into()));
+    blocks.push(pg_table(round));
+    blocks.push(mongo_table(round));
+    blocks.push(Block::Heading(3, "CPU".into()));
+    blocks.push(cpu_table(round));
+    let limits = limits(round);
+    if !limits.is_empty() {
+        blocks.push(Block::List(limits));
+    }
+    blocks
+}

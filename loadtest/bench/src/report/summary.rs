@@ -1,0 +1,132 @@
+//! The part of a report's head that says whether the maximum rates compare the databases at all:
+//! CPU seconds per 1,000 requests of each database and service (the cost of a request, which
+//! stays comparable when the machine, not a database, set the limit), what limited each target
+//! where it first failed, and a warning for rounds in which both targets failed at the same step
+//! of every repeat on a saturated machine: there the table measures the shared machine.
+
+use super::doc::Block;
+use super::format::{self, NONE};
+use crate::round::cpu::LimitKind;
+use crate::round::result::RoundResult;
+use std::collections::BTreeMap;
+
+pub fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
+
+/// Median over the repeats of a component's CPU seconds per 1,000 requests.
+fn per_1k(round: &RoundResult, name: &str) -> Option<f64> {
+    median(
+        round
+            .repeats
+            .iter()
+            .filter_map(|r| r.cpu.components.iter().find(|c| c.name == name).and_then(|c| c.per_1k_requests))
+            .collect(),
+    )
+}
+
+fn kind_name(kind: LimitKind) -> &'static str {
+    match kind {
+        LimitKind::LoadGenerator => "load generator",
+        LimitKind::Service => "service",
+        LimitKind::Database => "database",
+        LimitKind::NotCpu => "not CPU",
+        LimitKind::Unknown => "unknown",
+    }
+}
+
+/// "load generator ×2, database ×1" over the repeats.
+fn limits(round: &RoundResult, target: &str) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for repeat in &round.repeats {
+        if let Some(limit) = repeat.cpu.limits.get(target) {
+            *counts.entry(kind_name(limit.kind)).or_default() += 1;
+        }
+    }
+    if counts.is_empty() {
+        return NONE.into();
+    }
+    counts
+        .iter()
+        .map(|(k, n)| if round.repeats.len() > 1 { format!("{k} ×{n}") } else { (*k).to_owned() })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn pair(round: &RoundResult, database: &str, service: &str) -> String {
+    match (per_1k(round, database), per_1k(round, service)) {
+        (None, None) => NONE.into(),
+        (db, svc) => format!("{} + {}", format::seconds(db, 3), format::seconds(svc, 3)),
+    }
+}
+
+pub fn cpu_table(rounds: &[&RoundResult]) -> Block {
+    let rows = rounds
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                pair(r, "postgres", "orders-pg"),
+                pair(r, "mongod", "orders-mongo"),
+                format::seconds(per_1k(r, "k6"), 3),
+                format!("{} / {}", limits(r, "pg"), limits(r, "mongo")),
+            ]
+        })
+        .collect();
+    Block::Table {
+        header: vec![
+            "mix".into(),
+            "PostgreSQL + orders-pg, CPU s per 1,000 requests".into(),
+            "MongoDB + orders-mongo".into(),
+            "k6".into(),
+            "limit at the first failed step (Postgres / MongoDB)".into(),
+        ],
+        rows,
+    }
+}
+
+/// Rounds in which, in every repeat, both targets first failed at the same rate while the machine
+/// was busy with something other than just their database.
+pub fn shared_limit(rounds: &[&RoundResult]) -> Vec<String> {
+    rounds
+        .iter()
+        .filter(|round| {
+            !round.repeats.is_empty()
+                && round.repeats.iter().all(|r| {
+                    let first = |t: &str| r.targets.get(t).and_then(|t| t.max_rate.first_failed_rate);
+                    let kinds = ["pg", "mongo"].map(|t| r.cpu.limits.get(t).map(|l| l.kind));
+                    first("pg").is_some()
+                        && first("pg") == first("mongo")
+                        && kinds.iter().all(|k| matches!(k, Some(LimitKind::LoadGenerator | LimitKind::Service)))
+                })
+        })
+        .map(|round| format!("`{}`", round.name))
+        .collect()
+}
+
+pub fn blocks(rounds: &[&RoundResult]) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let shared = shared_limit(rounds);
+    if !shared.is_empty() {
+        blocks.push(Block::Paragraph(format!(
+            "**The machine, not a database, set these limits** in {}: in every repeat both targets first failed at \
+             the same step while the CPU was (nearly) saturated and k6 or a service used more of it than the \
+             database did. They shared the cores with each other and with k6, so those rows measure this machine; \
+             compare the CPU per request below, or give each database a machine of its own (infra/).",
+            shared.join(", ")
+        )));
+    }
+    blocks.push(Block::Paragraph(
+        "CPU seconds per 1,000 requests (median of the repeats; database + its service), and what limited each \
+         target where it first failed (see CPU in each round):"
+            .into(),
+    ));
+    blocks.push(cpu_table(rounds));
+    blocks
+}

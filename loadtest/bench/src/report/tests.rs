@@ -1,0 +1,173 @@
+//! The report end to end on rounds built from the real k6 summary fixture and sample diagnostics:
+//! every file is written, the table and findings are there, the charts are well-formed, an unfair
+//! round is named at the top, and the combined result.json reads back.
+
+use super::*;
+use crate::charts::tests::assert_well_formed;
+use crate::diagnostics::Pair;
+use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot, samples};
+use crate::k6::summary::{FIXTURE, Summary};
+use crate::round::cpu::CpuReport;
+use crate::round::result::{DataSet, Machine, RatePlan, RepeatResult, TargetResult};
+use crate::round::verdict::{PassMark, judge_target, max_passing_rate, summarize};
+use crate::round::{explain, fairness};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
+    let summary = Summary::parse(FIXTURE).expect("fixture");
+    let targets = summary
+        .targets
+        .iter()
+        .map(|(name, t)| {
+            let steps = judge_target(t, summary.run_seconds, &PassMark::default(), None);
+            let result = TargetResult {
+                max_rate: max_passing_rate(&steps),
+                requests: t.figures.count,
+                failures: t.figures.failures,
+                dropped_iterations: t.dropped_iterations,
+                latency_ms: t.figures.latency_ms,
+                endpoints: BTreeMap::new(),
+                steps,
+            };
+            (name.clone(), result)
+        })
+        .collect();
+    let mut after_pg = samples::pg(if mix == "shop" { 40 } else { 0 }, 3_000_000, 2, 5000);
+    after_pg["table"]["seq_tup_read"] = json!(if mix == "shop" { 40 * 30_000 } else { 0 });
+    if mix == "status" {
+        after_pg["table"]["n_tup_upd"] = json!(900);
+        after_pg["sizes"]["index_bytes"]["orders_items"] = json!(900_000);
+    }
+    let mut before_mongo = samples::mongo(5000, json!(true), "orders");
+    if !fair {
+        before_mongo["settings"]["write_concern"]["sent_with_every_write"]["j"] = json!(null);
+    }
+    let before = Pair { at_s: 0.0, pg: samples::pg(0, 1_000_000, 0, 5000), mongo: before_mongo };
+    let polled = [Pair { at_s: 2.0, pg: samples::pg(10, 2_000_000, 60, 5000), mongo: before.mongo.clone() }];
+    let after = Pair { at_s: 7.0, pg: after_pg, mongo: samples::mongo(5000, json!(true), "orders") };
+    let writes = if mix == "read" { 0 } else { 1000 };
+    let mut manifest = crate::manifest::Manifest::new(
+        &crate::dataset::Profile { seed: 1, orders: 5000, customers: 500, products: 500, items: 3, note_bytes: 0 },
+        634,
+    );
+    for target in ["pg", "mongo"] {
+        manifest.targets.insert(
+            target.into(),
+            crate::manifest::TargetRecord {
+                database: "mongodb://127.0.0.1:57017/orders".into(),
+                seeded_at: orders_core::Timestamp::from_millis(0),
+                seconds: 1.0,
+                docs_per_sec: 1.0,
+                bytes_on_disk: 1,
+            },
+        );
+    }
+    RepeatResult {
+        index,
+        reseeded: true,
+        started_at: "2026-11-30T10:00:00.000Z".into(),
+        fairness: fairness::check(
+            Some(&manifest),
+            &PgSnapshot::from_json(&before.pg),
+            &MongoSnapshot::from_json(&before.mongo),
+            Default::default(),
+        ),
+        run_seconds: summary.run_seconds,
+        stopped_early: false,
+        targets,
+        explain: explain::from_pairs(&before, &polled, &after, writes, writes),
+        cpu: CpuReport::default(),
+        files: BTreeMap::new(),
+        notes: Vec::new(),
+    }
+}
+
+fn round(mix: &str, weights: &[(&str, u32)], fair: bool) -> RoundResult {
+    let repeats = vec![repeat(1, mix, fair), repeat(2, mix, true)];
+    let max_rate = ["pg", "mongo"]
+        .iter()
+        .filter_map(|t| {
+            let rates: Vec<_> = repeats.iter().map(|r| r.targets[*t].max_rate).collect();
+            Some(((*t).to_owned(), summarize(&rates)?))
+        })
+        .collect();
+    RoundResult {
+        name: mix.into(),
+        mix: mix.into(),
+        mix_weights: weights.iter().map(|(e, w)| ((*e).to_owned(), *w)).collect(),
+        started_at: "2026-11-30T10:00:00.000Z".into(),
+        finished_at: "2026-11-30T10:01:00.000Z".into(),
+        plan: RatePlan { start_rate: 100, step: 1000, max_rate: 1100, step_seconds: 3.0 },
+        pass_mark: PassMark::default(),
+        data_set: Some(DataSet {
+            seed: 1,
+            orders: 5000,
+            customers: 500,
+            products: 500,
+            items_per_order: 3,
+            note_bytes: 0,
+            approx_doc_bytes: 634,
+        }),
+        machine: Machine { cores: 2, os: "Linux test".into() },
+        fairness_overridden: !fair,
+        repeats,
+        max_rate,
+        dir: ".".into(),
+    }
+}
+
+#[test]
+fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() {
+    let out = std::env::temp_dir().join(format!("orders-bench-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let rounds = vec![
+        (out.join("shop"), round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true)),
+        (out.join("status"), round("status", &[("status", 100)], true)),
+        (out.join("insert"), round("insert", &[("insert", 100)], false)),
+    ];
+    write(&out, &rounds).expect("report");
+
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(md.contains("| mix | Postgres max rate | MongoDB max rate | ratio |"), "{md}");
+    assert!(md.contains("| shop | 100 req/s (100–100, 2 runs) | 100 req/s (100–100, 2 runs) | 1.00 |"), "{md}");
+    let unfair = md.find("UNFAIR COMPARISON").expect("unfair round named");
+    assert!(unfair < md.find("## Maximum passing rate").expect("table"), "named at the top");
+    assert!(md.contains("`insert` repeat 1: durability"), "{md}");
+    assert!(md.contains("**F1 seen** in `shop`: Postgres ran 80 sequential scans"), "{md}");
+    assert!(md.contains("60 pages"), "the pending list seen while polling: {md}");
+    assert!(
+        md.contains("**F2 seen**: Postgres wrote 2.0 KiB of WAL per status update of an order of about 634 B"),
+        "{md}"
+    );
+    assert!(md.contains("**F3 seen** in `status`: 1,800 status updates, 0 of them HOT (0.0%)"), "{md}");
+    assert!(md.contains("![shop: p95 latency"), "{md}");
+
+    for file in ["shop-p95", "shop-achieved", "status-p95", "insert-achieved"] {
+        let svg = std::fs::read_to_string(out.join(format!("charts/{file}.svg"))).expect(file);
+        assert_well_formed(&svg);
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert_eq!(html.matches("<svg").count(), 6, "every chart inline");
+
+    let (_, back) = result::read(&out).expect("combined result.json");
+    assert_eq!(back.iter().map(|r| r.dir.as_str()).collect::<Vec<_>>(), ["shop", "status", "insert"]);
+    assert_eq!(max_rate_table(&back).lines().count(), 5);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn rounds_limited_by_the_shared_machine_are_called_out() {
+    use crate::round::cpu::{Limit, LimitKind};
+    let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new() };
+    let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    for repeat in &mut shop.repeats {
+        repeat.cpu.limits.insert("pg".into(), limit(LimitKind::LoadGenerator));
+        repeat.cpu.limits.insert("mongo".into(), limit(LimitKind::Service));
+    }
+    assert_eq!(summary::shared_limit(&[&shop]), ["`shop`"], "both failed at 1,100 in the fixture");
+    let table = doc::markdown(&[summary::cpu_table(&[&shop])]);
+    assert!(table.contains("| load generator ×2 / service ×2 |"), "{table}");
+    shop.repeats[1].cpu.limits.insert("pg".into(), limit(LimitKind::Database));
+    assert!(summary::shared_limit(&[&shop]).is_empty(), "a database limit is a real result");
+}

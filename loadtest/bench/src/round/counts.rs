@@ -1,0 +1,64 @@
+//! What the runner reads from the databases themselves when it can reach them: exact row and
+//! document counts for the fairness gate (`SELECT count(*)`, `countDocuments`), and PostgreSQL's
+//! `pg_stat_wal` (WAL records and full-page images, which `/diagnostics` does not report).
+//! `n_live_tup` would do for the counts in principle, but backends report their counters lazily,
+//! so right after a reload it may still carry the previous round's inserts. When a database is out
+//! of reach, the gate falls back to the figures in `/diagnostics` and the WAL figures stay empty.
+
+use mongodb::bson::{Document, doc};
+use mongodb::options::ClientOptions;
+use std::time::Duration;
+use tokio_postgres::NoTls;
+
+const LIMIT: Duration = Duration::from_secs(15);
+
+/// Counts of `orders` in both databases; `None` where the database could not be asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Counts {
+    pub pg: Option<u64>,
+    pub mongo: Option<u64>,
+}
+
+async fn pg_count(url: &str) -> Option<u64> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await.ok()?;
+    let connection = tokio::spawn(connection);
+    let count: Option<i64> = client.query_one("SELECT count(*) FROM orders", &[]).await.ok().map(|row| row.get(0));
+    drop(client);
+    let _ = connection.await;
+    count.and_then(|c| u64::try_from(c).ok())
+}
+
+async fn mongo_count(uri: &str, db: &str) -> Option<u64> {
+    let mut options = ClientOptions::parse(uri).await.ok()?;
+    options.server_selection_timeout = Some(Duration::from_secs(5));
+    options.app_name = Some("orders-bench".into());
+    let client = mongodb::Client::with_options(options).ok()?;
+    client.database(db).collection::<Document>("orders").count_documents(doc! {}).await.ok()
+}
+
+/// `pg_stat_wal`: server-wide WAL records, full-page images and bytes since the last reset.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WalStats {
+    pub records: f64,
+    pub fpi: f64,
+}
+
+pub async fn wal_stats(database_url: &str) -> Option<WalStats> {
+    let query = async {
+        let (client, connection) = tokio_postgres::connect(database_url, NoTls).await.ok()?;
+        let connection = tokio::spawn(connection);
+        let row = client.query_one("SELECT wal_records::float8, wal_fpi::float8 FROM pg_stat_wal", &[]).await.ok();
+        drop(client);
+        let _ = connection.await;
+        row.map(|row| WalStats { records: row.get(0), fpi: row.get(1) })
+    };
+    tokio::time::timeout(LIMIT, query).await.ok().flatten()
+}
+
+pub async fn exact(database_url: &str, mongodb_uri: &str, mongodb_db: &str) -> Counts {
+    let (pg, mongo) = tokio::join!(
+        tokio::time::timeout(LIMIT, pg_count(database_url)),
+        tokio::time::timeout(LIMIT, mongo_count(mongodb_uri, mongodb_db))
+    );
+    Counts { pg: pg.ok().flatten(), mongo: mongo.ok().flatten() }
+}

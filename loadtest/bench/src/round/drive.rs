@@ -1,0 +1,166 @@
+//! The k6 run of one repeat: the process with the round's staircase in its environment, the live
+//! loop (every half second: CPU samples, k6's live figures for the progress lines, the dropped
+//! iterations per moment and the early stop) and the `/diagnostics` poller beside it.
+
+use super::cpu::{self, Component, Role, Sampler};
+use super::{RoundSpec, Setup};
+use crate::diagnostics::{self, Pair};
+use crate::k6::live::{EarlyStop, LiveView};
+use crate::{k6, procstat};
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const TARGETS: [&str; 2] = ["pg", "mongo"];
+
+/// What the run left for the verdicts and the report; times are seconds after `origin` (k6's start).
+pub struct Driven {
+    pub status: ExitStatus,
+    pub origin: Instant,
+    pub exited_at: f64,
+    /// k6's own CPU seconds (exact: it is this process's reaped child).
+    pub k6_seconds: Option<f64>,
+    /// When step 0 began, estimated from the first live figures.
+    pub scenario_start: Option<f64>,
+    pub stopped_early: bool,
+    /// k6's running count of dropped iterations per target, as read.
+    pub drop_samples: Vec<(f64, BTreeMap<String, u64>)>,
+    pub sampler: Sampler,
+    pub polled: Vec<Pair>,
+}
+
+/// Diagnostics polled in the background until `stop` fires.
+fn spawn_poller(
+    client: diagnostics::Client,
+    every: Duration,
+    origin: Instant,
+    polled: Arc<Mutex<Vec<Pair>>>,
+) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = &mut stopped => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+            if let Ok(pair) = client.pair(origin.elapsed().as_secs_f64()).await
+                && let Ok(mut list) = polled.lock()
+            {
+                list.push(pair);
+            }
+        }
+    });
+    (stop, task)
+}
+
+fn progress_line(view: &LiveView, step: usize, rate: u32) -> String {
+    let figures: Vec<String> = TARGETS
+        .iter()
+        .map(|t| {
+            let s = view.steps.get(*t).and_then(|steps| steps.get(&step)).copied().unwrap_or_default();
+            let p95 = s.p95_ms.map_or("-".into(), |p| format!("{p:.1} ms"));
+            format!("{t} {} req p95 {p95} failed {:.1}%", s.count, s.failed_rate * 100.0)
+        })
+        .collect();
+    format!("step {} @ {rate} req/s done: {}", step + 1, figures.join(" | "))
+}
+
+pub async fn run(
+    spec: &RoundSpec,
+    setup: &Setup,
+    client: &diagnostics::Client,
+    summary_path: &Path,
+    log_path: &Path,
+    label: &str,
+) -> Result<Driven> {
+    let _ = std::fs::remove_file(summary_path);
+    let mut env = vec![
+        ("TARGETS".to_owned(), format!("pg={},mongo={}", setup.pg_url, setup.mongo_url)),
+        ("MIX".into(), spec.mix.clone()),
+        ("START_RATE".into(), spec.plan.start_rate.to_string()),
+        ("STEP".into(), spec.plan.step.to_string()),
+        ("MAX_RATE".into(), spec.plan.max_rate.to_string()),
+        ("STEP_DURATION".into(), format!("{}s", spec.plan.step_seconds)),
+        ("MANIFEST".into(), setup.manifest.display().to_string()),
+        ("SUMMARY".into(), summary_path.display().to_string()),
+        ("P95_MS".into(), spec.mark.p95_ms.to_string()),
+        ("MAX_FAILED_RATE".into(), spec.mark.max_failed_rate.to_string()),
+        ("VU_BUDGET_MS".into(), spec.vu_budget_ms.to_string()),
+    ];
+    env.extend(setup.extra_env.iter().cloned());
+    let components = vec![
+        cpu::locate("postgres", Role::Database, "pg", &setup.database_url),
+        cpu::locate("orders-pg", Role::Service, "pg", &setup.pg_url),
+        cpu::locate("mongod", Role::Database, "mongo", &setup.mongodb_uri),
+        cpu::locate("orders-mongo", Role::Service, "mongo", &setup.mongo_url),
+    ];
+
+    let reaped_before = procstat::own_reaped_children_seconds();
+    let origin = Instant::now();
+    let mut running = k6::spawn(k6::Launch { binary: &setup.k6, script: &setup.script, env, log: log_path })?;
+    let mut sampler = Sampler::new(components, origin);
+    sampler.components.push(Component {
+        name: "k6".into(),
+        role: Role::LoadGenerator,
+        target: None,
+        pid: running.child.id(),
+        note: None,
+    });
+    sampler.sample();
+    let polled = Arc::new(Mutex::new(Vec::new()));
+    let (stop_polling, poller) = spawn_poller(client.clone(), spec.poll_interval, origin, polled.clone());
+
+    let rates = spec.plan.rates();
+    let targets: Vec<String> = TARGETS.iter().map(|t| (*t).to_owned()).collect();
+    let mut early = EarlyStop::default();
+    let (mut scenario_start, mut reported_step, mut stopped_early) = (None::<f64>, 0usize, false);
+    let mut last_view = LiveView::default();
+    let mut drop_samples: Vec<(f64, BTreeMap<String, u64>)> = Vec::new();
+    let mut ticker = tokio::time::interval(Duration::from_millis(500));
+    eprintln!("{label} k6 running ({} steps of {} s; log {})", rates.len(), spec.plan.step_seconds, log_path.display());
+    let status = loop {
+        tokio::select! {
+            status = running.child.wait() => break status.context("waiting for k6")?,
+            _ = ticker.tick() => {
+                sampler.sample();
+                let Ok(view) = running.api.view().await else { continue };
+                let now = origin.elapsed().as_secs_f64();
+                drop_samples.push((now, view.dropped.clone()));
+                if scenario_start.is_none() {
+                    let first = TARGETS.iter().filter_map(|t| view.steps.get(*t)?.get(&0)).map(|s| s.count).max();
+                    if let Some(count) = first.filter(|c| *c > 0) {
+                        scenario_start = Some(now - count as f64 / f64::from(spec.plan.start_rate));
+                    }
+                }
+                if let Some(current) = view.current_step() {
+                    while reported_step < current {
+                        eprintln!("{label} {}", progress_line(&view, reported_step, rates.get(reported_step).copied().unwrap_or(0)));
+                        reported_step += 1;
+                    }
+                }
+                if spec.early_stop && !stopped_early && early.observe(&view, &targets, &spec.mark) {
+                    stopped_early = true;
+                    eprintln!("{label} every target has failed a step: stopping k6 after one more step");
+                    if let Err(error) = running.api.stop().await {
+                        eprintln!("{label} could not stop k6 early ({error:#}); it runs to the last step");
+                    }
+                }
+                last_view = view;
+            }
+        }
+    };
+    let exited_at = origin.elapsed().as_secs_f64();
+    let k6_seconds = procstat::own_reaped_children_seconds().zip(reaped_before).map(|(after, before)| after - before);
+    sampler.sample();
+    let _ = stop_polling.send(());
+    let _ = poller.await;
+    let polled: Vec<Pair> = polled.lock().map(|list| list.clone()).unwrap_or_default();
+    if reported_step < rates.len() && !stopped_early {
+        let rate = rates.get(reported_step).copied().unwrap_or(0);
+        eprintln!("{label} {} (figures of the last moment)", progress_line(&last_view, reported_step, rate));
+    }
+    Ok(Driven { status, origin, exited_at, k6_seconds, scenario_start, stopped_early, drop_samples, sampler, polled })
+}

@@ -1,0 +1,263 @@
+//! The figures that explain a run, from the `/diagnostics` snapshots taken before it, polled while
+//! it ran and taken after it, and the request counts of the k6 summary. PostgreSQL: WAL bytes per
+//! write request (finding F2), HOT share of updates (F3), sequential scans and the rows they read,
+//! the largest GIN pending list seen and the product query's plans (F1), table/TOAST/index growth.
+//! MongoDB: opcounters, journal bytes per write, collection and index growth, the product plan.
+//!
+//! WAL position and opcounters are server-wide: activity of other databases on the same server
+//! during the run counts too.
+
+use crate::diagnostics::Pair;
+use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot, Plan};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A size before and after the run, bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Growth {
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+}
+
+impl Growth {
+    pub fn of(before: Option<f64>, after: Option<f64>) -> Self {
+        Self { before, after }
+    }
+
+    pub fn delta(&self) -> Option<f64> {
+        Some(self.after? - self.before?)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PgExplain {
+    pub write_requests: u64,
+    pub wal_bytes: Option<f64>,
+    pub wal_bytes_per_write: Option<f64>,
+    /// From `pg_stat_wal` when the runner reaches the database (server-wide, like the bytes).
+    #[serde(default)]
+    pub wal_records: Option<f64>,
+    #[serde(default)]
+    pub wal_records_per_write: Option<f64>,
+    /// Full-page images: the first change of a page after a checkpoint logs the whole 8 KiB page.
+    #[serde(default)]
+    pub wal_fpi: Option<f64>,
+    #[serde(default)]
+    pub wal_fpi_per_write: Option<f64>,
+    pub inserts: Option<f64>,
+    pub updates: Option<f64>,
+    pub hot_updates: Option<f64>,
+    /// HOT updates / updates, 0..1.
+    pub hot_share: Option<f64>,
+    pub seq_scans: Option<f64>,
+    pub seq_tup_read: Option<f64>,
+    pub rows_per_seq_scan: Option<f64>,
+    pub idx_scans: Option<f64>,
+    pub max_pending_pages: Option<f64>,
+    pub max_pending_tuples: Option<f64>,
+    pub dead_tuples_after: Option<f64>,
+    pub table: Growth,
+    pub toast: Growth,
+    pub indexes: Growth,
+    pub index: BTreeMap<String, Growth>,
+    pub generic_plan_before: Plan,
+    pub generic_plan_after: Plan,
+    pub custom_plan_after: Plan,
+    /// Every distinct generic plan shape seen before, during and after the run.
+    pub generic_plans_seen: Vec<String>,
+    /// Generic / custom plans the prepared product statement has used on the pooled connection that
+    /// answered `/diagnostics` after the run, since that connection opened (snapshots may come from
+    /// different connections, so no difference is taken).
+    pub product_generic_plans: Option<f64>,
+    pub product_custom_plans: Option<f64>,
+    pub settings: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MongoExplain {
+    pub write_requests: u64,
+    pub opcounters: BTreeMap<String, f64>,
+    pub journal_bytes: Option<f64>,
+    pub journal_bytes_per_write: Option<f64>,
+    pub journal_syncs: Option<f64>,
+    pub count: Growth,
+    pub data: Growth,
+    pub storage: Growth,
+    pub indexes: Growth,
+    pub index: BTreeMap<String, Growth>,
+    pub plan: String,
+    pub settings: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Explain {
+    pub pg: PgExplain,
+    pub mongo: MongoExplain,
+}
+
+fn diff(after: Option<f64>, before: Option<f64>) -> Option<f64> {
+    Some(after? - before?)
+}
+
+fn per(total: Option<f64>, count: u64) -> Option<f64> {
+    if count == 0 { None } else { total.map(|t| t / count as f64) }
+}
+
+fn max_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    values.flatten().reduce(f64::max)
+}
+
+fn growth_map(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> BTreeMap<String, Growth> {
+    before
+        .keys()
+        .chain(after.keys())
+        .map(|k| (k.clone(), Growth::of(before.get(k).copied(), after.get(k).copied())))
+        .collect()
+}
+
+impl PgExplain {
+    pub fn add_wal_stats(&mut self, records: f64, fpi: f64) {
+        self.wal_records = Some(records);
+        self.wal_fpi = Some(fpi);
+        self.wal_records_per_write = per(Some(records), self.write_requests);
+        self.wal_fpi_per_write = per(Some(fpi), self.write_requests);
+    }
+}
+
+pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_requests: u64) -> PgExplain {
+    let counter = |name: &str| diff(after.counter(name), before.counter(name));
+    let all = || std::iter::once(before).chain(polled).chain(std::iter::once(after));
+    let (updates, hot_updates, seq_scans, seq_tup_read) =
+        (counter("n_tup_upd"), counter("n_tup_hot_upd"), counter("seq_scan"), counter("seq_tup_read"));
+    let wal_bytes = diff(after.wal_bytes, before.wal_bytes);
+    let mut generic_plans_seen: Vec<String> = Vec::new();
+    for snapshot in all() {
+        let shape = snapshot.generic_plan.nodes.join(" → ");
+        if !shape.is_empty() && !generic_plans_seen.contains(&shape) {
+            generic_plans_seen.push(shape);
+        }
+    }
+    PgExplain {
+        write_requests,
+        wal_bytes,
+        wal_bytes_per_write: per(wal_bytes, write_requests),
+        wal_records: None,
+        wal_records_per_write: None,
+        wal_fpi: None,
+        wal_fpi_per_write: None,
+        inserts: counter("n_tup_ins"),
+        updates,
+        hot_updates,
+        hot_share: match (hot_updates, updates) {
+            (Some(hot), Some(all)) if all > 0.0 => Some(hot / all),
+            _ => None,
+        },
+        seq_scans,
+        seq_tup_read,
+        rows_per_seq_scan: match (seq_tup_read, seq_scans) {
+            (Some(rows), Some(scans)) if scans > 0.0 => Some(rows / scans),
+            _ => None,
+        },
+        idx_scans: counter("idx_scan"),
+        max_pending_pages: max_of(all().map(|s| s.pending_pages)),
+        max_pending_tuples: max_of(all().map(|s| s.pending_tuples)),
+        dead_tuples_after: after.counter("n_dead_tup"),
+        table: Growth::of(before.table_bytes, after.table_bytes),
+        toast: Growth::of(before.toast_bytes, after.toast_bytes),
+        indexes: Growth::of(before.indexes_bytes, after.indexes_bytes),
+        index: growth_map(&before.index_bytes, &after.index_bytes),
+        generic_plan_before: before.generic_plan.clone(),
+        generic_plan_after: after.generic_plan.clone(),
+        custom_plan_after: after.custom_plan.clone(),
+        generic_plans_seen,
+        product_generic_plans: after.product_generic_plans,
+        product_custom_plans: after.product_custom_plans,
+        settings: after.settings.clone(),
+    }
+}
+
+pub fn mongo(before: &MongoSnapshot, after: &MongoSnapshot, write_requests: u64) -> MongoExplain {
+    let journal_bytes = diff(after.journal_bytes, before.journal_bytes);
+    let mut settings = BTreeMap::new();
+    settings.insert("w".into(), after.write_w.clone().unwrap_or_else(|| "unset".into()));
+    settings.insert("j".into(), after.write_j.map_or_else(|| "unset".into(), |j| j.to_string()));
+    settings.insert("journal".into(), after.journal_enabled.map_or_else(|| "?".into(), |j| j.to_string()));
+    settings.insert("pool_size".into(), after.pool_size.map_or_else(|| "?".into(), |p| format!("{p:.0}")));
+    settings.insert("topology".into(), after.topology.clone().unwrap_or_else(|| "?".into()));
+    settings.insert("version".into(), after.version.clone().unwrap_or_else(|| "?".into()));
+    MongoExplain {
+        write_requests,
+        opcounters: after
+            .opcounters
+            .iter()
+            .map(|(k, v)| (k.clone(), v - before.opcounters.get(k).copied().unwrap_or(0.0)))
+            .collect(),
+        journal_bytes,
+        journal_bytes_per_write: per(journal_bytes, write_requests),
+        journal_syncs: diff(after.journal_syncs, before.journal_syncs),
+        count: Growth::of(before.count, after.count),
+        data: Growth::of(before.data_bytes, after.data_bytes),
+        storage: Growth::of(before.storage_bytes, after.storage_bytes),
+        indexes: Growth::of(before.index_bytes_total, after.index_bytes_total),
+        index: growth_map(&before.index_bytes, &after.index_bytes),
+        plan: after.plan(),
+        settings,
+    }
+}
+
+pub fn from_pairs(before: &Pair, polled: &[Pair], after: &Pair, pg_writes: u64, mongo_writes: u64) -> Explain {
+    let polled_pg: Vec<PgSnapshot> = polled.iter().map(|p| PgSnapshot::from_json(&p.pg)).collect();
+    Explain {
+        pg: pg(&PgSnapshot::from_json(&before.pg), &polled_pg, &PgSnapshot::from_json(&after.pg), pg_writes),
+        mongo: mongo(&MongoSnapshot::from_json(&before.mongo), &MongoSnapshot::from_json(&after.mongo), mongo_writes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostics::snapshot::samples;
+    use serde_json::json;
+
+    #[test]
+    fn deltas_rates_and_the_largest_pending_list_seen() {
+        let before = PgSnapshot::from_json(&samples::pg(2, 1_000_000, 0, 5000));
+        let polled = [PgSnapshot::from_json(&samples::pg(5, 1_200_000, 40, 5100))];
+        let mut after_json = samples::pg(12, 1_500_000, 3, 5200);
+        after_json["table"]["n_tup_upd"] = json!(400);
+        after_json["table"]["n_tup_hot_upd"] = json!(100);
+        after_json["product_query"]["generic_plan"]["nodes"] = json!(["Limit", "Seq Scan on orders"]);
+        let after = PgSnapshot::from_json(&after_json);
+        let e = pg(&before, &polled, &after, 250);
+        assert_eq!(e.wal_bytes, Some(500_000.0));
+        assert_eq!(e.wal_bytes_per_write, Some(2000.0));
+        assert_eq!((e.seq_scans, e.rows_per_seq_scan), (Some(10.0), Some(1000.0)));
+        assert_eq!(e.max_pending_pages, Some(40.0), "seen only while polling");
+        assert_eq!(e.hot_share, Some(0.25));
+        assert_eq!(e.table.delta(), Some(8192.0 * 200.0 / 8.0));
+        assert_eq!(
+            e.generic_plans_seen,
+            ["Limit → Bitmap Heap Scan → Bitmap Index Scan on orders_items", "Limit → Seq Scan on orders"]
+        );
+    }
+
+    #[test]
+    fn no_writes_give_no_per_write_figure_and_no_updates_no_hot_share() {
+        let s = PgSnapshot::from_json(&samples::pg(0, 10, 0, 5));
+        let e = pg(&s, &[], &s, 0);
+        assert_eq!((e.wal_bytes_per_write, e.hot_share), (None, None));
+    }
+
+    #[test]
+    fn mongo_counters_are_deltas() {
+        let before = MongoSnapshot::from_json(&samples::mongo(100, json!(true), "orders"));
+        let mut after_json = samples::mongo(150, json!(true), "orders");
+        after_json["opcounters"]["insert"] = json!(55);
+        after_json["settings"]["journal"]["wiredtiger_log"]["log_bytes_written"] = json!(51_000);
+        let e = mongo(&before, &MongoSnapshot::from_json(&after_json), 50);
+        assert_eq!(e.opcounters["insert"], 50.0);
+        assert_eq!(e.journal_bytes_per_write, Some(1000.0));
+        assert_eq!(e.count.delta(), Some(50.0));
+        assert_eq!(e.settings["j"], "true");
+    }
+}

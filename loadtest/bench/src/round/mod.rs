@@ -1,0 +1,354 @@
+//! `orders-bench round`: one mix, repeated (default three times). Each repeat optionally reseeds
+//! identical data into both databases (`--reseed`, as study S1 did before every round), passes the
+//! fairness gate, snapshots both services' `/diagnostics`, drives both at the same moment with one
+//! k6 run up a staircase of arrival rates (polling diagnostics and CPU meanwhile, and stopping once
+//! every target has failed), snapshots again, and judges every step against the pass mark. The
+//! round folder gets the raw files, `result.json`, `report.md`/`report.html` and the charts.
+
+mod counts;
+pub mod cpu;
+mod drive;
+pub mod explain;
+pub mod fairness;
+mod repeat;
+pub mod result;
+pub mod verdict;
+
+use crate::manifest;
+use crate::seed::{SeedArgs, Target};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use orders_core::Timestamp;
+use result::{DataSet, Machine, RatePlan, RoundResult};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use verdict::PassMark;
+
+/// Everything about the load of a round that `round` and `demo` share.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// First offered rate, requests/s per target.
+    #[arg(long = "start-rate", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub start_rate: u32,
+    /// Rate added at every step, requests/s.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub step: u32,
+    /// Highest offered rate, requests/s (the staircase stops at the last step not above it).
+    #[arg(long = "max-rate", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rate: u32,
+    /// How long each rate is held: `30s`, `1m`, `1m30s` or seconds.
+    #[arg(long = "step-duration", default_value = "30s", value_parser = parse_seconds)]
+    pub step_duration: f64,
+    /// Runs of the whole staircase; the report gives the median and the range.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: u32,
+    /// Pass mark: p95 latency below this, milliseconds.
+    #[arg(long = "p95-ms", default_value_t = 50.0)]
+    pub p95_ms: f64,
+    /// Pass mark: share of failed requests below this (0.01 = 1%).
+    #[arg(long = "max-failed-rate", default_value_t = 0.01)]
+    pub max_failed_rate: f64,
+    /// Run every step even after both targets have failed (default: stop one step after that).
+    #[arg(long = "run-all-steps")]
+    pub run_all_steps: bool,
+    /// Latency k6's VU pool is sized for (k6's VU_BUDGET_MS): at rate R at most R × this many
+    /// requests are in flight per target, later ones are dropped (and the step fails). Four times
+    /// the p95 mark keeps an overloaded service from queueing thousands of requests that outlive
+    /// the run.
+    #[arg(long = "vu-budget-ms", default_value_t = 200)]
+    pub vu_budget_ms: u32,
+    /// Run even when the fairness gate finds a mismatch (durability, data, pools); the report then
+    /// says so at the top.
+    #[arg(long = "allow-mismatch")]
+    pub allow_mismatch: bool,
+    /// Seconds between `/diagnostics` polls during a run (the GIN pending list is seen this way).
+    #[arg(long = "poll-interval", default_value = "2s", value_parser = parse_seconds)]
+    pub poll_interval: f64,
+}
+
+impl LoadArgs {
+    pub fn plan(&self) -> Result<RatePlan> {
+        if self.max_rate < self.start_rate {
+            bail!("--max-rate ({}) is below --start-rate ({})", self.max_rate, self.start_rate);
+        }
+        Ok(RatePlan {
+            start_rate: self.start_rate,
+            step: self.step,
+            max_rate: self.max_rate,
+            step_seconds: self.step_duration,
+        })
+    }
+
+    pub fn pass_mark(&self) -> PassMark {
+        PassMark { p95_ms: self.p95_ms, max_failed_rate: self.max_failed_rate, max_dropped: 0 }
+    }
+}
+
+/// `30s`, `2m`, `1m30s`, `500ms` or a plain number of seconds.
+pub fn parse_seconds(text: &str) -> Result<f64, String> {
+    let bad = || format!("\"{text}\" is not a duration like 30s, 2m or 1m30s");
+    if let Ok(seconds) = text.parse::<f64>() {
+        return if seconds > 0.0 { Ok(seconds) } else { Err(bad()) };
+    }
+    let (mut total, mut number) = (0.0, String::new());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            number.push(c);
+            continue;
+        }
+        let value: f64 = number.parse().map_err(|_| bad())?;
+        number.clear();
+        total += match c {
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                value / 1000.0
+            }
+            'h' => value * 3600.0,
+            'm' => value * 60.0,
+            's' => value,
+            _ => return Err(bad()),
+        };
+    }
+    if !number.is_empty() || total <= 0.0 { Err(bad()) } else { Ok(total) }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RoundArgs {
+    /// The mix: read, customer, product, insert, status, shop, or weights such as
+    /// `read:50,product:30,insert:20` (see loadtest/README.md).
+    #[arg(long, default_value = "shop")]
+    pub mix: String,
+    /// Name of the round (folder and report); default: the mix.
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Base URL of the orders-pg service.
+    #[arg(long = "pg-url", default_value = "http://127.0.0.1:8080")]
+    pub pg_url: String,
+    /// Base URL of the orders-mongo service.
+    #[arg(long = "mongo-url", default_value = "http://127.0.0.1:8081")]
+    pub mongo_url: String,
+    /// Reload the data set into both databases before every repeat (`--reset` seeding with the
+    /// profile below, or the manifest's when none is given). The services keep running.
+    #[arg(long)]
+    pub reseed: bool,
+    /// Orders to reseed [default: the manifest's, else 1,000,000].
+    #[arg(long, requires = "reseed")]
+    pub orders: Option<u64>,
+    /// Items per order when reseeding [default: the manifest's, else 3].
+    #[arg(long, requires = "reseed")]
+    pub items: Option<u32>,
+    /// Note bytes per order when reseeding [default: the manifest's, else 0].
+    #[arg(long = "note-bytes", requires = "reseed")]
+    pub note_bytes: Option<u32>,
+    /// The data set manifest (written by `orders-bench seed`, read by k6 and the fairness gate).
+    #[arg(long, default_value = ".local/dataset.json")]
+    pub manifest: PathBuf,
+    /// PostgreSQL URL of the orders-pg service's database (reseeding; CPU when it is local).
+    #[arg(
+        long = "database-url",
+        env = "DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/orders",
+        hide_env_values = true
+    )]
+    pub database_url: String,
+    /// MongoDB URI of the orders-mongo service's server (reseeding; CPU when it is local).
+    #[arg(
+        long = "mongodb-uri",
+        env = "MONGODB_URI",
+        default_value = "mongodb://127.0.0.1:27017",
+        hide_env_values = true
+    )]
+    pub mongodb_uri: String,
+    /// MongoDB database of the orders-mongo service.
+    #[arg(long = "mongodb-db", env = "MONGODB_DB", default_value = "orders")]
+    pub mongodb_db: String,
+    /// The k6 binary [default: the local stack's .venv/bin/k6, else k6 on the PATH].
+    #[arg(long, env = "K6")]
+    pub k6: Option<PathBuf>,
+    /// The k6 script [default: loadtest/k6/orders.js of this repository].
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+    /// Folder for the round's files [default: results/<timestamp>-<name>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// One round to run: what to offer and how to judge it.
+#[derive(Debug, Clone)]
+pub struct RoundSpec {
+    pub name: String,
+    pub mix: String,
+    pub plan: RatePlan,
+    pub repeats: u32,
+    pub mark: PassMark,
+    pub early_stop: bool,
+    pub allow_mismatch: bool,
+    pub poll_interval: Duration,
+    pub vu_budget_ms: u32,
+    /// Seed arguments for a reload before every repeat.
+    pub reseed: Option<SeedArgs>,
+}
+
+/// Where the services, databases and tools are.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub pg_url: String,
+    pub mongo_url: String,
+    pub database_url: String,
+    pub mongodb_uri: String,
+    pub mongodb_db: String,
+    pub k6: PathBuf,
+    pub script: PathBuf,
+    pub manifest: PathBuf,
+    /// Extra environment for k6 (the demo marks every process it starts).
+    pub extra_env: Vec<(String, String)>,
+}
+
+/// `20261130T101500Z`, for folder names.
+pub fn folder_stamp() -> String {
+    Timestamp::now().to_string().chars().filter(char::is_ascii_alphanumeric).take(15).collect::<String>() + "Z"
+}
+
+fn folder_name(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+}
+
+pub async fn run(args: RoundArgs) -> Result<()> {
+    let name = args.name.clone().unwrap_or_else(|| args.mix.clone());
+    let repo = crate::repo::root().ok();
+    let script = match (&args.script, &repo) {
+        (Some(script), _) => crate::repo::absolute(script),
+        (None, Some(repo)) => repo.join(crate::repo::SCRIPT),
+        (None, None) => bail!("pass --script: the k6 script was not found"),
+    };
+    let manifest = crate::repo::absolute(&args.manifest);
+    let reseed = args.reseed.then(|| {
+        let known = manifest::read(&manifest).ok();
+        SeedArgs {
+            seed: known.as_ref().map_or(1, |m| m.seed),
+            orders: args.orders.or(known.as_ref().map(|m| m.orders)).unwrap_or(1_000_000),
+            customers: known.as_ref().filter(|m| args.orders.is_none_or(|o| o == m.orders)).map(|m| m.customers),
+            products: known.as_ref().filter(|m| args.orders.is_none_or(|o| o == m.orders)).map(|m| m.products),
+            items: args.items.or(known.as_ref().map(|m| m.items_per_order)).unwrap_or(3),
+            note_bytes: args.note_bytes.or(known.as_ref().map(|m| m.note_bytes)).unwrap_or(0),
+            target: Target::Both,
+            reset: true,
+            database_url: args.database_url.clone(),
+            mongodb_uri: args.mongodb_uri.clone(),
+            mongodb_db: args.mongodb_db.clone(),
+            manifest: manifest.clone(),
+        }
+    });
+    let spec = RoundSpec {
+        name: name.clone(),
+        mix: args.mix.clone(),
+        plan: args.load.plan()?,
+        repeats: args.load.repeats,
+        mark: args.load.pass_mark(),
+        early_stop: !args.load.run_all_steps,
+        allow_mismatch: args.load.allow_mismatch,
+        poll_interval: Duration::from_secs_f64(args.load.poll_interval),
+        vu_budget_ms: args.load.vu_budget_ms,
+        reseed,
+    };
+    let setup = Setup {
+        pg_url: args.pg_url.clone(),
+        mongo_url: args.mongo_url.clone(),
+        database_url: args.database_url.clone(),
+        mongodb_uri: args.mongodb_uri.clone(),
+        mongodb_db: args.mongodb_db.clone(),
+        k6: crate::k6::binary(args.k6.as_deref(), repo.as_deref())?,
+        script,
+        manifest,
+        extra_env: Vec::new(),
+    };
+    let out = match &args.out {
+        Some(out) => out.clone(),
+        None => repo.unwrap_or_default().join("results").join(format!("{}-{}", folder_stamp(), folder_name(&name))),
+    };
+    let round = run_round(&spec, &setup, &out).await?;
+    crate::report::write(&out, &[(out.clone(), round)])?;
+    println!("report: {}", out.join("report.md").display());
+    Ok(())
+}
+
+/// Runs every repeat of `spec` into `out` and writes `out/result.json`.
+pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<RoundResult> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let started_at = Timestamp::now().to_string();
+    eprintln!(
+        "round {}: mix {}, {} req/s per target in steps of {} s, {} repeat(s), into {}",
+        spec.name,
+        spec.mix,
+        spec.plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
+        spec.plan.step_seconds,
+        spec.repeats,
+        out.display()
+    );
+    let mut repeats = Vec::new();
+    for index in 1..=spec.repeats {
+        repeats.push(repeat::run(spec, setup, out, index).await?);
+    }
+    let mut max_rate = BTreeMap::new();
+    for target in ["pg", "mongo"] {
+        let rates: Vec<_> = repeats.iter().filter_map(|r| r.targets.get(target)).map(|t| t.max_rate).collect();
+        if let Some(summary) = verdict::summarize(&rates) {
+            max_rate.insert(target.to_owned(), summary);
+        }
+    }
+    let data_set = manifest::read(&setup.manifest).ok().map(|m| DataSet {
+        seed: m.seed,
+        orders: m.orders,
+        customers: m.customers,
+        products: m.products,
+        items_per_order: m.items_per_order,
+        note_bytes: m.note_bytes,
+        approx_doc_bytes: m.approx_doc_bytes,
+    });
+    let mix_weights = repeat::mix_weights(out, &repeats);
+    let round = RoundResult {
+        name: spec.name.clone(),
+        mix: spec.mix.clone(),
+        mix_weights,
+        started_at,
+        finished_at: Timestamp::now().to_string(),
+        plan: spec.plan,
+        pass_mark: spec.mark,
+        data_set,
+        machine: Machine::this(),
+        fairness_overridden: repeats.iter().any(|r| !r.fairness.ok),
+        repeats,
+        max_rate,
+        dir: ".".into(),
+    };
+    result::write(out, vec![round.clone()])?;
+    Ok(round)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_k6_durations() {
+        assert_eq!(parse_seconds("30s"), Ok(30.0));
+        assert_eq!(parse_seconds("1m30s"), Ok(90.0));
+        assert_eq!(parse_seconds("500ms"), Ok(0.5));
+        assert_eq!(parse_seconds("2.5"), Ok(2.5));
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_seconds("5x").is_err());
+        assert!(parse_seconds("30s5").is_err());
+    }
+
+    #[test]
+    fn folder_names_are_safe_and_stamped() {
+        assert_eq!(folder_name("read:50,insert:50"), "read_50_insert_50");
+        let stamp = folder_stamp();
+        assert_eq!(stamp.len(), 16, "{stamp}");
+        assert!(stamp.ends_with('Z'));
+    }
+}

@@ -1,0 +1,200 @@
+//! One repeat of a round: reseed (optional), fairness gate, `/diagnostics` before, one k6 run with
+//! live progress, early stop, `/diagnostics` polling and CPU sampling, `/diagnostics` after, then
+//! the verdicts, the explaining figures and the CPU report (the k6 run itself is `drive`). Raw
+//! files go to `repeat-<n>/`.
+
+use super::cpu;
+use super::drive::{self, Driven, TARGETS};
+use super::fairness::{self, Fairness};
+use super::result::{RepeatResult, TargetResult};
+use super::verdict::{drops_per_step, judge_target, max_passing_rate};
+use super::{RoundSpec, Setup, counts, explain};
+use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
+use crate::diagnostics::{self, Pair};
+use crate::k6::summary::Summary;
+use crate::{manifest, seed};
+use anyhow::{Context, Result, bail};
+use orders_core::Timestamp;
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+/// Pause before the closing snapshot, so the databases' statistics include the run's last second.
+const STATS_LAG: Duration = Duration::from_millis(2500);
+
+/// How long to wait for `/diagnostics` from services still busy with a previous overload.
+const SETTLE: Duration = Duration::from_secs(90);
+
+fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).context("JSON")?;
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+/// The fairness gate, retried for a few seconds (statistics may lag a freshly loaded table).
+async fn gate(client: &diagnostics::Client, setup: &Setup) -> Result<(Pair, Fairness)> {
+    let mut attempt = 0;
+    loop {
+        // Counted first: the count's own sequential scan must not land inside the run's figures.
+        let exact = counts::exact(&setup.database_url, &setup.mongodb_uri, &setup.mongodb_db).await;
+        let pair = client.settled_pair(0.0, SETTLE).await?;
+        let manifest = manifest::read(&setup.manifest).ok();
+        let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
+        let verdict = fairness::check(manifest.as_ref(), &pg, &mongo, exact);
+        attempt += 1;
+        if verdict.ok || attempt >= 4 {
+            return Ok((pair, verdict));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// A PostgreSQL `CHECKPOINT` after a reload, so the first step does not share the disk with the
+/// checkpoint of the load's WAL (MongoDB's seeder ends with an `fsync`, which does the same).
+/// Without the right to run it (not a superuser, no `pg_checkpoint`), the round goes on.
+async fn checkpoint(database_url: &str) {
+    let Ok((client, connection)) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await else { return };
+    let connection = tokio::spawn(connection);
+    if let Err(error) = client.batch_execute("CHECKPOINT").await {
+        eprintln!("note: CHECKPOINT after reseeding failed ({error}); the first step may share the disk with it");
+    }
+    drop(client);
+    let _ = connection.await;
+}
+
+pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) -> Result<super::result::RepeatResult> {
+    let label = format!("[{} {index}/{}]", spec.name, spec.repeats);
+    let rel = format!("repeat-{index}");
+    let dir = round_dir.join(&rel);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let started_at = Timestamp::now().to_string();
+    if let Some(seed_args) = &spec.reseed {
+        eprintln!("{label} reseeding {} orders into both databases", seed_args.orders);
+        seed::run(seed_args.clone()).await.context("reseeding")?;
+        checkpoint(&seed_args.database_url).await;
+    }
+
+    let client = diagnostics::Client::new(&setup.pg_url, &setup.mongo_url)?;
+    let (before, fairness) = gate(&client, setup).await?;
+    let wal_before = counts::wal_stats(&setup.database_url).await;
+    write_json(&dir.join("diagnostics-before.json"), &before)?;
+    if !fairness.ok {
+        let list = fairness.mismatches().join("\n  ");
+        if !spec.allow_mismatch {
+            bail!(
+                "fairness gate: the comparison would be unfair, refusing to run (--allow-mismatch overrides):\n  {list}"
+            );
+        }
+        eprintln!("{label} WARNING: fairness gate failed, running anyway (--allow-mismatch):\n  {list}");
+    }
+
+    let mut files = BTreeMap::new();
+    let summary_path = dir.join("k6-summary.json");
+    let log_path = dir.join("k6.log");
+    let driven = drive::run(spec, setup, &client, &summary_path, &log_path, &label).await?;
+    let Driven { status, origin, exited_at, k6_seconds, scenario_start, stopped_early, drop_samples, sampler, polled } =
+        driven;
+    // PostgreSQL backends report their counters at most once a second: let the last second land.
+    tokio::time::sleep(STATS_LAG).await;
+    let wal_after = counts::wal_stats(&setup.database_url).await;
+    let mut notes = Vec::new();
+    let after = match client.settled_pair(origin.elapsed().as_secs_f64(), SETTLE).await {
+        Ok(after) => after,
+        Err(error) => {
+            let last = polled.last().cloned().with_context(|| format!("no diagnostics after the run: {error:#}"))?;
+            let note = format!(
+                "the services did not answer /diagnostics within {} s after the run ({error:#}); the figures end at \
+                 the last poll, {:.0} s into the run",
+                SETTLE.as_secs(),
+                last.at_s
+            );
+            eprintln!("{label} note: {note}");
+            notes.push(note);
+            last
+        }
+    };
+    write_json(&dir.join("diagnostics-after.json"), &after)?;
+    let mut lines = std::fs::File::create(dir.join("diagnostics-polled.jsonl")).context("diagnostics-polled.jsonl")?;
+    for pair in &polled {
+        writeln!(lines, "{}", serde_json::to_string(pair).context("JSON")?).context("diagnostics-polled.jsonl")?;
+    }
+    for (key, file) in [
+        ("k6_summary", "k6-summary.json"),
+        ("k6_log", "k6.log"),
+        ("diagnostics_before", "diagnostics-before.json"),
+        ("diagnostics_after", "diagnostics-after.json"),
+        ("diagnostics_polled", "diagnostics-polled.jsonl"),
+    ] {
+        files.insert(key.to_owned(), format!("{rel}/{file}"));
+    }
+
+    let summary = Summary::read(&summary_path)
+        .with_context(|| format!("k6 exited with {status} without a usable summary; see {}", log_path.display()))?;
+    let start = scenario_start.unwrap_or((exited_at - summary.run_seconds).max(0.0));
+    let mut target_results = BTreeMap::new();
+    for (name, target) in &summary.targets {
+        let samples: Vec<(f64, u64)> =
+            drop_samples.iter().map(|(t, d)| (*t, d.get(name).copied().unwrap_or(0))).collect();
+        let drops = (!samples.is_empty() && scenario_start.is_some())
+            .then(|| drops_per_step(&samples, start, &target.steps, target.dropped_iterations));
+        let steps = judge_target(target, summary.run_seconds, &spec.mark, drops.as_deref());
+        let max_rate = max_passing_rate(&steps);
+        target_results.insert(
+            name.clone(),
+            TargetResult {
+                max_rate,
+                requests: target.figures.count,
+                failures: target.figures.failures,
+                dropped_iterations: target.dropped_iterations,
+                latency_ms: target.figures.latency_ms,
+                endpoints: target.endpoints.iter().map(|(e, f)| (e.clone(), f.count)).collect(),
+                steps,
+            },
+        );
+    }
+    let mut explain =
+        explain::from_pairs(&before, &polled, &after, summary.write_requests("pg"), summary.write_requests("mongo"));
+    if let (Some(b), Some(a)) = (wal_before, wal_after) {
+        explain.pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi);
+    }
+    let requests: BTreeMap<String, u64> = TARGETS.iter().map(|t| ((*t).to_owned(), summary.requests(t))).collect();
+    let mut cpu = sampler.report(k6_seconds, start, &summary.offered.steps, &requests);
+    for (name, target) in &target_results {
+        let failed = target.steps.iter().find(|s| s.complete && !s.passed);
+        if let Some(step_cpu) = failed.and_then(|f| cpu.steps.iter().find(|s| s.step == f.step)) {
+            let limit = cpu::limit(name, step_cpu, &sampler.components, cpu.cores);
+            cpu.limits.insert(name.clone(), limit);
+        }
+    }
+    let verdicts: Vec<String> = target_results
+        .iter()
+        .map(|(name, t)| match t.max_rate.first_failed_rate {
+            Some(failed) => format!("{name} max {} req/s (failed at {failed})", t.max_rate.rate),
+            None => format!("{name} passed every step (≥ {} req/s)", t.max_rate.rate),
+        })
+        .collect();
+    eprintln!("{label} {}", verdicts.join("; "));
+    Ok(RepeatResult {
+        index,
+        reseeded: spec.reseed.is_some(),
+        started_at,
+        fairness,
+        run_seconds: summary.run_seconds,
+        stopped_early,
+        targets: target_results,
+        explain,
+        cpu,
+        files,
+        notes,
+    })
+}
+
+/// The mix's weights as k6 resolved them (from the first repeat's summary).
+pub fn mix_weights(round_dir: &Path, repeats: &[RepeatResult]) -> BTreeMap<String, u32> {
+    repeats
+        .first()
+        .and_then(|r| r.files.get("k6_summary"))
+        .and_then(|file| Summary::read(&round_dir.join(file)).ok())
+        .map(|s| s.mix.weights)
+        .unwrap_or_default()
+}

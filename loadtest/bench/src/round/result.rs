@@ -1,0 +1,160 @@
+//! `result.json`: what a round folder records, and what `orders-bench report` reads back. The
+//! schema is documented in loadtest/RESULTS.md; `SCHEMA` names its version, bumped on any change
+//! that an older reader would misread. A round folder holds one round; a demo or report folder
+//! holds every round it aggregates.
+
+use super::cpu::CpuReport;
+use super::explain::Explain;
+use super::fairness::Fairness;
+use super::verdict::{MaxRate, PassMark, RateSummary, StepResult};
+use crate::k6::summary::Latency;
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub const SCHEMA: &str = "orders-bench/result/1";
+pub const FILE: &str = "result.json";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultFile {
+    pub schema: String,
+    pub rounds: Vec<RoundResult>,
+}
+
+/// The staircase of offered rates, per target.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RatePlan {
+    pub start_rate: u32,
+    pub step: u32,
+    pub max_rate: u32,
+    pub step_seconds: f64,
+}
+
+impl RatePlan {
+    pub fn rates(&self) -> Vec<u32> {
+        let mut rates = Vec::new();
+        let mut rate = self.start_rate;
+        while rate <= self.max_rate && self.step > 0 {
+            rates.push(rate);
+            rate += self.step;
+        }
+        if self.step == 0 {
+            rates.push(self.start_rate);
+        }
+        rates
+    }
+}
+
+/// The data set both databases held (from the seeder's manifest).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataSet {
+    pub seed: u64,
+    pub orders: u64,
+    pub customers: u64,
+    pub products: u64,
+    pub items_per_order: u32,
+    pub note_bytes: u32,
+    pub approx_doc_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundResult {
+    pub name: String,
+    pub mix: String,
+    pub mix_weights: BTreeMap<String, u32>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub plan: RatePlan,
+    pub pass_mark: PassMark,
+    pub data_set: Option<DataSet>,
+    pub machine: Machine,
+    /// True when a fairness check failed and `--allow-mismatch` let the round run anyway.
+    pub fairness_overridden: bool,
+    pub repeats: Vec<RepeatResult>,
+    /// Per target (`pg`, `mongo`): median and range of the repeats' maximum passing rates.
+    pub max_rate: BTreeMap<String, RateSummary>,
+    /// Folder of this round's files, relative to the folder holding this result.json.
+    #[serde(default)]
+    pub dir: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub cores: usize,
+    pub os: String,
+}
+
+impl Machine {
+    pub fn this() -> Self {
+        let os = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|r| format!("Linux {}", r.trim()))
+            .unwrap_or_else(|_| std::env::consts::OS.to_owned());
+        Self { cores: crate::procstat::cores(), os }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepeatResult {
+    pub index: u32,
+    pub reseeded: bool,
+    pub started_at: String,
+    pub fairness: Fairness,
+    /// Seconds k6 ran; shorter than planned when stopped early.
+    pub run_seconds: f64,
+    pub stopped_early: bool,
+    pub targets: BTreeMap<String, TargetResult>,
+    pub explain: Explain,
+    pub cpu: CpuReport,
+    /// Raw files of this repeat, relative to the round folder.
+    pub files: BTreeMap<String, String>,
+    /// Anything that makes this repeat's figures less complete than usual.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetResult {
+    pub steps: Vec<StepResult>,
+    pub max_rate: MaxRate,
+    pub requests: u64,
+    pub failures: u64,
+    /// k6's own count for the whole run.
+    pub dropped_iterations: u64,
+    pub latency_ms: Latency,
+    /// Requests per endpoint (read, product, insert, ...).
+    pub endpoints: BTreeMap<String, u64>,
+}
+
+pub fn write(dir: &Path, rounds: Vec<RoundResult>) -> Result<()> {
+    let file = ResultFile { schema: SCHEMA.into(), rounds };
+    let text = serde_json::to_string_pretty(&file).context("result as JSON")?;
+    let path = dir.join(FILE);
+    std::fs::write(&path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+/// The rounds of `dir/result.json` (or of `dir` itself when it is a file), each with `dir`
+/// resolved against the folder it was read from.
+pub fn read(path: &Path) -> Result<(std::path::PathBuf, Vec<RoundResult>)> {
+    let file = if path.is_dir() { path.join(FILE) } else { path.to_path_buf() };
+    let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let parsed: ResultFile =
+        serde_json::from_str(&text).with_context(|| format!("{} is not a result.json", file.display()))?;
+    if parsed.schema != SCHEMA {
+        bail!("{}: schema {} (this orders-bench reads {SCHEMA})", file.display(), parsed.schema);
+    }
+    Ok((base, parsed.rounds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_lists_every_rate_up_to_the_maximum() {
+        let plan = RatePlan { start_rate: 100, step: 150, max_rate: 500, step_seconds: 5.0 };
+        assert_eq!(plan.rates(), [100, 250, 400]);
+        assert_eq!(RatePlan { step: 0, ..plan }.rates(), [100]);
+    }
+}

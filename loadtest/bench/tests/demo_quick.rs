@@ -1,0 +1,131 @@
+//! `orders-bench demo --quick` end to end, as the README runs it: the local stack (which must be
+//! running, as for every database test, and must still be running afterwards), both services,
+//! the four rounds and the report. It must exit 0, write result.json, report.md, report.html and
+//! the charts with a maximum passing rate per target for every mix, and leave no process it
+//! started: every one carries `ORDERS_BENCH_DEMO=<its folder>` in its environment, so none may be
+//! found afterwards. The demo uses a database of its own, dropped at the end.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::{describe, read_json};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn stack_running() -> bool {
+    Command::new("bash")
+        .arg(repo().join("infra/local/stack.sh"))
+        .arg("status")
+        .output()
+        .expect("stack.sh")
+        .status
+        .success()
+}
+
+/// Processes whose environment holds `ORDERS_BENCH_DEMO=<out>`.
+fn marked_processes(out: &Path) -> Vec<String> {
+    let marker = format!("ORDERS_BENCH_DEMO={}", out.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter_map(|e| {
+            let environ = std::fs::read(e.path().join("environ")).ok()?;
+            let marked = environ.split(|b| *b == 0).any(|var| var == marker.as_bytes());
+            let cmdline = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default().replace('\0', " ");
+            marked.then(|| format!("{}: {cmdline}", e.file_name().to_string_lossy()))
+        })
+        .collect()
+}
+
+/// The service binaries of this build profile, beside the orders-bench binary under test. A
+/// workspace test run (`cargo test --workspace`, `cargo nextest run --workspace`: what CI runs)
+/// has built them already, for the services' own tests; otherwise they are built here.
+fn ensure_services() {
+    let bench = Path::new(env!("CARGO_BIN_EXE_orders-bench"));
+    let dir = bench.parent().expect("target folder");
+    if ["orders-pg", "orders-mongo"].iter().all(|name| dir.join(name).is_file()) {
+        return;
+    }
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo.args(["build", "-q", "-p", "orders-pg", "-p", "orders-mongo"]).current_dir(repo());
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cargo.arg("--release");
+    }
+    let output = cargo.output().expect("run cargo");
+    assert!(output.status.success(), "building the services:\n{}", describe(&output));
+}
+
+async fn drop_databases(name: &str) {
+    let admin = support::pg_server_url().rsplit_once('/').map(|(server, _)| format!("{server}/postgres")).expect("url");
+    if let Ok((client, connection)) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await {
+        tokio::spawn(connection);
+        let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    }
+    if let Ok(client) = mongodb::Client::with_uri_str(support::mongodb_uri()).await {
+        let _ = client.database(name).drop().await;
+    }
+}
+
+#[tokio::test]
+async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
+    assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
+    ensure_services();
+    let out = support::scratch_dir("demo_quick");
+    let db = format!("demo_test_{}", std::process::id());
+    let started = std::time::Instant::now();
+    let output = tokio::task::spawn_blocking({
+        let (out, db) = (out.clone(), db.clone());
+        move || {
+            Command::new(env!("CARGO_BIN_EXE_orders-bench"))
+                .args(["demo", "--quick", "--no-build", "--db-name", &db, "--out"])
+                .arg(&out)
+                .current_dir(repo())
+                .output()
+                .expect("run orders-bench demo")
+        }
+    })
+    .await
+    .expect("join");
+    let seconds = started.elapsed().as_secs();
+    drop_databases(&db).await;
+    assert!(output.status.success(), "{}", describe(&output));
+    assert!(seconds < 180, "--quick must finish in under three minutes, took {seconds} s");
+    eprintln!("orders-bench demo --quick took {seconds} s");
+
+    for file in ["result.json", "report.md", "report.html", "dataset.json", "logs/orders-pg.log"] {
+        assert!(out.join(file).is_file(), "{file} missing in {}", out.display());
+    }
+    let charts: Vec<_> = std::fs::read_dir(out.join("charts")).expect("charts/").filter_map(|e| e.ok()).collect();
+    assert_eq!(charts.len(), 8, "p95 and achieved charts for four mixes");
+    for chart in charts {
+        let svg = std::fs::read_to_string(chart.path()).expect("svg");
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"") && svg.trim_end().ends_with("</svg>"));
+    }
+    let result = read_json(&out.join("result.json"));
+    let rounds = result["rounds"].as_array().expect("rounds");
+    let mixes: Vec<&str> = rounds.iter().filter_map(|r| r["mix"].as_str()).collect();
+    assert_eq!(mixes, ["read", "insert", "status", "shop"]);
+    for round in rounds {
+        for target in ["pg", "mongo"] {
+            assert!(round["max_rate"][target]["median"].is_number(), "{target} in {}: {round:#}", round["mix"]);
+        }
+        assert_eq!(round["repeats"][0]["fairness"]["ok"], true, "{:#}", round["repeats"][0]["fairness"]);
+        assert!(out.join(round["dir"].as_str().expect("dir")).join("repeat-1/k6-summary.json").is_file());
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(report.contains("| mix | Postgres max rate | MongoDB max rate | ratio |"), "{report}");
+    for finding in ["**F1", "**F2", "**F3"] {
+        assert!(report.contains(finding), "{finding} in {report}");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert_eq!(html.matches("<svg").count(), 8, "charts inline");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("| read |"), "the table is printed");
+
+    let left = marked_processes(&out);
+    assert!(left.is_empty(), "processes the demo started are still running: {left:#?}");
+    assert!(stack_running(), "the stack was running before the demo, so it must be running after it");
+}
