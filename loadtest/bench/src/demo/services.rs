@@ -1,7 +1,8 @@
 //! The two services as the demo runs them: the release binaries (built with cargo, or taken from
 //! a folder), each started on a free loopback port in its own process group with its log in the
-//! demo folder, and stopped with SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped
-//! without being stopped is killed, so an error or a Ctrl-C never leaves one running.
+//! demo folder, and stopped with SIGTERM (SIGKILL after ten seconds), or restarted on the same port
+//! when it is stuck after an overload. A `Service` that is dropped without being stopped is killed,
+//! so an error or a Ctrl-C never leaves one running.
 
 use anyhow::{Context, Result, bail};
 use std::os::unix::process::CommandExt as _;
@@ -48,6 +49,9 @@ pub struct Service {
     pub name: &'static str,
     pub url: String,
     pub log: PathBuf,
+    binary: PathBuf,
+    env: Vec<(String, String)>,
+    port: u16,
     child: Option<tokio::process::Child>,
 }
 
@@ -55,7 +59,32 @@ impl Service {
     /// Starts `binary` on a free port with `env` (plus `BIND_ADDR`, `RUST_LOG=warn`).
     pub fn start(name: &'static str, binary: &Path, env: &[(String, String)], log: PathBuf) -> Result<Self> {
         let port = crate::k6::free_port()?;
-        let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let mut service = Self {
+            name,
+            url: format!("http://127.0.0.1:{port}"),
+            log,
+            binary: binary.to_path_buf(),
+            env: env.to_vec(),
+            port,
+            child: None,
+        };
+        service.spawn()?;
+        Ok(service)
+    }
+
+    /// Stops it and starts it again on the same port (its log continues).
+    pub async fn restart(&mut self) -> Result<()> {
+        self.stop().await;
+        self.spawn()
+    }
+
+    fn spawn(&mut self) -> Result<()> {
+        let (binary, env, log, port) = (&self.binary, &self.env, &self.log, self.port);
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .with_context(|| format!("creating {}", log.display()))?;
         let err = out.try_clone().context("service log")?;
         let mut command = std::process::Command::new(binary);
         command
@@ -71,7 +100,8 @@ impl Service {
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("starting {}", binary.display()))?;
-        Ok(Self { name, url: format!("http://127.0.0.1:{port}"), log, child: Some(child) })
+        self.child = Some(child);
+        Ok(())
     }
 
     /// The exit status if it has already stopped (it should not have).

@@ -71,7 +71,7 @@ pub fn f1(rounds: &[&RoundResult]) -> Vec<String> {
             format!(
                 "{verdict} in `{}`: {scans}; the largest GIN pending list seen was {} pages / {} tuples \
                  (fastupdate {}); generic plan(s) of the product query: {}; a pooled connection had used {} \
-                 generic and {} custom plans for it by the end (plan_cache_mode {}, {} statements).",
+                 generic and {} custom plans for it by the end (plan_cache_mode {}, {} statements){}.",
                 round.name,
                 format::opt_count(pages),
                 format::opt_count(tuples),
@@ -81,6 +81,12 @@ pub fn f1(rounds: &[&RoundResult]) -> Vec<String> {
                 format::count(custom_used),
                 setting("plan_cache_mode"),
                 setting("statement_mode"),
+                if seen && !generic_seq {
+                    "; `/diagnostics` explains the plans of one pooled connection every few seconds, so the plan \
+                     behind the scans (another connection's cached generic plan) need not be among those shown"
+                } else {
+                    ""
+                },
             )
         })
         .collect()

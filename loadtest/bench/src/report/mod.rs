@@ -34,7 +34,10 @@ pub fn run(args: ReportArgs) -> Result<()> {
     let mut rounds = Vec::new();
     for dir in &args.dirs {
         let (base, found) = result::read(dir)?;
-        rounds.extend(found.into_iter().map(|round| (base.join(&round.dir), round)));
+        rounds.extend(found.into_iter().map(|round| {
+            let dir = if round.dir == "." || round.dir.is_empty() { base.clone() } else { base.join(&round.dir) };
+            (dir, round)
+        }));
     }
     let out = match (&args.out, args.dirs.as_slice()) {
         (Some(out), _) => out.clone(),
@@ -119,13 +122,14 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
         blocks.push(Block::List(unfair));
     }
     let data = rounds.iter().find_map(|r| r.data_set.as_ref());
+    let same_data = rounds.iter().all(|r| r.data_set.as_ref() == data);
     let machine = rounds.first().map(|r| &r.machine);
     blocks.push(Block::Paragraph(format!(
         "Generated {} from {} round(s). Data set: {}. Machine: {}: the databases, both services and k6 share its \
          cores when they run on it (see CPU in each round).",
         Timestamp::now(),
         rounds.len(),
-        data.map_or(format::NONE.into(), |d| format!(
+        data.filter(|_| same_data).map_or("differs between rounds (see each round)".into(), |d| format!(
             "{} orders (seed {}, {} items per order, note {} bytes, about {} each), {} customers, {} products",
             format::count(d.orders as f64),
             d.seed,

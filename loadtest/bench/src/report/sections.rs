@@ -264,10 +264,7 @@ fn limits(round: &RoundResult) -> Vec<String> {
     for repeat in &round.repeats {
         for (target, label, _) in TARGETS {
             if let Some(limit) = repeat.cpu.limits.get(target) {
-                let kind = serde_json::to_value(limit.kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
-                    .unwrap_or_default();
+                let kind = super::summary::kind_name(limit.kind);
                 items.push(format!(
                     "repeat {}: {label} first failed at {} req/s; limit: **{kind}**: {}",
                     repeat.index,
@@ -291,7 +288,7 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
         Block::Heading(2, format!("Round `{}`", round.name)),
         Block::Paragraph(format!(
             "Mix `{}` ({}); offered {} req/s per target, {} s per step; {} repeat(s){}; early stop after every target \
-             failed: {}. Folder: `{}`.",
+             failed: {}. Data: {}. Folder: `{}`.",
             round.mix,
             if weights.is_empty() { NONE.into() } else { weights.join(", ") },
             round.plan.rates().iter().map(|r| r.to_string()).collect::<Vec<_>>().join("/"),
@@ -299,6 +296,12 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
             round.repeats.len(),
             if round.repeats.iter().all(|r| r.reseeded) { ", data reloaded before each" } else { "" },
             joined(round.repeats.iter().map(|r| if r.stopped_early { "yes".to_owned() } else { "no".to_owned() })),
+            round.data_set.as_ref().map_or(NONE.into(), |d| format!(
+                "{} orders, {} items, note {} bytes",
+                format::count(d.orders as f64),
+                d.items_per_order,
+                d.note_bytes
+            )),
             round.dir,
         )),
         Block::Paragraph(format!(

@@ -31,7 +31,7 @@ fn per_1k(round: &RoundResult, name: &str) -> Option<f64> {
     )
 }
 
-fn kind_name(kind: LimitKind) -> &'static str {
+pub fn kind_name(kind: LimitKind) -> &'static str {
     match kind {
         LimitKind::LoadGenerator => "load generator",
         LimitKind::Service => "service",

@@ -258,7 +258,7 @@ pub fn limit(target: &str, step: &StepCpu, components: &[Component], cores: usiz
             (
                 kind,
                 format!(
-                    "CPU: the machine was (nearly) saturated ({busy:.2} of {cores} cores busy), {who} used most [{}]",
+                    "the machine was (nearly) saturated ({busy:.2} of {cores} cores busy) and {who} used most [{}]",
                     shares.join(", ")
                 ),
             )
@@ -266,7 +266,7 @@ pub fn limit(target: &str, step: &StepCpu, components: &[Component], cores: usiz
         Some(busy) => (
             LimitKind::NotCpu,
             format!(
-                "not CPU: only {busy:.2} of {cores} cores busy, so it waited on something else [{}]",
+                "only {busy:.2} of {cores} cores were busy, so it waited on something else [{}]",
                 shares.join(", ")
             ),
         ),

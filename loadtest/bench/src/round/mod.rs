@@ -147,7 +147,8 @@ pub struct RoundArgs {
     /// The data set manifest (written by `orders-bench seed`, read by k6 and the fairness gate).
     #[arg(long, default_value = ".local/dataset.json")]
     pub manifest: PathBuf,
-    /// PostgreSQL URL of the orders-pg service's database (reseeding; CPU when it is local).
+    /// PostgreSQL URL of the orders-pg service's database (reseeding, exact counts for the fairness
+    /// gate, pg_stat_wal; CPU when it is local).
     #[arg(
         long = "database-url",
         env = "DATABASE_URL",
@@ -155,7 +156,7 @@ pub struct RoundArgs {
         hide_env_values = true
     )]
     pub database_url: String,
-    /// MongoDB URI of the orders-mongo service's server (reseeding; CPU when it is local).
+    /// MongoDB URI of the orders-mongo service's server (reseeding, exact counts; CPU when it is local).
     #[arg(
         long = "mongodb-uri",
         env = "MONGODB_URI",
@@ -189,6 +190,8 @@ pub struct RoundSpec {
     pub allow_mismatch: bool,
     pub poll_interval: Duration,
     pub vu_budget_ms: u32,
+    /// How long to wait for `/diagnostics` from services still busy with an overload.
+    pub settle: Duration,
     /// Seed arguments for a reload before every repeat.
     pub reseed: Option<SeedArgs>,
 }
@@ -253,6 +256,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         allow_mismatch: args.load.allow_mismatch,
         poll_interval: Duration::from_secs_f64(args.load.poll_interval),
         vu_budget_ms: args.load.vu_budget_ms,
+        settle: Duration::from_secs(90),
         reseed,
     };
     let setup = Setup {

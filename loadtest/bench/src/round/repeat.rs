@@ -23,21 +23,18 @@ use std::time::Duration;
 /// Pause before the closing snapshot, so the databases' statistics include the run's last second.
 const STATS_LAG: Duration = Duration::from_millis(2500);
 
-/// How long to wait for `/diagnostics` from services still busy with a previous overload.
-const SETTLE: Duration = Duration::from_secs(90);
-
 fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     let text = serde_json::to_string_pretty(value).context("JSON")?;
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
 /// The fairness gate, retried for a few seconds (statistics may lag a freshly loaded table).
-async fn gate(client: &diagnostics::Client, setup: &Setup) -> Result<(Pair, Fairness)> {
+async fn gate(client: &diagnostics::Client, setup: &Setup, settle: Duration) -> Result<(Pair, Fairness)> {
     let mut attempt = 0;
     loop {
         // Counted first: the count's own sequential scan must not land inside the run's figures.
         let exact = counts::exact(&setup.database_url, &setup.mongodb_uri, &setup.mongodb_db).await;
-        let pair = client.settled_pair(0.0, SETTLE).await?;
+        let pair = client.settled_pair(0.0, settle).await?;
         let manifest = manifest::read(&setup.manifest).ok();
         let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
         let verdict = fairness::check(manifest.as_ref(), &pg, &mongo, exact);
@@ -75,7 +72,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     }
 
     let client = diagnostics::Client::new(&setup.pg_url, &setup.mongo_url)?;
-    let (before, fairness) = gate(&client, setup).await?;
+    let (before, fairness) = gate(&client, setup, spec.settle).await?;
     let wal_before = counts::wal_stats(&setup.database_url).await;
     write_json(&dir.join("diagnostics-before.json"), &before)?;
     if !fairness.ok {
@@ -98,14 +95,14 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     tokio::time::sleep(STATS_LAG).await;
     let wal_after = counts::wal_stats(&setup.database_url).await;
     let mut notes = Vec::new();
-    let after = match client.settled_pair(origin.elapsed().as_secs_f64(), SETTLE).await {
+    let after = match client.settled_pair(origin.elapsed().as_secs_f64(), spec.settle).await {
         Ok(after) => after,
         Err(error) => {
             let last = polled.last().cloned().with_context(|| format!("no diagnostics after the run: {error:#}"))?;
             let note = format!(
                 "the services did not answer /diagnostics within {} s after the run ({error:#}); the figures end at \
                  the last poll, {:.0} s into the run",
-                SETTLE.as_secs(),
+                spec.settle.as_secs(),
                 last.at_s
             );
             eprintln!("{label} note: {note}");
