@@ -4,6 +4,7 @@
 //! `procstat` and `charts` serve the rounds and reports.
 
 mod charts;
+mod databases;
 mod dataset;
 mod demo;
 mod diagnostics;

@@ -11,6 +11,7 @@
 mod services;
 mod stack;
 
+use crate::databases::Databases;
 use crate::round::result::RatePlan;
 use crate::round::verdict::PassMark;
 use crate::round::{self, RoundSpec, Setup};
@@ -241,12 +242,11 @@ async fn body(
     );
 
     let manifest = out.join("dataset.json");
+    let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
     let setup = Setup {
         pg_url,
         mongo_url,
-        database_url: database_url.clone(),
-        mongodb_uri: mongodb_uri.clone(),
-        mongodb_db: args.db_name.clone(),
+        databases: databases.clone(),
         k6,
         script: repo.join(crate::repo::SCRIPT),
         manifest: manifest.clone(),
@@ -261,9 +261,7 @@ async fn body(
         note_bytes: 0,
         target: Target::Both,
         reset: true,
-        database_url,
-        mongodb_uri,
-        mongodb_db: args.db_name.clone(),
+        databases,
         manifest,
     };
     let mut rounds = Vec::new();

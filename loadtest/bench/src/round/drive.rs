@@ -92,9 +92,9 @@ pub async fn run(
     ];
     env.extend(setup.extra_env.iter().cloned());
     let components = vec![
-        cpu::locate("postgres", Role::Database, "pg", &setup.database_url),
+        cpu::locate("postgres", Role::Database, "pg", &setup.databases.database_url),
         cpu::locate("orders-pg", Role::Service, "pg", &setup.pg_url),
-        cpu::locate("mongod", Role::Database, "mongo", &setup.mongodb_uri),
+        cpu::locate("mongod", Role::Database, "mongo", &setup.databases.mongodb_uri),
         cpu::locate("orders-mongo", Role::Service, "mongo", &setup.mongo_url),
     ];
 

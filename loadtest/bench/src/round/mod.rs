@@ -147,26 +147,9 @@ pub struct RoundArgs {
     /// The data set manifest (written by `orders-bench seed`, read by k6 and the fairness gate).
     #[arg(long, default_value = ".local/dataset.json")]
     pub manifest: PathBuf,
-    /// PostgreSQL URL of the orders-pg service's database (reseeding, exact counts for the fairness
-    /// gate, pg_stat_wal; CPU when it is local).
-    #[arg(
-        long = "database-url",
-        env = "DATABASE_URL",
-        default_value = "postgres://postgres@127.0.0.1:5432/orders",
-        hide_env_values = true
-    )]
-    pub database_url: String,
-    /// MongoDB URI of the orders-mongo service's server (reseeding, exact counts; CPU when it is local).
-    #[arg(
-        long = "mongodb-uri",
-        env = "MONGODB_URI",
-        default_value = "mongodb://127.0.0.1:27017",
-        hide_env_values = true
-    )]
-    pub mongodb_uri: String,
-    /// MongoDB database of the orders-mongo service.
-    #[arg(long = "mongodb-db", env = "MONGODB_DB", default_value = "orders")]
-    pub mongodb_db: String,
+    /// Where the databases are (reseeding, exact counts, WAL; CPU when they are local).
+    #[command(flatten)]
+    pub databases: crate::databases::Databases,
     /// The k6 binary [default: the local stack's .venv/bin/k6, else k6 on the PATH].
     #[arg(long, env = "K6")]
     pub k6: Option<PathBuf>,
@@ -201,9 +184,7 @@ pub struct RoundSpec {
 pub struct Setup {
     pub pg_url: String,
     pub mongo_url: String,
-    pub database_url: String,
-    pub mongodb_uri: String,
-    pub mongodb_db: String,
+    pub databases: crate::databases::Databases,
     pub k6: PathBuf,
     pub script: PathBuf,
     pub manifest: PathBuf,
@@ -240,9 +221,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
             note_bytes: args.note_bytes.or(known.as_ref().map(|m| m.note_bytes)).unwrap_or(0),
             target: Target::Both,
             reset: true,
-            database_url: args.database_url.clone(),
-            mongodb_uri: args.mongodb_uri.clone(),
-            mongodb_db: args.mongodb_db.clone(),
+            databases: args.databases.clone(),
             manifest: manifest.clone(),
         }
     });
@@ -262,9 +241,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
     let setup = Setup {
         pg_url: args.pg_url.clone(),
         mongo_url: args.mongo_url.clone(),
-        database_url: args.database_url.clone(),
-        mongodb_uri: args.mongodb_uri.clone(),
-        mongodb_db: args.mongodb_db.clone(),
+        databases: args.databases.clone(),
         k6: crate::k6::binary(args.k6.as_deref(), repo.as_deref())?,
         script,
         manifest,

@@ -33,7 +33,9 @@ async fn gate(client: &diagnostics::Client, setup: &Setup, settle: Duration) -> 
     let mut attempt = 0;
     loop {
         // Counted first: the count's own sequential scan must not land inside the run's figures.
-        let exact = counts::exact(&setup.database_url, &setup.mongodb_uri, &setup.mongodb_db).await;
+        let exact =
+            counts::exact(&setup.databases.database_url, &setup.databases.mongodb_uri, &setup.databases.mongodb_db)
+                .await;
         let pair = client.settled_pair(0.0, settle).await?;
         let manifest = manifest::read(&setup.manifest).ok();
         let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
@@ -68,12 +70,12 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     if let Some(seed_args) = &spec.reseed {
         eprintln!("{label} reseeding {} orders into both databases", seed_args.orders);
         seed::run(seed_args.clone()).await.context("reseeding")?;
-        checkpoint(&seed_args.database_url).await;
+        checkpoint(&seed_args.databases.database_url).await;
     }
 
     let client = diagnostics::Client::new(&setup.pg_url, &setup.mongo_url)?;
     let (before, fairness) = gate(&client, setup, spec.settle).await?;
-    let wal_before = counts::wal_stats(&setup.database_url).await;
+    let wal_before = counts::wal_stats(&setup.databases.database_url).await;
     write_json(&dir.join("diagnostics-before.json"), &before)?;
     if !fairness.ok {
         let list = fairness.mismatches().join("\n  ");
@@ -93,7 +95,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         driven;
     // PostgreSQL backends report their counters at most once a second: let the last second land.
     tokio::time::sleep(STATS_LAG).await;
-    let wal_after = counts::wal_stats(&setup.database_url).await;
+    let wal_after = counts::wal_stats(&setup.databases.database_url).await;
     let mut notes = Vec::new();
     let after = match client.settled_pair(origin.elapsed().as_secs_f64(), spec.settle).await {
         Ok(after) => after,

@@ -44,25 +44,8 @@ pub struct SeedArgs {
     /// Empty the table / drop the collection first (otherwise a target holding orders is refused).
     #[arg(long)]
     pub reset: bool,
-    /// PostgreSQL URL (the `orders-pg` service's database).
-    #[arg(
-        long = "database-url",
-        env = "DATABASE_URL",
-        default_value = "postgres://postgres@127.0.0.1:5432/orders",
-        hide_env_values = true
-    )]
-    pub database_url: String,
-    /// MongoDB URI (the `orders-mongo` service's server).
-    #[arg(
-        long = "mongodb-uri",
-        env = "MONGODB_URI",
-        default_value = "mongodb://127.0.0.1:27017",
-        hide_env_values = true
-    )]
-    pub mongodb_uri: String,
-    /// MongoDB database.
-    #[arg(long = "mongodb-db", env = "MONGODB_DB", default_value = "orders")]
-    pub mongodb_db: String,
+    #[command(flatten)]
+    pub databases: crate::databases::Databases,
     /// Where to write the data set manifest that the k6 script and the bench runner read.
     #[arg(long, default_value = ".local/dataset.json")]
     pub manifest: PathBuf,
@@ -141,9 +124,12 @@ pub async fn run(args: SeedArgs) -> Result<()> {
     let wants_mongo = args.target != Target::Pg;
 
     // Connect to every target and check it before loading any, so a refusal changes nothing.
-    let pg = if wants_pg { Some(postgres::PgTarget::connect(&args.database_url).await?) } else { None };
-    let mongo =
-        if wants_mongo { Some(mongo::MongoTarget::connect(&args.mongodb_uri, &args.mongodb_db).await?) } else { None };
+    let pg = if wants_pg { Some(postgres::PgTarget::connect(&args.databases.database_url).await?) } else { None };
+    let mongo = if wants_mongo {
+        Some(mongo::MongoTarget::connect(&args.databases.mongodb_uri, &args.databases.mongodb_db).await?)
+    } else {
+        None
+    };
     if !args.reset {
         let mut refusals = Vec::new();
         if let Some(pg) = &pg {
