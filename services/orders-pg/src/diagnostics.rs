@@ -43,11 +43,9 @@ pub async fn collect(client: &Client, config: &PgConfig) -> Result<Value, tokio_
 }
 
 async fn settings(client: &Client, config: &PgConfig) -> Result<Value, tokio_postgres::Error> {
-    let mut settings = Map::new();
-    for name in SETTINGS {
-        let value: String = client.query_one("SELECT current_setting($1)", &[name]).await?.get(0);
-        settings.insert((*name).into(), json!(value));
-    }
+    let rows = client.query("SELECT name, current_setting(name) FROM unnest($1::text[]) AS name", &[&SETTINGS]).await?;
+    let mut settings: Map<String, Value> =
+        rows.iter().map(|row| (row.get::<_, String>(0), json!(row.get::<_, String>(1)))).collect();
     // The statement mode is the client's choice; Postgres cannot report it, so say what we use.
     settings.insert("statement_mode".into(), json!(setting_name(config.statement_mode)));
     settings.insert("pool_size".into(), json!(config.pool_size));
