@@ -5,7 +5,8 @@
 
 use orders_core::memory::MemoryStore;
 use orders_core::{
-    CustomerQuery, Order, OrderId, OrderStore, PoolStatus, ProductQuery, StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderStore, PoolStatus, ProductQuery, Returning,
+    StatusChange, StoreError, Timestamp,
 };
 use orders_http::{HttpConfig, Server, app};
 use orders_testkit::TestApp;
@@ -37,8 +38,20 @@ impl OrderStore for Misbehaving {
     async fn insert(&self, order: &Order) -> Result<(), StoreError> {
         self.inner.insert(order).await
     }
-    async fn update_status(&self, id: OrderId, change: StatusChange, now: Timestamp) -> Result<Order, StoreError> {
-        self.inner.update_status(id, change, now).await
+    async fn insert_with_key(&self, order: &Order, key: &IdempotencyKey) -> Result<KeyedInsert, StoreError> {
+        self.inner.insert_with_key(order, key).await
+    }
+    async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {
+        self.inner.forget_key(key, id).await
+    }
+    async fn update_status(
+        &self,
+        id: OrderId,
+        change: StatusChange,
+        now: Timestamp,
+        returning: Returning,
+    ) -> Result<Option<Order>, StoreError> {
+        self.inner.update_status(id, change, now, returning).await
     }
     async fn ready(&self) -> Result<(), StoreError> {
         self.inner.ready().await

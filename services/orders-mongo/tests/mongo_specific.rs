@@ -7,7 +7,7 @@ mod common;
 use common::{fresh_store, mongodb_uri, unique_db_name};
 use mongodb::bson::{Bson, Document, doc};
 use orders_core::sample::order_body;
-use orders_core::{NewOrder, Order, OrderId, OrderStore, StoreError, Timestamp};
+use orders_core::{NewOrder, Order, OrderId, OrderStore, Returning, StoreError, Timestamp};
 use orders_mongo::{MongoConfig, MongoStore};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
@@ -71,8 +71,15 @@ async fn every_operation_is_one_command_on_its_success_path() {
             "by_customer" => assert_eq!(test.store.by_customer(customer).await.expect("by customer").len(), 24),
             "by_product" => assert_eq!(test.store.by_product(product).await.expect("by product").len(), 10),
             "insert" => test.store.insert(&sample_order(31)).await.expect("insert"),
-            "update_status" => drop(test.store.update_status(id, paid, Timestamp::now()).await.expect("update")),
-            _ => drop(test.store.update_status(id, shipped, Timestamp::now()).await.expect("conditional update")),
+            "update_status" => {
+                drop(test.store.update_status(id, paid, Timestamp::now(), Returning::Document).await.expect("update"))
+            }
+            _ => drop(
+                test.store
+                    .update_status(id, shipped, Timestamp::now(), Returning::Document)
+                    .await
+                    .expect("conditional update"),
+            ),
         }
         let operations = profiled_operations(&test.store).await;
         recorded.push((step, operations[seen..].to_vec()));
@@ -85,7 +92,7 @@ async fn every_operation_is_one_command_on_its_success_path() {
 }
 
 #[tokio::test]
-async fn start_up_creates_both_indexes_and_a_second_start_is_a_no_op() {
+async fn start_up_creates_the_indexes_and_a_second_start_is_a_no_op() {
     let test = fresh_store().await;
     let config = MongoConfig::new(mongodb_uri(), test.store.database().name());
     MongoStore::connect(&config).await.expect("connecting again reapplies the same indexes");
@@ -94,7 +101,15 @@ async fn start_up_creates_both_indexes_and_a_second_start_is_a_no_op() {
         let cursor = raw_orders(&test.store).list_indexes().await.expect("list indexes");
         cursor.try_collect::<Vec<_>>().await.expect("indexes").into_iter().map(|model| model.keys).collect()
     };
-    assert_eq!(indexes, [doc! {"_id": 1}, doc! {"customer.id": 1, "_id": -1}, doc! {"items.product_id": 1}]);
+    assert_eq!(
+        indexes,
+        [
+            doc! {"_id": 1},
+            doc! {"customer.id": 1, "_id": -1},
+            doc! {"items.product_id": 1},
+            doc! {"idempotency_key": 1}
+        ]
+    );
 }
 
 #[tokio::test]

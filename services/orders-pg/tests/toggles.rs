@@ -21,7 +21,7 @@ async fn insert_orders(store: &PgStore, count: u64) {
     for n in 0..count {
         let body = order_body(n % 7 + 1, [n + 1, n + 2, n + 3]);
         let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
-        place_order(store, &ids, new).await.expect("insert");
+        place_order(store, &ids, new, None).await.expect("insert");
     }
 }
 
