@@ -42,31 +42,39 @@ impl fmt::Display for IdempotencyKey {
     }
 }
 
+/// A stable 64-bit fingerprint (FNV-1a) of a create request: every field of the validated body,
+/// including a requested id, in a fixed order. Equal for the same request whatever its whitespace
+/// or key order; stored with the key to tell a retry from a different request.
+pub fn fingerprint(new: &NewOrder) -> i64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let fields = (new.id, &new.customer, new.status, &new.items, &new.currency, &new.shipping, &new.note);
+    let bytes = serde_json::to_vec(&fields).unwrap_or_default();
+    let hash = bytes.iter().fold(OFFSET, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(PRIME));
+    hash as i64
+}
+
 /// Whether `existing` (found under the key) was written longer ago than `RETENTION_MILLIS`.
 pub fn expired(existing: &Order, now: Timestamp) -> bool {
     now.millis().saturating_sub(existing.created_at.millis()) > RETENTION_MILLIS
 }
 
-/// The answer of the first request, if `new` is the same request as the one that created
-/// `existing`: the order as it was created (its status as requested, `updated_at` equal to
-/// `created_at`). `None` when the body differs in any field, including a requested id. Once the
-/// order's status has been changed, its original status is no longer known, so the status of the
-/// body is then taken as the original one (every other field is still compared).
-pub fn original_answer(new: NewOrder, existing: &Order) -> Option<Order> {
-    if new.requested_id().is_some_and(|id| id != existing.id) {
-        return None;
-    }
-    let original = new.into_order(existing.id, existing.created_at);
-    let untouched = existing.updated_at == existing.created_at;
-    let original_status = if untouched { existing.status } else { original.status };
-    let as_created = Order { status: original_status, updated_at: existing.created_at, ..existing.clone() };
-    (original == as_created).then_some(original)
+/// The answer of the first request, if `new` (with `new_fingerprint`) is the same request as the
+/// one that created `existing` (stored with `existing_fingerprint`): the order as it was created,
+/// with its status as requested and `updated_at` equal to `created_at`.
+pub fn original_answer(
+    new: NewOrder,
+    new_fingerprint: i64,
+    existing: &Order,
+    existing_fingerprint: i64,
+) -> Option<Order> {
+    (new_fingerprint == existing_fingerprint).then(|| new.into_order(existing.id, existing.created_at))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::OrderId;
+    use crate::ids::OrderId;
     use crate::order::Status;
     use crate::sample::order_body;
     use serde_json::json;
@@ -90,29 +98,36 @@ mod tests {
         let body = order_body(7, [1, 2, 3]);
         let created = Timestamp::from_millis(1_795_946_400_123);
         let id = OrderId::new(99).expect("id");
+        let stored_fingerprint = fingerprint(&parse(body.clone()));
         let mut existing = parse(body.clone()).into_order(id, created);
         existing.status = Status::Shipped;
         existing.updated_at = Timestamp::from_millis(1_795_946_500_000);
-        let original = original_answer(parse(body), &existing).expect("same request");
+        let reordered: serde_json::Value = serde_json::from_str(&body.to_string()).expect("same body");
+        let again = parse(reordered);
+        let original = original_answer(again.clone(), fingerprint(&again), &existing, stored_fingerprint);
+        let original = original.expect("same request");
         assert_eq!((original.status, original.updated_at, original.id), (Status::Pending, created, id));
     }
 
     #[test]
-    fn any_difference_in_the_body_is_another_request() {
+    fn any_difference_in_the_body_changes_the_fingerprint() {
         let body = order_body(7, [1, 2, 3]);
-        let existing = parse(body.clone()).into_order(OrderId::new(99).expect("id"), Timestamp::now());
+        let base = fingerprint(&parse(body.clone()));
         let mut other_item = body.clone();
         other_item["items"][0]["quantity"] = json!(5);
         let mut other_status = body.clone();
         other_status["status"] = json!("paid");
-        let mut other_id = body.clone();
-        other_id["id"] = json!(100);
-        let mut same_id = body.clone();
-        same_id["id"] = json!(99);
-        for different in [other_item, other_status, other_id] {
-            assert_eq!(original_answer(parse(different), &existing), None);
+        let mut pending = body.clone();
+        pending["status"] = json!("pending");
+        let mut with_id = body.clone();
+        with_id["id"] = json!(1);
+        let mut note = body.clone();
+        note["note"] = json!("");
+        for different in [other_item, other_status, with_id, note] {
+            assert_ne!(fingerprint(&parse(different.clone())), base, "{different}");
         }
-        assert!(original_answer(parse(same_id), &existing).is_some(), "naming the same id is the same request");
+        assert_eq!(fingerprint(&parse(pending)), base, "the default status is the same request");
+        assert_eq!(fingerprint(&parse(body)), base);
     }
 
     #[test]

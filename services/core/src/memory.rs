@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct MemoryStore {
     orders: Mutex<BTreeMap<OrderId, Order>>,
     /// Idempotency keys and the order each names; only locked while `orders` is held.
-    keys: Mutex<HashMap<IdempotencyKey, OrderId>>,
+    keys: Mutex<HashMap<IdempotencyKey, (OrderId, i64)>>,
     down: AtomicBool,
 }
 
@@ -77,24 +77,29 @@ impl OrderStore for MemoryStore {
         Ok(())
     }
 
-    async fn insert_with_key(&self, order: &Order, key: &IdempotencyKey) -> Result<KeyedInsert, StoreError> {
+    async fn insert_with_key(
+        &self,
+        order: &Order,
+        key: &IdempotencyKey,
+        fingerprint: i64,
+    ) -> Result<KeyedInsert, StoreError> {
         let mut orders = self.orders()?;
         let mut keys = self.keys.lock().map_err(|_| StoreError::Internal("poisoned lock".into()))?;
-        if let Some(existing) = keys.get(key).and_then(|id| orders.get(id)) {
-            return Ok(KeyedInsert::Existing(existing.clone()));
+        if let Some((existing, stored)) = keys.get(key).and_then(|(id, stored)| Some((orders.get(id)?, *stored))) {
+            return Ok(KeyedInsert::Existing(existing.clone(), stored));
         }
         if orders.contains_key(&order.id) {
             return Err(StoreError::id_taken(order.id));
         }
         orders.insert(order.id, order.clone());
-        keys.insert(key.clone(), order.id);
+        keys.insert(key.clone(), (order.id, fingerprint));
         Ok(KeyedInsert::Inserted)
     }
 
     async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {
         let _orders = self.orders()?;
         let mut keys = self.keys.lock().map_err(|_| StoreError::Internal("poisoned lock".into()))?;
-        if keys.get(key) == Some(&id) {
+        if keys.get(key).is_some_and(|(holder, _)| *holder == id) {
             keys.remove(key);
         }
         Ok(())

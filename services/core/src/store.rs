@@ -98,7 +98,8 @@ pub struct PoolStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyedInsert {
     Inserted,
-    Existing(Order),
+    /// The order the key names, and the fingerprint of the request that created it.
+    Existing(Order, i64),
 }
 
 /// Whether a status change answers with the updated order (`Document`) or only says it happened
@@ -123,13 +124,15 @@ pub trait OrderStore: Send + Sync + 'static {
     /// `Conflict` when the id is taken (and nothing is written).
     fn insert(&self, order: &Order) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Stores `order` with `key` in one atomic write, so that two requests with the same key can
-    /// never both write: `Existing` (nothing written) when an order already carries `key`,
-    /// `Conflict` when only the id is taken. The key is never part of the order read back.
+    /// Stores `order` with `key` and the request's `fingerprint` in one atomic write, so that two
+    /// requests with the same key can never both write: `Existing` (nothing written) when an order
+    /// already carries `key`, `Conflict` when only the id is taken. Neither the key nor the
+    /// fingerprint is part of the order read back.
     fn insert_with_key(
         &self,
         order: &Order,
         key: &IdempotencyKey,
+        fingerprint: i64,
     ) -> impl Future<Output = Result<KeyedInsert, StoreError>> + Send;
 
     /// Removes `key` from order `id` (a key past the retention window), so it can name a new order.
@@ -186,18 +189,19 @@ pub async fn place_order<S: OrderStore>(
 ) -> Result<Placed, StoreError> {
     let now = Timestamp::now();
     let mut order = new.clone().into_order(new.requested_id().unwrap_or_else(|| ids.next_id()), now);
+    let fingerprint = if key.is_some() { idempotency::fingerprint(&new) } else { 0 };
     // Each round either stores, answers, or changes something (the id, or an expired key).
     for _ in 0..MAX_ID_ATTEMPTS {
         let outcome = match key {
             None => store.insert(&order).await.map(|()| KeyedInsert::Inserted),
-            Some(key) => store.insert_with_key(&order, key).await,
+            Some(key) => store.insert_with_key(&order, key, fingerprint).await,
         };
         match outcome {
             Ok(KeyedInsert::Inserted) => return Ok(Placed::Created(order)),
-            Ok(KeyedInsert::Existing(existing)) => match key {
+            Ok(KeyedInsert::Existing(existing, stored)) => match key {
                 Some(key) if idempotency::expired(&existing, now) => store.forget_key(key, existing.id).await?,
                 _ => {
-                    return idempotency::original_answer(new, &existing)
+                    return idempotency::original_answer(new, fingerprint, &existing, stored)
                         .map(Placed::Replayed)
                         .ok_or(StoreError::KeyReused);
                 }

@@ -38,8 +38,13 @@ impl OrderStore for Misbehaving {
     async fn insert(&self, order: &Order) -> Result<(), StoreError> {
         self.inner.insert(order).await
     }
-    async fn insert_with_key(&self, order: &Order, key: &IdempotencyKey) -> Result<KeyedInsert, StoreError> {
-        self.inner.insert_with_key(order, key).await
+    async fn insert_with_key(
+        &self,
+        order: &Order,
+        key: &IdempotencyKey,
+        print: i64,
+    ) -> Result<KeyedInsert, StoreError> {
+        self.inner.insert_with_key(order, key, print).await
     }
     async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {
         self.inner.forget_key(key, id).await

@@ -11,7 +11,7 @@
 
 use crate::config::MongoConfig;
 use crate::diagnostics;
-use crate::document::{IDEMPOTENCY_KEY, date, from_document, status_of, to_document};
+use crate::document::{IDEMPOTENCY_FINGERPRINT, IDEMPOTENCY_KEY, date, from_document, status_of, to_document};
 use crate::error::{describe, is_duplicate_key, is_unavailable, store_error, write_error};
 use crate::indexes::{self, COLLECTION};
 use crate::pool::ConnectionGate;
@@ -164,9 +164,15 @@ impl OrderStore for MongoStore {
         }
     }
 
-    async fn insert_with_key(&self, order: &Order, key: &IdempotencyKey) -> Result<KeyedInsert, StoreError> {
+    async fn insert_with_key(
+        &self,
+        order: &Order,
+        key: &IdempotencyKey,
+        fingerprint: i64,
+    ) -> Result<KeyedInsert, StoreError> {
         let mut document = to_document(order).map_err(internal)?;
         document.insert(IDEMPOTENCY_KEY, key.as_str());
+        document.insert(IDEMPOTENCY_FINGERPRINT, fingerprint);
         let _permit = self.gate.acquire().await?;
         match self.orders.insert_one(document).await {
             Ok(_) => return Ok(KeyedInsert::Inserted),
@@ -181,16 +187,19 @@ impl OrderStore for MongoStore {
             .max_time(self.max_time)
             .await
             .map_err(store_error)?;
-        match existing {
-            Some(document) => from_document(&document).map(KeyedInsert::Existing).map_err(internal),
-            None => Err(StoreError::id_taken(order.id)),
-        }
+        let Some(document) = existing else { return Err(StoreError::id_taken(order.id)) };
+        let stored = document.get_i64(IDEMPOTENCY_FINGERPRINT).unwrap_or_default();
+        from_document(&document).map(|existing| KeyedInsert::Existing(existing, stored)).map_err(internal)
     }
 
     async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {
         let filter = doc! {"_id": id.as_i64(), IDEMPOTENCY_KEY: key.as_str()};
         let _permit = self.gate.acquire().await?;
-        self.orders.update_one(filter, doc! {"$unset": {IDEMPOTENCY_KEY: ""}}).await.map(drop).map_err(write_error)
+        self.orders
+            .update_one(filter, doc! {"$unset": {IDEMPOTENCY_KEY: "", IDEMPOTENCY_FINGERPRINT: ""}})
+            .await
+            .map(drop)
+            .map_err(write_error)
     }
 
     async fn update_status(

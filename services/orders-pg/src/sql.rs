@@ -34,27 +34,32 @@ pub const INSERT_ORDER: Statement = Statement {
     types: &[Type::INT8, Type::JSONB],
 };
 
-/// With an `Idempotency-Key` (`$3`), in one statement: the insert (nothing when the id or the key
-/// is taken), and if it wrote nothing, the order that already carries the key. One row with a NULL
-/// document: inserted. One row with a document: the key's order. No row: the id is taken, or
-/// another request with this key committed after this statement's snapshot (`ORDER_BY_KEY` tells).
+/// With an `Idempotency-Key` (`$3`) and the request's fingerprint (`$4`), in one statement: the
+/// insert (nothing when the id or the key is taken), and if it wrote nothing, the order that
+/// already carries the key with its fingerprint. One row with a NULL document: inserted. One row
+/// with a document: the key's order. No row: the id is taken, or another request with this key
+/// committed after this statement's snapshot (`ORDER_BY_KEY` tells which).
 pub const INSERT_ORDER_WITH_KEY: Statement = Statement {
     text: "WITH inserted AS ( \
-               INSERT INTO orders (id, doc, idempotency_key) VALUES ($1, $2, $3) \
+               INSERT INTO orders (id, doc, idempotency_key, idempotency_fingerprint) VALUES ($1, $2, $3, $4) \
                ON CONFLICT DO NOTHING RETURNING id) \
-           SELECT NULL::jsonb FROM inserted \
+           SELECT NULL::jsonb, NULL::bigint FROM inserted \
            UNION ALL \
-           SELECT doc FROM orders WHERE idempotency_key = $3 AND NOT EXISTS (SELECT 1 FROM inserted)",
-    types: &[Type::INT8, Type::JSONB, Type::TEXT],
+           SELECT doc, idempotency_fingerprint FROM orders \
+           WHERE idempotency_key = $3 AND NOT EXISTS (SELECT 1 FROM inserted)",
+    types: &[Type::INT8, Type::JSONB, Type::TEXT, Type::INT8],
 };
 
 /// Only after `INSERT_ORDER_WITH_KEY` returned no row.
-pub const ORDER_BY_KEY: Statement =
-    Statement { text: "SELECT doc FROM orders WHERE idempotency_key = $1", types: &[Type::TEXT] };
+pub const ORDER_BY_KEY: Statement = Statement {
+    text: "SELECT doc, idempotency_fingerprint FROM orders WHERE idempotency_key = $1",
+    types: &[Type::TEXT],
+};
 
 /// Releases a key past its retention window from the order that holds it.
 pub const FORGET_KEY: Statement = Statement {
-    text: "UPDATE orders SET idempotency_key = NULL WHERE id = $1 AND idempotency_key = $2",
+    text: "UPDATE orders SET idempotency_key = NULL, idempotency_fingerprint = NULL \
+           WHERE id = $1 AND idempotency_key = $2",
     types: &[Type::INT8, Type::TEXT],
 };
 

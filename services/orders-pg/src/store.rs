@@ -176,23 +176,33 @@ impl OrderStore for PgStore {
         if rows.is_empty() { Err(StoreError::id_taken(order.id)) } else { Ok(()) }
     }
 
-    async fn insert_with_key(&self, order: &Order, key: &IdempotencyKey) -> Result<KeyedInsert, StoreError> {
-        let params: [&(dyn ToSql + Sync); 3] = [&order.id.as_i64(), &Json(order), &key.as_str()];
+    async fn insert_with_key(
+        &self,
+        order: &Order,
+        key: &IdempotencyKey,
+        fingerprint: i64,
+    ) -> Result<KeyedInsert, StoreError> {
+        let params: [&(dyn ToSql + Sync); 4] = [&order.id.as_i64(), &Json(order), &key.as_str(), &fingerprint];
         let rows = self.write(&sql::INSERT_ORDER_WITH_KEY, &params).await?;
-        if let Some(row) = rows.first() {
-            return match row.try_get::<_, Option<Json<Order>>>(0) {
-                Ok(None) => Ok(KeyedInsert::Inserted),
-                Ok(Some(Json(existing))) => Ok(KeyedInsert::Existing(existing)),
-                Err(e) => Err(StoreError::Internal(format!("stored document is not a valid order: {e}"))),
-            };
-        }
-        // Failure path only: the id is taken, or the key was committed by a concurrent request
-        // after this statement's snapshot; a fresh snapshot tells which.
-        let rows = self.query(&sql::ORDER_BY_KEY, &[&key.as_str()]).await?;
-        match rows.first() {
-            Some(row) => order_from(row).map(KeyedInsert::Existing),
-            None => Err(StoreError::id_taken(order.id)),
-        }
+        let rows = if rows.is_empty() {
+            // Failure path only: the id is taken, or the key was committed by a concurrent request
+            // after this statement's snapshot; a fresh snapshot tells which.
+            let found = self.query(&sql::ORDER_BY_KEY, &[&key.as_str()]).await?;
+            if found.is_empty() {
+                return Err(StoreError::id_taken(order.id));
+            }
+            found
+        } else {
+            rows
+        };
+        let row = &rows[0];
+        let existing: Option<Json<Order>> =
+            row.try_get(0).map_err(|e| StoreError::Internal(format!("stored document is not a valid order: {e}")))?;
+        let stored: Option<i64> = row.try_get(1).map_err(|e| StoreError::Internal(e.to_string()))?;
+        Ok(match existing {
+            None => KeyedInsert::Inserted,
+            Some(Json(existing)) => KeyedInsert::Existing(existing, stored.unwrap_or_default()),
+        })
     }
 
     async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {

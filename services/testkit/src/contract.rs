@@ -220,20 +220,20 @@ fn key(text: &str) -> IdempotencyKey {
 
 pub async fn a_keyed_insert_writes_once_and_finds_its_key_again<S: OrderStore>(store: &S) {
     let first = order(21, 1, [1, 2, 3]);
-    assert_eq!(store.insert_with_key(&first, &key("k-1")).await, Ok(KeyedInsert::Inserted));
+    assert_eq!(store.insert_with_key(&first, &key("k-1"), -42).await, Ok(KeyedInsert::Inserted));
     assert_eq!(store.get(oid(21)).await.expect("get"), first, "the key is not part of the order");
     let retry = order(22, 1, [1, 2, 3]);
-    assert_eq!(store.insert_with_key(&retry, &key("k-1")).await, Ok(KeyedInsert::Existing(first.clone())));
+    assert_eq!(store.insert_with_key(&retry, &key("k-1"), 7).await, Ok(KeyedInsert::Existing(first.clone(), -42)));
     assert_eq!(store.get(oid(22)).await, Err(StoreError::NotFound), "nothing written under a known key");
     let other_key_same_id = order(21, 2, [4, 5, 6]);
-    assert_eq!(store.insert_with_key(&other_key_same_id, &key("k-2")).await, Err(StoreError::id_taken(oid(21))));
-    assert_eq!(store.insert_with_key(&order(23, 1, [1, 2, 3]), &key("k-2")).await, Ok(KeyedInsert::Inserted));
+    assert_eq!(store.insert_with_key(&other_key_same_id, &key("k-2"), 1).await, Err(StoreError::id_taken(oid(21))));
+    assert_eq!(store.insert_with_key(&order(23, 1, [1, 2, 3]), &key("k-2"), 1).await, Ok(KeyedInsert::Inserted));
     store.insert(&order(24, 1, [1, 2, 3])).await.expect("an insert without a key is unchanged");
     store.insert(&order(25, 1, [1, 2, 3])).await.expect("and keyless orders never collide on their key");
     let shipped = StatusChange { status: Status::Shipped, from: None };
     store.update_status(oid(21), shipped, Timestamp::now(), Returning::Nothing).await.expect("update");
-    let found = store.insert_with_key(&order(26, 1, [1, 2, 3]), &key("k-1")).await.expect("lookup");
-    let KeyedInsert::Existing(found) = found else { panic!("the key still names order 21") };
+    let found = store.insert_with_key(&order(26, 1, [1, 2, 3]), &key("k-1"), 0).await.expect("lookup");
+    let KeyedInsert::Existing(found, -42) = found else { panic!("the key still names order 21: {found:?}") };
     assert_eq!((found.id, found.status), (oid(21), Status::Shipped), "the key survives a status change");
 }
 
@@ -241,9 +241,10 @@ pub async fn an_expired_key_names_a_new_order<S: OrderStore>(store: &S) {
     let old = order_from(json!(31), order_body(1, [1, 2, 3]));
     let long_ago = Timestamp::parse("2020-01-01T00:00:00.000Z").expect("timestamp");
     let old = Order { created_at: long_ago, updated_at: long_ago, ..old };
-    store.insert_with_key(&old, &key("old-key")).await.expect("insert");
     let body = order_body(1, [1, 2, 3]);
     let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
+    let fingerprint = orders_core::idempotency::fingerprint(&new);
+    store.insert_with_key(&old, &key("old-key"), fingerprint).await.expect("insert");
     let placed = place_order(store, &IdGenerator::new(), new, Some(&key("old-key"))).await.expect("placed");
     let Placed::Created(placed) = placed else { panic!("an expired key makes a new order: {placed:?}") };
     assert_ne!(placed.id, oid(31));
@@ -261,7 +262,7 @@ pub async fn concurrent_requests_with_one_key_make_one_order<S: OrderStore>(stor
         let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
         place_order(store, &generator, new, Some(&same_key))
     });
-    let results = futures_join_all(attempts).await;
+    let results = crate::join_all(attempts).await;
     let orders: Vec<Order> = results.iter().map(|r| r.as_ref().expect("placed").order().clone()).collect();
     let created = results.iter().filter(|r| matches!(r, Ok(Placed::Created(_)))).count();
     assert_eq!(created, 1, "exactly one request writes: {results:?}");
@@ -291,7 +292,7 @@ pub async fn concurrent_conditional_updates_report_the_status_they_met<S: OrderS
     };
     let flippers =
         [flip(Status::Pending, Status::Paid), flip(Status::Paid, Status::Pending), flip(Status::Pending, Status::Paid)];
-    for conflicts in futures_join_all(flippers).await {
+    for conflicts in crate::join_all(flippers).await {
         for message in conflicts.iter().filter(|message| !message.contains("changed its status concurrently")) {
             let (said_current, said_expected) = message
                 .strip_prefix("order 41 has status ")
@@ -300,24 +301,4 @@ pub async fn concurrent_conditional_updates_report_the_status_they_met<S: OrderS
             assert_ne!(said_current, said_expected, "a 409 saying {message:?}");
         }
     }
-}
-
-/// Polls every future on this task until all are done (no extra dependency for one helper).
-async fn futures_join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
-    let mut pending: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut done = true;
-        for (future, output) in pending.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    std::task::Poll::Ready(value) => *output = Some(value),
-                    std::task::Poll::Pending => done = false,
-                }
-            }
-        }
-        if done { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
-    })
-    .await;
-    outputs.into_iter().flatten().collect()
 }

@@ -72,8 +72,13 @@ impl OrderStore for TestStore {
         self.store.insert(order).await
     }
 
-    async fn insert_with_key(&self, order: &Order, key: &IdempotencyKey) -> Result<KeyedInsert, StoreError> {
-        self.store.insert_with_key(order, key).await
+    async fn insert_with_key(
+        &self,
+        order: &Order,
+        key: &IdempotencyKey,
+        print: i64,
+    ) -> Result<KeyedInsert, StoreError> {
+        self.store.insert_with_key(order, key, print).await
     }
 
     async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {
