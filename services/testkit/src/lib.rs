@@ -1,10 +1,12 @@
 //! Test support shared by the backends: `contract` is the one store contract suite every
 //! `OrderStore` must pass against a real database (instantiated per backend with
-//! `store_contract_tests!`), and `client` starts a service on port 0 and talks HTTP to it.
+//! `store_contract_tests!`), `client` starts a service on port 0 and talks HTTP to it, and `faults`
+//! crashes databases, sends SIGTERM and overloads services under load.
 
 pub mod api;
 pub mod client;
 pub mod contract;
+pub mod faults;
 
 pub use client::{Reply, TestApp};
 
