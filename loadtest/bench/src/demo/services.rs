@@ -72,12 +72,6 @@ impl Service {
         Ok(service)
     }
 
-    /// Stops it and starts it again on the same port (its log continues).
-    pub async fn restart(&mut self) -> Result<()> {
-        self.stop().await;
-        self.spawn()
-    }
-
     fn spawn(&mut self) -> Result<()> {
         let (binary, env, log, port) = (&self.binary, &self.env, &self.log, self.port);
         let out = std::fs::OpenOptions::new()
