@@ -65,8 +65,8 @@ pg_url=$(start orders-pg DATABASE_URL="${DATABASE_URL%/*}/$DB")
 mongo_url=$(start orders-mongo MONGODB_URI="$MONGODB_URI" MONGODB_DB="$DB")
 
 failed=0
-for target in "orders-pg $pg_url" "orders-mongo $mongo_url"; do
-	set -- $target
+for target in "orders-pg=$pg_url" "orders-mongo=$mongo_url"; do
+	set -- "${target%%=*}" "${target#*=}"
 	echo "fuzz: $1 at $2 ($EXAMPLES cases per operation and phase, seed $SEED)"
 	if "$VENV/bin/st" run "$2/openapi.json" \
 		--checks all --exclude-checks positive_data_acceptance \

@@ -86,7 +86,7 @@ impl OrderStore for MemoryStore {
         let mut orders = self.orders()?;
         let mut keys = self.keys.lock().map_err(|_| StoreError::Internal("poisoned lock".into()))?;
         if let Some((existing, stored)) = keys.get(key).and_then(|(id, stored)| Some((orders.get(id)?, *stored))) {
-            return Ok(KeyedInsert::Existing(existing.clone(), stored));
+            return Ok(KeyedInsert::Existing(Box::new(existing.clone()), stored));
         }
         if orders.contains_key(&order.id) {
             return Err(StoreError::id_taken(order.id));

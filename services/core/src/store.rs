@@ -99,7 +99,7 @@ pub struct PoolStatus {
 pub enum KeyedInsert {
     Inserted,
     /// The order the key names, and the fingerprint of the request that created it.
-    Existing(Order, i64),
+    Existing(Box<Order>, i64),
 }
 
 /// Whether a status change answers with the updated order (`Document`) or only says it happened
@@ -201,7 +201,7 @@ pub async fn place_order<S: OrderStore>(
             Ok(KeyedInsert::Existing(existing, stored)) => match key {
                 Some(key) if idempotency::expired(&existing, now) => store.forget_key(key, existing.id).await?,
                 _ => {
-                    return idempotency::original_answer(new, fingerprint, &existing, stored)
+                    return idempotency::original_answer(new, fingerprint, existing.as_ref(), stored)
                         .map(Placed::Replayed)
                         .ok_or(StoreError::KeyReused);
                 }

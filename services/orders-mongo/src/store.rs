@@ -189,7 +189,7 @@ impl OrderStore for MongoStore {
             .map_err(store_error)?;
         let Some(document) = existing else { return Err(StoreError::id_taken(order.id)) };
         let stored = document.get_i64(IDEMPOTENCY_FINGERPRINT).unwrap_or_default();
-        from_document(&document).map(|existing| KeyedInsert::Existing(existing, stored)).map_err(internal)
+        from_document(&document).map(|existing| KeyedInsert::Existing(Box::new(existing), stored)).map_err(internal)
     }
 
     async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {

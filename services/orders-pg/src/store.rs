@@ -201,7 +201,7 @@ impl OrderStore for PgStore {
         let stored: Option<i64> = row.try_get(1).map_err(|e| StoreError::Internal(e.to_string()))?;
         Ok(match existing {
             None => KeyedInsert::Inserted,
-            Some(Json(existing)) => KeyedInsert::Existing(existing, stored.unwrap_or_default()),
+            Some(Json(existing)) => KeyedInsert::Existing(Box::new(existing), stored.unwrap_or_default()),
         })
     }
 

@@ -223,7 +223,10 @@ pub async fn a_keyed_insert_writes_once_and_finds_its_key_again<S: OrderStore>(s
     assert_eq!(store.insert_with_key(&first, &key("k-1"), -42).await, Ok(KeyedInsert::Inserted));
     assert_eq!(store.get(oid(21)).await.expect("get"), first, "the key is not part of the order");
     let retry = order(22, 1, [1, 2, 3]);
-    assert_eq!(store.insert_with_key(&retry, &key("k-1"), 7).await, Ok(KeyedInsert::Existing(first.clone(), -42)));
+    assert_eq!(
+        store.insert_with_key(&retry, &key("k-1"), 7).await,
+        Ok(KeyedInsert::Existing(Box::new(first.clone()), -42))
+    );
     assert_eq!(store.get(oid(22)).await, Err(StoreError::NotFound), "nothing written under a known key");
     let other_key_same_id = order(21, 2, [4, 5, 6]);
     assert_eq!(store.insert_with_key(&other_key_same_id, &key("k-2"), 1).await, Err(StoreError::id_taken(oid(21))));
