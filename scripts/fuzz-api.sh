@@ -45,7 +45,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Starts a service on a free port; prints its base URL once it is ready.
+# Starts a service on a free port; sets `url` to its base URL once it is ready. (Not called in a
+# command substitution: that subshell would keep the pid from `cleanup`.)
 start() {
 	local name=$1 log="$logs/$1.log"
 	shift
@@ -58,11 +59,13 @@ start() {
 		sleep 0.1
 	done
 	[ -n "$address" ] || { cat "$log" >&2; echo "fuzz: $name did not start" >&2; return 1; }
-	echo "http://$address"
+	url="http://$address"
 }
 
-pg_url=$(start orders-pg DATABASE_URL="${DATABASE_URL%/*}/$DB")
-mongo_url=$(start orders-mongo MONGODB_URI="$MONGODB_URI" MONGODB_DB="$DB")
+start orders-pg DATABASE_URL="${DATABASE_URL%/*}/$DB"
+pg_url=$url
+start orders-mongo MONGODB_URI="$MONGODB_URI" MONGODB_DB="$DB"
+mongo_url=$url
 
 failed=0
 for target in "orders-pg=$pg_url" "orders-mongo=$mongo_url"; do
