@@ -257,3 +257,28 @@ async fn draining_turns_readiness_to_503_and_closes_keep_alive_connections_after
     let finished = tokio::time::timeout(Duration::from_secs(3), serving).await;
     assert!(matches!(finished, Ok(Ok(Ok(())))), "server returned after draining: {finished:?}");
 }
+
+#[tokio::test]
+async fn connections_still_in_the_listen_backlog_at_the_signal_get_their_answers() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let config = HttpConfig::for_tests();
+    let server = Server::bind(config.bind_addr, app(Arc::new(MemoryStore::new()), &config)).await.expect("bind");
+    let addr = server.local_addr().expect("addr");
+    // The kernel completes these handshakes, but nothing accepts them before the signal.
+    let mut waiting = Vec::new();
+    for _ in 0..20 {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("send");
+        waiting.push(stream);
+    }
+    let serving = tokio::spawn(server.run(std::future::ready(()), Duration::from_secs(5)));
+    for mut stream in waiting {
+        let mut answer = String::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut answer)).await;
+        assert!(matches!(read, Ok(Ok(_))), "the connection was answered and closed, not reset: {read:?}");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+    }
+    let finished = tokio::time::timeout(Duration::from_secs(3), serving).await;
+    assert!(matches!(finished, Ok(Ok(Ok(())))), "server returned after draining: {finished:?}");
+}

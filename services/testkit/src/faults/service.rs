@@ -25,8 +25,11 @@ impl ServiceProcess {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
-                if let Some(address) = event["message"].as_str().and_then(|m| m.strip_prefix("listening on ")) {
+                let message = event["message"].as_str().unwrap_or("");
+                if let Some(address) = message.strip_prefix("listening on ") {
                     let _ = address_tx.send(address.to_owned());
+                } else if message.starts_with("shutting down") || event["level"] == "WARN" {
+                    eprintln!("service: {line}"); // the drain's figures, shown with the test's output
                 }
             }
         });
