@@ -38,6 +38,9 @@ pub struct MongoStore {
     gate: Arc<ConnectionGate>,
     /// `maxTimeMS` of every command that takes one.
     max_time: Duration,
+    /// `POOL_TIMEOUT_MS` and the server selection timeout in effect, for `/diagnostics`.
+    pool_timeout: Duration,
+    server_selection_timeout: Duration,
 }
 
 /// Why the service could not start on MongoDB.
@@ -64,7 +67,7 @@ impl MongoStore {
         // Without a reachable server a command waits this long (the driver's default is 30 s):
         // with the server down, a request gets 503 within POOL_TIMEOUT_MS, and while requests
         // wait the driver re-checks the server every 500 ms, so they find it again that fast.
-        options.server_selection_timeout.get_or_insert(config.limits.pool_timeout);
+        let server_selection_timeout = *options.server_selection_timeout.get_or_insert(config.limits.pool_timeout);
         options.max_pool_size = Some(config.pool_size);
         options.write_concern = Some(config.write_concern());
         options.cmap_event_handler = Some(gate.event_handler());
@@ -77,7 +80,14 @@ impl MongoStore {
             j: config.journal,
             source,
         })?;
-        Ok(Self { db, orders, gate, max_time: config.limits.statement_timeout })
+        Ok(Self {
+            db,
+            orders,
+            gate,
+            max_time: config.limits.statement_timeout,
+            pool_timeout: config.limits.pool_timeout,
+            server_selection_timeout,
+        })
     }
 
     /// The database this store works in (tests drop it when they are done).
@@ -271,7 +281,14 @@ impl OrderStore for MongoStore {
 
     async fn diagnostics(&self) -> Result<serde_json::Value, StoreError> {
         let _permit = self.gate.acquire().await?;
-        diagnostics::collect(&self.db, &self.orders, self.gate.status().max_size as u32).await
+        let mut report = diagnostics::collect(&self.db, &self.orders, self.gate.status().max_size as u32).await?;
+        if let Some(settings) = report.get_mut("settings").and_then(serde_json::Value::as_object_mut) {
+            let millis = |d: Duration| serde_json::json!(d.as_millis() as u64);
+            settings.insert("pool_timeout_ms".into(), millis(self.pool_timeout));
+            settings.insert("max_time_ms".into(), millis(self.max_time));
+            settings.insert("server_selection_timeout_ms".into(), millis(self.server_selection_timeout));
+        }
+        Ok(report)
     }
 
     fn pool_status(&self) -> PoolStatus {

@@ -266,3 +266,35 @@ fn the_binary_starts_serves_readiness_and_stops_on_sigterm() {
     assert_eq!(ready.1.json["backend"], "mongodb");
     assert!(status.success(), "exit after SIGTERM: {status:?}");
 }
+
+#[tokio::test]
+async fn reads_and_status_changes_carry_max_time_ms_from_the_request_timeout() {
+    use futures_util::TryStreamExt;
+    use orders_core::{Status, StatusChange};
+    let test = fresh_store().await;
+    test.store.insert(&sample_order(3)).await.expect("insert");
+    test.store.database().run_command(doc! {"profile": 2}).await.expect("profiler on");
+    let id = OrderId::new(3).expect("id");
+    test.store.get(id).await.expect("get");
+    let paid = StatusChange { status: Status::Paid, from: None };
+    test.store.update_status(id, paid, Timestamp::now(), Returning::Document).await.expect("update");
+    test.store.database().run_command(doc! {"profile": 0}).await.expect("profiler off");
+    let namespace = format!("{}.orders", test.store.database().name());
+    let profile = test.store.database().collection::<Document>("system.profile");
+    let entries: Vec<Document> =
+        profile.find(doc! {"ns": namespace}).await.expect("profile").try_collect().await.expect("entries");
+    assert!(entries.len() >= 2, "{entries:?}");
+    for entry in &entries {
+        let command = entry.get_document("command").expect("command");
+        assert_eq!(
+            command
+                .get("maxTimeMS")
+                .and_then(Bson::as_i64)
+                .or_else(|| command.get_i32("maxTimeMS").ok().map(i64::from)),
+            Some(10_000),
+            "{entry}"
+        );
+    }
+    let settings = test.store.diagnostics().await.expect("diagnostics")["settings"].clone();
+    assert_eq!((settings["max_time_ms"].clone(), settings["pool_timeout_ms"].clone()), (json!(10_000), json!(500)));
+}

@@ -126,3 +126,15 @@ async fn diagnostics_explain_table_activity_and_both_product_plans() {
         assert!(plans[kind]["total_cost"].is_number(), "{kind} has a cost");
     }
 }
+
+#[tokio::test]
+async fn request_connections_carry_the_request_timeout_as_statement_timeout() {
+    let url = orders_pg::testing::fresh_database().await;
+    let default = store(&url, |_| {}).await;
+    let settings = default.diagnostics().await.expect("diagnostics")["settings"].clone();
+    assert_eq!(settings["statement_timeout"], "10s", "REQUEST_TIMEOUT_MS by default");
+    assert_eq!(settings["pool_timeout_ms"], 500);
+    let short = store(&url, |c| c.limits.statement_timeout = std::time::Duration::from_millis(250)).await;
+    let settings = short.diagnostics().await.expect("diagnostics")["settings"].clone();
+    assert_eq!(settings["statement_timeout"], "250ms");
+}
