@@ -14,7 +14,8 @@ pub use service::ServiceProcess;
 use std::time::Duration;
 
 /// The assertions of issue 11 on a crash report: 503 within a second while the database is down,
-/// 2xx again within a second of it accepting connections, nothing acknowledged lost.
+/// 2xx again within a second of it accepting connections, `/readyz` following, nothing
+/// acknowledged lost.
 pub fn assert_crash_handled(report: &CrashReport) {
     assert!(report.acknowledged > 0, "{report:?}");
     assert_eq!(report.lost, 0, "acknowledged inserts lost: {report:?}");
@@ -27,6 +28,7 @@ pub fn assert_crash_handled(report: &CrashReport) {
     );
     assert_eq!(report.failures_after_recovery, 0, "{report:?}");
     assert_eq!(report.no_answer, 0, "every request got an HTTP answer: {report:?}");
+    assert_eq!((report.readiness_while_down, report.readiness_after), (503, 200), "/readyz follows: {report:?}");
 }
 
 /// Every request on a connection accepted before SIGTERM was answered, and the process exited

@@ -74,6 +74,14 @@ pub struct CrashReport {
     pub failures_after_recovery: usize,
     /// Requests that got no HTTP answer at all.
     pub no_answer: usize,
+    /// `/readyz` one second into the outage, and one second after the restart.
+    pub readiness_while_down: u16,
+    pub readiness_after: u16,
+}
+
+async fn readiness(base_url: &str) -> u16 {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().expect("client");
+    client.get(format!("{base_url}/readyz")).send().await.map_or(0, |r| r.status().as_u16())
 }
 
 /// Inserts with eight clients, crashes the database after a second, keeps it down for two, starts
@@ -88,10 +96,14 @@ pub async fn crash_and_restart(service: &ServiceProcess, database: &mut dyn Cras
     tokio::time::sleep(Duration::from_secs(1)).await;
     tokio::task::block_in_place(|| database.crash());
     let crashed = Instant::now();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let readiness_while_down = readiness(&base_url).await;
+    tokio::time::sleep_until((crashed + Duration::from_secs(2)).into()).await;
     tokio::task::block_in_place(|| database.start_again());
     let up = Instant::now();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let readiness_after = readiness(&base_url).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     stop.store(true, Ordering::Relaxed);
     let inserts = load.await.expect("load");
 
@@ -116,6 +128,8 @@ pub async fn crash_and_restart(service: &ServiceProcess, database: &mut dyn Cras
             .filter(|i| i.sent >= up + Duration::from_secs(1) && i.status != 201)
             .count(),
         no_answer: inserts.iter().filter(|i| i.status == 0).count(),
+        readiness_while_down,
+        readiness_after,
     }
 }
 
