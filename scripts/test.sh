@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's and CI's): starts the local stack (real
 # PostgreSQL 18 and mongod 6.0.5 from pinned wheels), checks formatting and lints, checks the
-# infrastructure files, then runs every test of the workspace against those servers. Stops the
+# infrastructure files, then runs every test of the workspace against those servers and fuzzes both
+# services from their OpenAPI description (scripts/fuzz-api.sh). Stops the
 # servers afterwards if it started them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -45,3 +46,6 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
 	cargo test --workspace
 fi
+
+step "API fuzzing: schemathesis against both services over real databases"
+bash scripts/fuzz-api.sh

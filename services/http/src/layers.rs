@@ -33,9 +33,10 @@ pub async fn remember_route(matched: Option<MatchedPath>, request: Request, next
 }
 
 pub async fn time_limit(limit: Duration, request: Request, next: Next) -> Response {
+    let method = request.method().clone();
     match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
-        Err(_) => ApiError::Unavailable(format!("request took longer than {} ms", limit.as_millis())).into_response(),
+        Err(_) => ApiError::timed_out(limit, &method).into_response(),
     }
 }
 

@@ -5,6 +5,7 @@ use crate::config::HttpConfig;
 use crate::handlers::{self, AppState};
 use crate::layers;
 use crate::metrics::Metrics;
+use crate::shedding::{self, Shedding};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
@@ -14,8 +15,14 @@ use std::sync::Arc;
 use tower_http::catch_panic::CatchPanicLayer;
 
 pub fn app<S: OrderStore>(store: Arc<S>, config: &HttpConfig) -> Router {
-    let state = AppState { store, ids: Arc::new(IdGenerator::new()), metrics: Arc::new(Metrics::new()) };
+    let state = AppState {
+        store,
+        ids: Arc::new(IdGenerator::new()),
+        metrics: Arc::new(Metrics::new()),
+        shedding: Arc::new(Shedding::default()),
+    };
     let metrics = state.metrics.clone();
+    let shed = state.shedding.clone();
     let timeout = config.request_timeout();
     let body_limit = usize::try_from(config.max_body_bytes).unwrap_or(usize::MAX);
 
@@ -36,6 +43,7 @@ pub fn app<S: OrderStore>(store: Arc<S>, config: &HttpConfig) -> Router {
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(CatchPanicLayer::custom(layers::panic_response))
         .layer(middleware::from_fn(move |request, next| layers::time_limit(timeout, request, next)))
+        .layer(middleware::from_fn_with_state(shed, shedding::count))
         .layer(middleware::from_fn_with_state(metrics, layers::observe))
         .with_state(state)
 }

@@ -8,6 +8,6 @@ use orders_mongo::{Config, MongoStore};
 async fn main() -> anyhow::Result<()> {
     let config: Config = orders_http::config::parse_args("127.0.0.1:8081");
     orders_http::telemetry::init(&config.http);
-    let store = MongoStore::connect(&config.mongo).await.context("could not start on MongoDB")?;
+    let store = MongoStore::connect(&config.store()).await.context("could not start on MongoDB")?;
     orders_http::serve(&config.http, store).await.context("server failed")
 }

@@ -156,30 +156,6 @@ fn with_database(url: &str, name: &str) -> String {
     format!("{server}/{name}{}", query.map(|q| format!("?{q}")).unwrap_or_default())
 }
 
-/// Restarts a service that has not answered `/diagnostics` for 20 s since the last round: after an
-/// overload a service can stay stuck on it (seen with a debug build of orders-mongo, whose driver
-/// pool took a minute and more to recover), and the next round would wait for it or fail.
-async fn revive(services: &mut [Service], client: &crate::diagnostics::Client) -> Result<()> {
-    for service in services.iter_mut() {
-        let answered = tokio::time::timeout(Duration::from_secs(20), async {
-            while client.fetch(&service.url).await.is_err() {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        })
-        .await;
-        if answered.is_err() {
-            eprintln!(
-                "demo: {} has not answered /diagnostics for 20 s since the last round (still stuck on the overload); \
-                 restarting it (see {})",
-                service.name,
-                service.log.display()
-            );
-            service.restart().await?;
-        }
-    }
-    client.wait_ready(Duration::from_secs(60)).await
-}
-
 /// Everything between starting and stopping; returns the summary table.
 async fn body(
     args: &DemoArgs,
@@ -279,9 +255,6 @@ async fn body(
             settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
             reseed: Some(seed.clone()),
         };
-        if !rounds.is_empty() {
-            revive(&mut started.services, &client).await?;
-        }
         let dir = out.join(mix.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
         let result = round::run_round(&spec, &setup, &dir).await?;
         crate::report::write(&dir, &[(dir.clone(), result.clone())])?;

@@ -1,8 +1,7 @@
 //! The two services as the demo runs them: the release binaries (built with cargo, or taken from
 //! a folder), each started on a free loopback port in its own process group with its log in the
-//! demo folder, and stopped with SIGTERM (SIGKILL after ten seconds), or restarted on the same port
-//! when it is stuck after an overload. A `Service` that is dropped without being stopped is killed,
-//! so an error or a Ctrl-C never leaves one running.
+//! demo folder, and stopped with SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped
+//! without being stopped is killed, so an error or a Ctrl-C never leaves one running.
 
 use anyhow::{Context, Result, bail};
 use std::os::unix::process::CommandExt as _;
@@ -70,12 +69,6 @@ impl Service {
         };
         service.spawn()?;
         Ok(service)
-    }
-
-    /// Stops it and starts it again on the same port (its log continues).
-    pub async fn restart(&mut self) -> Result<()> {
-        self.stop().await;
-        self.spawn()
     }
 
     fn spawn(&mut self) -> Result<()> {
