@@ -41,8 +41,9 @@ rm -rf "$probe_dir"
 if ! command -v nft >/dev/null; then
   command -v apt-get >/dev/null || skip "nftables is missing and there is no apt-get to install it"
   echo "installing nftables=$NFTABLES (Debian)"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "nftables=$NFTABLES" >/dev/null ||
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "nftables=$NFTABLES" >/dev/null; }; then
     skip "could not install nftables=$NFTABLES"
+  fi
 fi
 /usr/bin/python3 -c 'import yaml' 2>/dev/null || skip "/usr/bin/python3 without PyYAML (apt-get install python3-yaml)"
 
@@ -154,8 +155,10 @@ expect "the operator reaches SSH" operator timeout 2 bash -c "</dev/tcp/$(public
 
 step "the databases' own settings"
 refuse "mongod refuses a command without credentials" on mongo-db "mongosh --quiet --eval 'db.getSiblingDB(\"admin\").runCommand({\"listDatabases\": 1}).ok'"
+# shellcheck disable=SC2016 # expanded by the droplet's shell
 expect "the MongoDB password is only in files readable by root" on mongo-db 'pw=$(sed -n "s/^MONGO_PASSWORD=//p" /etc/orders/secrets.env)
   for f in $(grep -rlF "$pw" /etc /usr/local/sbin /var/lib/cloud); do [ "$(stat -c %a "$f")" = 600 ] || { echo "$f"; exit 1; }; done'
+# shellcheck disable=SC2016 # expanded by the droplet's shell
 expect "the MongoDB password is on no command line" on mongo-db '! cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " " | grep -qF -f <(sed -n "s/^MONGO_PASSWORD=//p" /etc/orders/secrets.env)' 
 expect "PostgreSQL admits the VPC range only (pg_hba)" on postgres-db "grep -qx 'host orders orders $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf"
 expect "PostgreSQL is durable (fsync, synchronous_commit) with pg_stat_statements" \
@@ -169,7 +172,7 @@ expect "one seed from the first load droplet loaded both databases" contains "$W
 round_args=(--mix shop --start-rate 20 --step 20 --max-rate 40 --step-duration 3s --p95-ms 250)
 step "round: two repeats, two load droplets"
 dosh round "${round_args[@]}" --repeats 2 2>&1 | tee "$W/round1.out" | show
-round1=$(ls "$RESULTS_DIR" | head -n 1)
+round1=$(find "$RESULTS_DIR" -mindepth 1 -maxdepth 1 -printf '%f\n' | head -n 1)
 result=$RESULTS_DIR/$round1/result.json
 jqr() { jq -e "$@" "$result" >/dev/null; }
 expect "the round's folder and report came back" test -s "$RESULTS_DIR/$round1/report.md"
@@ -178,6 +181,7 @@ expect "the fairness gate passed every repeat with counted rows" jqr '[.rounds[0
 expect "WAL records per write (pg_stat_wal, read from the load droplet)" jqr '[.rounds[0].repeats[].explain.pg.wal_records | numbers] | length == 2'
 expect "each repeat ran in two k6 execution segments" jqr '[.rounds[0].repeats[].fleet.machines | map(.segment) == ["0:1/2", "1/2:1"]] | all'
 expect "the machines are the two load droplets" jqr "[.rounds[0].repeats[0].fleet.machines[].host] == [\"$TAG-load-1\", \"$TAG-load-2\"]"
+# shellcheck disable=SC2016 # jq's variables
 expect "merged step counts are the sum of both droplets' counts" jqr '[.rounds[0].repeats[] as $r | ("pg", "mongo") as $t | range(0; 2) as $i
   | ($r.targets[$t].steps[$i].count) == ([$r.fleet.machines[].steps[$i].targets[$t].count] | add)] | all'
 expect "every droplet offered half of each step" jqr '[.rounds[0].repeats[].fleet.machines[].steps[] | .offered_rate] == [10, 20, 10, 20, 10, 20, 10, 20]'

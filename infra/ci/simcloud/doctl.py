@@ -193,7 +193,10 @@ def create_droplet(state, name, flags):
         "holder_pid": None,
     }
     state["droplets"].append(droplet)
-    boot(state, droplet, vpc, flags.get("--user-data-file"))
+    if state.get("network", True):
+        boot(state, droplet, vpc, flags.get("--user-data-file"))
+    else:
+        droplet["status"] = "active"
     return droplet
 
 

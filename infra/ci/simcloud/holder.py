@@ -60,7 +60,7 @@ def prepare(name, base):
     for name, module in FAKES.items():
         target = f"/usr/local/sbin/{name}"
         with open(target, "w") as f:
-            f.write(f"#!/bin/sh\nexec /usr/bin/python3 '{HERE}/{module}' '{name}' \"$@\"\n")
+            f.write(f"#!/bin/sh\nPYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 '{HERE}/{module}' '{name}' \"$@\"\n")
         os.chmod(target, 0o755)
     os.makedirs("/var/log/sim-systemd", exist_ok=True)
 

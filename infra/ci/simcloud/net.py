@@ -114,6 +114,8 @@ def ruleset(state, droplet):
 
 
 def apply_firewalls(state):
+    if not state.get("network", True):
+        return
     folder = os.path.join(state["world"], "nft")
     os.makedirs(folder, exist_ok=True)
     for droplet in state["droplets"]:

@@ -84,8 +84,10 @@ def ns_names(state):
     return f"{prefix}-net", f"{prefix}-op"
 
 
-def create(world, operator_ip):
-    """The bridge namespace with the public bridge, and the operator's namespace on it."""
+def create(world, operator_ip, network=True):
+    """The bridge namespace with the public bridge, and the operator's namespace on it. Without
+    `network` only the account's state: droplets are records, nothing boots (for quick tests of
+    the doctl calls that need neither root nor namespaces)."""
     os.makedirs(os.path.join(world, "droplets"), exist_ok=True)
     os.makedirs(os.path.join(world, "bin"), exist_ok=True)
     prefix = "obs" + os.urandom(2).hex()
@@ -101,9 +103,14 @@ def create(world, operator_ip):
         "vpcs": [],
         "firewalls": [],
         "droplets": [],
+        "network": network,
     }
     with open(os.path.join(world, "state.json"), "w") as f:
         json.dump(state, f, indent=1)
+    write_tools(world)
+    if not network:
+        print(f"world {world}: the account's state only (no network, droplets do not boot)")
+        return
     net, op = ns_names(state)
     run(["ip", "netns", "add", net])
     run(["ip", "-n", net, "link", "set", "lo", "up"])
@@ -115,12 +122,17 @@ def create(world, operator_ip):
     run(["ip", "-n", net, "link", "set", f"{prefix}op", "master", "brpub", "up"])
     run(["ip", "-n", op, "addr", "add", f"{operator_ip}/{PUBLIC_PREFIX}", "dev", "eth0"])
     run(["ip", "-n", op, "link", "set", "eth0", "up"])
+    print(f"world {world}: namespaces {net} (bridges) and {op} (operator {operator_ip})")
+
+
+def write_tools(world):
+    """The operator's doctl, ssh and scp (bin/ of the world, first on the PATH of do.sh)."""
     for tool in ("doctl", "ssh", "scp"):
         script = os.path.join(world, "bin", tool)
+        module = "doctl" if tool == "doctl" else "remote"
         with open(script, "w") as f:
-            f.write(f"#!/bin/sh\nSIMCLOUD_WORLD='{world}' exec /usr/bin/python3 '{HERE}/{'remote' if tool != 'doctl' else 'doctl'}.py' {tool} \"$@\"\n")
+            f.write(f"#!/bin/sh\nSIMCLOUD_WORLD='{world}' PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 '{HERE}/{module}.py' {tool} \"$@\"\n")
         os.chmod(script, 0o755)
-    print(f"world {world}: namespaces {net} (bridges) and {op} (operator {operator_ip})")
 
 
 def kill_holder(droplet):
@@ -148,6 +160,9 @@ def destroy(world):
         for droplet in state.get("droplets", []):
             kill_holder(droplet)
             run(["ip", "netns", "del", droplet["netns"]], check=False)
+        if not state.get("network", True):
+            shutil.rmtree(world, ignore_errors=True)
+            return
         net, op = ns_names(state)
         run(["ip", "netns", "del", op], check=False)
         run(["ip", "netns", "del", net], check=False)
@@ -163,8 +178,8 @@ def destroy(world):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "create":
         operator_ip = sys.argv[sys.argv.index("--operator-ip") + 1]
-        create(os.path.abspath(sys.argv[2]), operator_ip)
+        create(os.path.abspath(sys.argv[2]), operator_ip, network="--no-network" not in sys.argv)
     elif len(sys.argv) == 3 and sys.argv[1] == "destroy":
         destroy(os.path.abspath(sys.argv[2]))
     else:
-        sys.exit("usage: world.py create DIR --operator-ip IP | destroy DIR")
+        sys.exit("usage: world.py create DIR --operator-ip IP [--no-network] | destroy DIR")
