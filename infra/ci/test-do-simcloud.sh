@@ -23,7 +23,8 @@ OPERATOR=198.18.255.1
 
 skip() { echo "test-do-simcloud: SKIPPED: $*"; exit 0; }
 fail() { echo "test-do-simcloud: FAIL: $*" >&2; exit 1; }
-step() { printf '\n=== %s (%ss)\n' "$*" "$SECONDS"; }
+current='the preparation'
+step() { current=$*; printf '\n=== %s (%ss)\n' "$*" "$SECONDS"; }
 # do.sh's output, indented and timed (seconds since the test began).
 show() { while IFS= read -r line; do printf '  %4ss | %s\n' "$SECONDS" "$line"; done; }
 
@@ -68,6 +69,7 @@ mkdir -p "$(dirname "$W")"
 /usr/bin/python3 "$SIM/world.py" create "$W" --operator-ip "$OPERATOR"
 cleanup() {
   local rc=$?
+  if [ "$rc" != 0 ]; then echo "test-do-simcloud: FAIL (exit $rc) in: $current" >&2; fi
   if [ "$rc" != 0 ] && [ -d "$W/droplets" ]; then
     echo "--- failed: the end of each droplet's cloud-init and service logs ---"
     for d in "$W"/droplets/*/upper/var/log; do
@@ -204,6 +206,7 @@ wait "$session" 2>/dev/null || true
 round2=$(sed -n 's/.*round \([0-9TZ]*-shop\):.*/\1/p' "$W/round2-lost.out" | head -n 1)
 [ -n "$round2" ] || { cat "$W/round2-lost.out"; fail "no round id in the output"; }
 expect "the round goes on without the session" on load-1 "systemctl is-active --quiet orders-round-$round2"
+refuse "a second round is refused while one runs" dosh round "${round_args[@]}" --repeats 1
 dosh round --attach "$round2" 2>&1 | tee "$W/round2.out" | show
 expect "the re-attached round finished and came back with fastupdate off" \
   jq -e '.rounds[0].repeats[0].explain.pg.settings.gin_fastupdate == "off"' "$RESULTS_DIR/$round2/result.json"

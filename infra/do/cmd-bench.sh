@@ -38,11 +38,14 @@ attach() {
   if [ "$rc" = 255 ]; then die "lost the connection; the round goes on: infra/do/do.sh round --attach $id"; fi
   if ! dry; then mkdir -p "$RESULTS_DIR"; rm -rf "${RESULTS_DIR:?}/$id"; fi
   rscp -q -r "root@$host:/opt/orders/results/$id" "$RESULTS_DIR/" || die "could not copy the round's folder back"
+  if [ "$rc" != 0 ]; then
+    die "the round failed (exit $rc); its output is in $RESULTS_DIR/$id/round.log"
+  fi
+  # The report, written here again when this machine runs the binaries (else the droplet's stays).
   if ! dry && "$BIN_DIR/orders-bench" --version >/dev/null 2>&1; then
     "$BIN_DIR/orders-bench" report "$RESULTS_DIR/$id" >/dev/null || say "note: the local report failed; the droplet's report.md is in the folder"
   fi
   say "results: $RESULTS_DIR/$id/ (report.md, report.html, result.json; round.log is the round's output)"
-  return "$rc"
 }
 
 cmd_round() {

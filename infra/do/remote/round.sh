@@ -16,8 +16,13 @@ case ${1:-} in
     id=$2
     shift 2
     dir=$results/$id
-    if active "$id"; then echo "round $id is running already: orders-round wait $id" >&2; exit 1; fi
+    # One round at a time: two would share the databases and the load droplets.
+    if [ -f "$results/.running" ] && active "$(cat "$results/.running")"; then
+      echo "round $(cat "$results/.running") is still running: do.sh round --attach $(cat "$results/.running")" >&2
+      exit 1
+    fi
     mkdir -p "$dir"
+    echo "$id" >"$results/.running"
     rm -f "$dir/exit-code"
     # Until the native load generator is the default everywhere, droplets name k6 explicitly when
     # this orders-bench knows the flag.
@@ -36,6 +41,7 @@ case ${1:-} in
     rc=0
     "$@" || rc=$?
     echo "$rc" >"$results/$id/exit-code"
+    rm -f "$results/.running"
     exit "$rc"
     ;;
   wait)
