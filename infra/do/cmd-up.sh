@@ -90,16 +90,16 @@ preflight() {
 # The plan: what exists, what will be made, what it costs; refuses sizes the region does not offer
 # and more droplets than the account may have.
 plan() {
-  local role name slug price line regions status total_after=0 total_now=0 missing=0 in_account limit have_tags
+  local role name slug price line regions status total_after=0 total_now=0 missing=0 in_account limit have_tags vpcs
   load_sizes
   refresh_droplets
   if dry; then DROPLETS=''; fi  # a dry run shows the plan of a deployment that does not exist yet
   in_account=$(query '[]' doctl compute droplet list --output json | jq 'length')
   limit=$(printf '%s' "$ACCOUNT" | jq -r '.droplet_limit // 0')
   have_tags=$(query '' doctl compute tag list --format Name --no-header)
-  VPC_LINE=$(query '[]' doctl vpcs list --output json | jq -r --arg n "$TAG-vpc" --arg r "$REGION" \
-    '.[] | select(.name == $n) | "\(.id) \(.ip_range) \(.default)"')
-  REGION_HAS_VPC=$(query '[]' doctl vpcs list --output json | jq -r --arg r "$REGION" '[.[] | select(.region == $r)] | length')
+  vpcs=$(query '[]' doctl vpcs list --output json)
+  VPC_LINE=$(printf '%s' "$vpcs" | jq -r --arg n "$TAG-vpc" '.[] | select(.name == $n) | "\(.id) \(.ip_range) \(.default)"')
+  REGION_HAS_VPC=$(printf '%s' "$vpcs" | jq -r --arg r "$REGION" '[.[] | select(.region == $r)] | length')
   {
     printf 'plan for %s in %s (account limit %s droplets, %s in the account now):\n' "$TAG" "$REGION" "$limit" "$in_account"
     for role in $(roles); do

@@ -128,7 +128,9 @@ pub async fn run(
     let rates = spec.plan.rates();
     let targets: Vec<String> = TARGETS.iter().map(|t| (*t).to_owned()).collect();
     let mut early = EarlyStop::default();
-    let (mut scenario_start, mut reported_step, mut stopped_early) = (None::<f64>, 0usize, false);
+    // A released (paused) k6 starts its scenarios at `origin`; otherwise estimated from its counts.
+    let released = fleet.as_ref().map(|_| 0.0);
+    let (mut scenario_start, mut reported_step, mut stopped_early) = (released, 0usize, false);
     let mut last_view = LiveView::default();
     let mut drop_samples: Vec<(f64, BTreeMap<String, u64>)> = Vec::new();
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
