@@ -73,7 +73,7 @@ cmd_down() {
 
   if ! dry; then
     for try in $(seq 1 60); do
-      left=$(doctl compute droplet list --tag-name "$TAG" --output json | jq -r '.[].name')
+      left=$(doctl compute droplet list --tag-name "$TAG" --output json | jq -r '(. // [])[].name')
       [ -n "$left" ] || break
       say "waiting for droplets to go ($try/60): $(printf '%s' "$left" | tr '\n' ' ')"
       sleep 5

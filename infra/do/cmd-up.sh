@@ -198,17 +198,28 @@ create_droplet() {
 
 # install_on HOST UNIT READY_URL [LOCAL REMOTE MODE]...: copy the files to the droplet and install
 # those that differ; restart UNIT when one did (or it is not running) and wait for READY_URL.
+# Files whose SHA-256 the droplet already has are not even sent (the binaries are large).
 install_on() {
-  local host=$1 unit=$2 ready=$3 sources=() args=()
+  local host=$1 unit=$2 ready=$3 sources=() args=() installed=() have sum at
   shift 3
+  local triples=("$@")
   while [ $# -ge 3 ]; do
-    sources+=("$1")
-    args+=("/opt/orders/incoming/$(basename "$1")" "$2" "$3")
+    if [ "$3" = tar ]; then installed+=("$2/.installed-$(basename "$1")"); else installed+=("$2"); fi
+    shift 3
+  done
+  have=$(query '' ssh "${SSH_OPTS[@]}" "root@$host" "sha256sum $(quote "${installed[@]}") 2>/dev/null || true")
+  set -- "${triples[@]}"
+  for at in "${installed[@]}"; do
+    sum=$(sha256sum "$1" 2>/dev/null | cut -d' ' -f1) || sum=missing
+    if ! printf '%s\n' "$have" | grep -qxF "$sum  $at"; then
+      sources+=("$1")
+      args+=("/opt/orders/incoming/$(basename "$1")" "$2" "$3")
+    fi
     shift 3
   done
   rssh "$host" 'rm -rf /opt/orders/incoming && install -d -m 0700 /opt/orders/incoming'
-  rscp -q "${sources[@]}" "root@$host:/opt/orders/incoming/"
-  rscript "$host" "$HERE/remote/install.sh" "$unit" "$ready" "${args[@]}"
+  if [ ${#sources[@]} -gt 0 ]; then rscp -q "${sources[@]}" "root@$host:/opt/orders/incoming/"; fi
+  rscript "$host" "$HERE/remote/install.sh" "$unit" "$ready" ${args[@]+"${args[@]}"}
 }
 
 # The env files of the services and of the load droplets: from templates, into STATE_DIR (0600).
