@@ -1,5 +1,6 @@
 //! `orders-bench`: the benchmark runner of the two order services. `main` only parses the command
-//! line and hands each subcommand to its module: `seed`, `round`, `report` and `demo`. `dataset`
+//! line and hands each subcommand to its module: `seed`, `round`, `report`, `demo` and
+//! `agent` (a follower load machine, `fleet`). `dataset`
 //! and `prng` generate the orders, `manifest` records what was seeded where; `k6`, `diagnostics`,
 //! `procstat` and `charts` serve the rounds and reports.
 
@@ -8,6 +9,7 @@ mod databases;
 mod dataset;
 mod demo;
 mod diagnostics;
+mod fleet;
 mod k6;
 mod manifest;
 mod prng;
@@ -32,6 +34,8 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Load the same deterministic orders into PostgreSQL and/or MongoDB and write the manifest.
     Seed(seed::SeedArgs),
@@ -43,6 +47,9 @@ enum Command {
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
     /// rounds and the report; stops everything it started (about ten minutes, --quick under three).
     Demo(demo::DemoArgs),
+    /// Serve as a follower load machine: run this machine's k6 execution segment of a leader's
+    /// round (`round --followers`) and report its summary, drops and CPU.
+    Agent(fleet::agent::AgentArgs),
 }
 
 #[tokio::main]
@@ -52,6 +59,7 @@ async fn main() -> ExitCode {
         Command::Round(args) => round::run(args).await,
         Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args).await,
+        Command::Agent(args) => fleet::agent::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

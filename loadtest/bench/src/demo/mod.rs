@@ -227,6 +227,7 @@ async fn body(
         script: repo.join(crate::repo::SCRIPT),
         manifest: manifest.clone(),
         extra_env: vec![marker.clone()],
+        fleet: None,
     };
     let seed = SeedArgs {
         seed: 1,

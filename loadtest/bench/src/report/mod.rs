@@ -7,6 +7,7 @@
 
 mod doc;
 mod findings;
+mod fleet;
 mod format;
 mod sections;
 mod summary;

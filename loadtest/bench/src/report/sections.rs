@@ -332,6 +332,7 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
     }
     blocks.push(Block::Heading(3, "Steps".into()));
     blocks.push(steps_table(round));
+    blocks.extend(super::fleet::blocks(round));
     blocks.push(Block::Heading(3, "What explains it".into()));
     blocks.push(pg_table(round));
     blocks.push(mongo_table(round));

@@ -6,7 +6,7 @@ use super::cpu::{self, Component, Role, Sampler};
 use super::{RoundSpec, Setup};
 use crate::diagnostics::{self, Pair};
 use crate::k6::live::{EarlyStop, LiveView};
-use crate::{k6, procstat};
+use crate::{fleet, k6, procstat};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,6 +30,8 @@ pub struct Driven {
     pub drop_samples: Vec<(f64, BTreeMap<String, u64>)>,
     pub sampler: Sampler,
     pub polled: Vec<Pair>,
+    /// With `--followers`: this machine's segment and the other machines' reports.
+    pub fleet: Option<fleet::leader::Collected>,
 }
 
 /// Diagnostics polled in the background until `stop` fires.
@@ -98,9 +100,19 @@ pub async fn run(
         cpu::locate("orders-mongo", Role::Service, "mongo", &setup.mongo_url),
     ];
 
+    // With other load machines, every k6 starts paused and all are resumed at the same moment.
+    let fleet = match &setup.fleet {
+        Some(fleet) => Some(fleet::leader::Started::begin(fleet, &env, &setup.manifest, label).await?),
+        None => None,
+    };
+    let args = fleet.as_ref().map(fleet::leader::Started::k6_args).unwrap_or_default();
     let reaped_before = procstat::own_reaped_children_seconds();
+    let mut running = k6::spawn(k6::Launch { binary: &setup.k6, script: &setup.script, env, log: log_path, args })?;
+    let late_ms = match &fleet {
+        Some(fleet) => fleet.release(&mut running, log_path).await?,
+        None => 0.0,
+    };
     let origin = Instant::now();
-    let mut running = k6::spawn(k6::Launch { binary: &setup.k6, script: &setup.script, env, log: log_path })?;
     let mut sampler = Sampler::new(components, origin);
     sampler.components.push(Component {
         name: "k6".into(),
@@ -116,7 +128,9 @@ pub async fn run(
     let rates = spec.plan.rates();
     let targets: Vec<String> = TARGETS.iter().map(|t| (*t).to_owned()).collect();
     let mut early = EarlyStop::default();
-    let (mut scenario_start, mut reported_step, mut stopped_early) = (None::<f64>, 0usize, false);
+    // A released (paused) k6 starts its scenarios at `origin`; otherwise estimated from its counts.
+    let released = fleet.as_ref().map(|_| 0.0);
+    let (mut scenario_start, mut reported_step, mut stopped_early) = (released, 0usize, false);
     let mut last_view = LiveView::default();
     let mut drop_samples: Vec<(f64, BTreeMap<String, u64>)> = Vec::new();
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
@@ -147,6 +161,9 @@ pub async fn run(
                     if let Err(error) = running.api.stop().await {
                         eprintln!("{label} could not stop k6 early ({error:#}); it runs to the last step");
                     }
+                    if let Some(fleet) = &fleet {
+                        fleet.stop().await;
+                    }
                 }
                 last_view = view;
             }
@@ -158,9 +175,24 @@ pub async fn run(
     let _ = stop_polling.send(());
     let _ = poller.await;
     let polled: Vec<Pair> = polled.lock().map(|list| list.clone()).unwrap_or_default();
+    let fleet = match fleet {
+        Some(fleet) => Some(fleet.collect(late_ms, spec.settle).await?),
+        None => None,
+    };
     if reported_step < rates.len() && !stopped_early {
         let rate = rates.get(reported_step).copied().unwrap_or(0);
         eprintln!("{label} {} (figures of the last moment)", progress_line(&last_view, reported_step, rate));
     }
-    Ok(Driven { status, origin, exited_at, k6_seconds, scenario_start, stopped_early, drop_samples, sampler, polled })
+    Ok(Driven {
+        status,
+        origin,
+        exited_at,
+        k6_seconds,
+        scenario_start,
+        stopped_early,
+        drop_samples,
+        sampler,
+        polled,
+        fleet,
+    })
 }

@@ -159,6 +159,11 @@ pub struct RoundArgs {
     /// Folder for the round's files [default: results/<timestamp>-<name>].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Agents (`orders-bench agent`) on other load machines, as base URLs, e.g.
+    /// `http://10.110.0.7:9400,http://10.110.0.8:9400`: every repeat then runs in k6 execution
+    /// segments, this machine's and one per agent, started together and merged into one result.
+    #[arg(long, value_delimiter = ',')]
+    pub followers: Vec<String>,
 }
 
 /// One round to run: what to offer and how to judge it.
@@ -190,6 +195,8 @@ pub struct Setup {
     pub manifest: PathBuf,
     /// Extra environment for k6 (the demo marks every process it starts).
     pub extra_env: Vec<(String, String)>,
+    /// Other load machines that share every repeat's load (`--followers`).
+    pub fleet: Option<crate::fleet::leader::Fleet>,
 }
 
 /// `20261130T101500Z`, for folder names.
@@ -246,6 +253,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         script,
         manifest,
         extra_env: Vec::new(),
+        fleet: (!args.followers.is_empty()).then(|| crate::fleet::leader::Fleet { followers: args.followers.clone() }),
     };
     let out = match &args.out {
         Some(out) => out.clone(),

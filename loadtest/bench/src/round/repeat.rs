@@ -91,8 +91,18 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     let summary_path = dir.join("k6-summary.json");
     let log_path = dir.join("k6.log");
     let driven = drive::run(spec, setup, &client, &summary_path, &log_path, &label).await?;
-    let Driven { status, origin, exited_at, k6_seconds, scenario_start, stopped_early, drop_samples, sampler, polled } =
-        driven;
+    let Driven {
+        status,
+        origin,
+        exited_at,
+        k6_seconds,
+        scenario_start,
+        stopped_early,
+        drop_samples,
+        sampler,
+        polled,
+        fleet,
+    } = driven;
     // PostgreSQL backends report their counters at most once a second: let the last second land.
     tokio::time::sleep(STATS_LAG).await;
     let wal_after = counts::wal_stats(&setup.databases.database_url).await;
@@ -127,6 +137,8 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         files.insert(key.to_owned(), format!("{rel}/{file}"));
     }
 
+    // Several load machines: judge the merged summary, with every machine's drops.
+    let fleet = fleet.map(|f| f.combine(&dir, &summary_path, &drop_samples, scenario_start)).transpose()?;
     let summary = Summary::read(&summary_path)
         .with_context(|| format!("k6 exited with {status} without a usable summary; see {}", log_path.display()))?;
     let start = scenario_start.unwrap_or((exited_at - summary.run_seconds).max(0.0));
@@ -134,8 +146,11 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     for (name, target) in &summary.targets {
         let samples: Vec<(f64, u64)> =
             drop_samples.iter().map(|(t, d)| (*t, d.get(name).copied().unwrap_or(0))).collect();
-        let drops = (!samples.is_empty() && scenario_start.is_some())
-            .then(|| drops_per_step(&samples, start, &target.steps, target.dropped_iterations));
+        let drops = match &fleet {
+            Some(fleet) => Some(fleet.drops(name)),
+            None => (!samples.is_empty() && scenario_start.is_some())
+                .then(|| drops_per_step(&samples, start, &target.steps, target.dropped_iterations)),
+        };
         let steps = judge_target(target, summary.run_seconds, &spec.mark, drops.as_deref());
         let max_rate = max_passing_rate(&steps);
         target_results.insert(
@@ -173,6 +188,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         })
         .collect();
     eprintln!("{label} {}", verdicts.join("; "));
+    let fleet = fleet.map(|f| f.report(&cpu));
     Ok(RepeatResult {
         index,
         reseeded: spec.reseed.is_some(),
@@ -185,6 +201,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         cpu,
         files,
         notes,
+        fleet,
     })
 }
 

@@ -111,6 +111,9 @@ pub struct RepeatResult {
     /// Anything that makes this repeat's figures less complete than usual.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// With several load machines (`round --followers`): what each offered, achieved and used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<crate::fleet::FleetReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
