@@ -7,7 +7,7 @@ use orders_mongo::{Config, MongoStore};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config: Config = orders_http::config::parse_args("127.0.0.1:8081");
-    orders_http::telemetry::init(&config.http);
+    let _log = orders_http::telemetry::init(&config.http);
     let store = MongoStore::connect(&config.store()).await.context("could not start on MongoDB")?;
     orders_http::serve(&config.http, store).await.context("server failed")
 }

@@ -6,7 +6,7 @@ use orders_pg::{Config, PgStore};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config: Config = orders_http::config::parse_args("127.0.0.1:8080");
-    orders_http::telemetry::init(&config.http);
+    let _log = orders_http::telemetry::init(&config.http);
     let store = PgStore::connect(&config.store()).await.context("could not start on PostgreSQL")?;
     orders_http::serve(&config.http, store).await.context("server failed")
 }
