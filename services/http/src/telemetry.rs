@@ -17,7 +17,9 @@ const QUEUED_LINES: usize = 64 * 1024;
 
 /// Keeps the writer thread alive; dropping it flushes the queued lines. Hold it until exit.
 #[must_use = "dropping the guard stops logging; keep it until the process exits"]
-pub struct LogGuard(Option<WorkerGuard>);
+pub struct LogGuard {
+    _writer: Option<WorkerGuard>,
+}
 
 /// A clap value parser: accepts only filters tracing can use.
 pub fn parse_filter(value: &str) -> Result<String, String> {
@@ -39,5 +41,5 @@ pub fn init(config: &HttpConfig) -> LogGuard {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Text => builder.try_init(),
     };
-    LogGuard(installed.is_ok().then_some(guard))
+    LogGuard { _writer: installed.is_ok().then_some(guard) }
 }
