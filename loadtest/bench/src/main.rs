@@ -3,6 +3,7 @@
 //! and `prng` generate the orders, `manifest` records what was seeded where; `k6`, `diagnostics`,
 //! `procstat` and `charts` serve the rounds and reports.
 
+mod cgroup;
 mod charts;
 mod databases;
 mod dataset;
