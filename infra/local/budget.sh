@@ -22,6 +22,10 @@
 BUDGET_GROUP=orders-bench
 BUDGET_PERIOD_US=10000 # 10 ms
 BUDGET_MIN_CPUS=0.1    # the kernel's smallest quota is 1 ms per period
+# Eight times the default CPU weight: a busy load path does not starve a database below its quota
+# (a database droplet's cores are not shared with the load generator either); the quota caps it.
+BUDGET_SHARES=8192 # cgroup v1 cpu.shares (default 1024)
+BUDGET_WEIGHT=800  # cgroup v2 cpu.weight and systemd CPUWeight= (default 100)
 
 budget_say() { printf 'stack: %s\n' "$*"; }
 budget_fail() {
@@ -186,7 +190,18 @@ budget_write() { # FILE VALUE
 	fi
 }
 
-# Creates budget NAME's cgroups (root methods) and sets CPUS and MEMORY ("none" lifts a limit).
+# Gives the group DIR the sum of its members' CPU weights (FILE: cpu.shares or cpu.weight), so each
+# member competes with the rest of the machine as if it stood alone.
+budget_sum_weights() {
+	local dir="$1" file="$2" sum
+	sum="$(cat "$dir"/*/"$file" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')"
+	((sum > 0)) || return 0
+	((sum <= 10000)) || [[ "$file" != cpu.weight ]] || sum=10000
+	printf '%s\n' "$sum" >"$dir/$file" 2>/dev/null || true
+}
+
+# Creates budget NAME's cgroups (root methods) and sets CPUS and MEMORY ("none" lifts a limit),
+# with a high CPU weight (see BUDGET_SHARES).
 budget_set() {
 	local name="$1" cpus="$2" memory="$3" dir v2 quota
 	quota=-1
@@ -201,6 +216,8 @@ budget_set() {
 				budget_write "$dir/cpu.cfs_quota_us" -1 || return 1
 				budget_write "$dir/cpu.cfs_period_us" "$BUDGET_PERIOD_US" || return 1
 				budget_write "$dir/cpu.cfs_quota_us" "$quota" || return 1
+				budget_write "$dir/cpu.shares" "$([[ "$cpus" == none ]] && echo 1024 || echo "$BUDGET_SHARES")" || return 1
+				budget_sum_weights "$(dirname "$dir")" cpu.shares
 			fi
 			if [[ -f "$dir/memory.limit_in_bytes" ]]; then
 				# Moved processes take their charges along (deprecated in newer kernels; best effort).
@@ -218,10 +235,12 @@ budget_set() {
 		dir="$v2/$BUDGET_GROUP/$name"
 		mkdir -p "$dir" || return 1
 		budget_write "$dir/cpu.max" "$([[ "$cpus" == none ]] && echo max || echo "$quota") $BUDGET_PERIOD_US" || return 1
+		budget_write "$dir/cpu.weight" "$([[ "$cpus" == none ]] && echo 100 || echo "$BUDGET_WEIGHT")" || return 1
+		budget_sum_weights "$v2/$BUDGET_GROUP" cpu.weight
 		budget_write "$dir/memory.max" "$([[ "$memory" == none ]] && echo max || echo "$memory")" || return 1
 		;;
 	systemd-user)
-		local -a properties=(CPUQuotaPeriodSec=10ms)
+		local -a properties=(CPUQuotaPeriodSec=10ms "CPUWeight=$BUDGET_WEIGHT")
 		if [[ "$cpus" == none ]]; then properties+=(CPUQuota=); else properties+=("CPUQuota=$(awk -v c="$cpus" 'BEGIN { printf "%.0f", c * 100 }')%"); fi
 		if [[ "$memory" == none ]]; then properties+=(MemoryMax=infinity); else properties+=("MemoryMax=$memory"); fi
 		systemctl --user set-property --runtime "$(budget_unit "$name")" "${properties[@]}" ||
@@ -288,7 +307,7 @@ budget_exec() {
 		exec "$@"
 		;;
 	systemd-user)
-		local -a properties=(-p CPUQuotaPeriodSec=10ms)
+		local -a properties=(-p CPUQuotaPeriodSec=10ms -p "CPUWeight=$BUDGET_WEIGHT")
 		[[ "$cpus" == none ]] || properties+=(-p "CPUQuota=$(awk -v c="$cpus" 'BEGIN { printf "%.0f", c * 100 }')%")
 		[[ "$memory" == none ]] || properties+=(-p "MemoryMax=$memory")
 		exec systemd-run --user --scope --quiet --collect --unit="$(budget_unit "$name")" "${properties[@]}" -- "$@"

@@ -447,7 +447,7 @@ in_budget() {
 		;;
 	systemd-user)
 		local -a BUDGET_PREFIX=(systemd-run --user --scope --quiet --collect --unit="$(budget_unit "$name")"
-			-p CPUQuotaPeriodSec=10ms)
+			-p CPUQuotaPeriodSec=10ms -p "CPUWeight=$BUDGET_WEIGHT")
 		[[ "$cpus" == none ]] || BUDGET_PREFIX+=(-p "CPUQuota=$(awk -v c="$cpus" 'BEGIN { printf "%.0f", c * 100 }')%")
 		[[ "$memory" == none ]] || BUDGET_PREFIX+=(-p "MemoryMax=$memory")
 		if declare -F "$1" >/dev/null; then "$@"; else "${BUDGET_PREFIX[@]}" "$@"; fi
@@ -486,10 +486,10 @@ budget_line() {
 		printf 'no budget (shares the machine with everything else)'
 		return
 	fi
-	local cpu_text=unlimited memory_text=unlimited
+	local cpu_text="unlimited CPU" memory_text="unlimited memory"
 	[[ "$cpus" == none ]] || cpu_text="$cpus CPU ($(awk -v p="$period" 'BEGIN { printf "%g", p / 1000 }') ms period)"
-	[[ "$memory" == none ]] || memory_text="$(budget_human "$memory")"
-	printf 'budget %s, memory %s (cgroup %s)' "$cpu_text" "$memory_text" "$cgroup"
+	[[ "$memory" == none ]] || memory_text="$(budget_human "$memory") memory"
+	printf 'budget: %s, %s (cgroup %s)' "$cpu_text" "$memory_text" "$cgroup"
 }
 
 # Applies the asked budget to a running server: NAME PID CACHE_BYTES LABEL.

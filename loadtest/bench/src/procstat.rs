@@ -46,9 +46,12 @@ fn all_pids() -> Vec<u32> {
     entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
 }
 
-/// CPU seconds used so far by `root` and every live descendant, plus whatever they have reaped.
-pub fn tree_cpu_seconds(root: u32) -> Option<f64> {
-    let root_stat = stat(root)?;
+/// `root` and every live descendant.
+pub fn tree_pids(root: u32) -> BTreeSet<u32> {
+    tree_stats(root).keys().copied().collect()
+}
+
+fn tree_stats(root: u32) -> BTreeMap<u32, ProcStat> {
     let stats: BTreeMap<u32, ProcStat> = all_pids().into_iter().filter_map(|pid| Some((pid, stat(pid)?))).collect();
     let mut tree = BTreeSet::from([root]);
     // Parents usually have lower pids, but pids wrap: iterate until nothing is added.
@@ -63,12 +66,21 @@ pub fn tree_cpu_seconds(root: u32) -> Option<f64> {
             break;
         }
     }
-    let ticks: u64 = tree
-        .iter()
-        .filter_map(|pid| if *pid == root { Some(root_stat) } else { stats.get(pid).copied() })
-        .map(|s| s.own_ticks + s.reaped_children_ticks)
-        .sum();
+    stats.into_iter().filter(|(pid, _)| tree.contains(pid)).collect()
+}
+
+/// CPU seconds used so far by `root` and every live descendant, plus whatever they have reaped.
+pub fn tree_cpu_seconds(root: u32) -> Option<f64> {
+    let root_stat = stat(root)?;
+    let mut tree = tree_stats(root);
+    tree.insert(root, root_stat);
+    let ticks: u64 = tree.values().map(|s| s.own_ticks + s.reaped_children_ticks).sum();
     Some(ticks as f64 / TICKS_PER_SECOND)
+}
+
+/// CPU seconds of process `pid`'s own threads, without its children.
+pub fn own_cpu_seconds(pid: u32) -> Option<f64> {
+    Some(stat(pid)?.own_ticks as f64 / TICKS_PER_SECOND)
 }
 
 /// CPU seconds of the children this process has reaped (k6, once it has been waited for).

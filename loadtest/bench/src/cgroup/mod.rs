@@ -208,9 +208,11 @@ impl Placement {
             memory_bytes: memory.and_then(|m| m.read("memory.usage_in_bytes")?.trim().parse().ok()),
             memory_peak_bytes: memory.and_then(|m| m.read("memory.max_usage_in_bytes")?.trim().parse().ok()),
             memory_limit_bytes: memory.and_then(|m| {
-                tightest(m.lineage().filter_map(|dir| {
-                    v1_memory_limit(&fs::read_to_string(dir.join("memory.limit_in_bytes")).ok()?)
-                }))
+                tightest(
+                    m.lineage().filter_map(|dir| {
+                        v1_memory_limit(&fs::read_to_string(dir.join("memory.limit_in_bytes")).ok()?)
+                    }),
+                )
             }),
         }
     }

@@ -122,7 +122,8 @@ impl Drop for Budgeted {
         let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.child.wait();
         let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline && cgroup.as_ref().and_then(Placement::processes).is_some_and(|p| !p.is_empty()) {
+        while Instant::now() < deadline && cgroup.as_ref().and_then(Placement::processes).is_some_and(|p| !p.is_empty())
+        {
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = Command::new("bash").arg(budget_script()).args(["remove", &self.name]).status();
@@ -186,4 +187,73 @@ fn a_memory_budget_counts_the_page_cache() {
     assert_eq!(reading.memory_limit_bytes, Some(limit));
     assert!(peak <= limit, "the limit binds: peak {peak}");
     assert!(peak >= limit / 2, "the written file's page cache is charged to the budget: peak {peak}");
+}
+
+#[test]
+fn the_cpu_sampler_reports_a_budgeted_databases_use_and_throttling_per_step() {
+    use crate::k6::summary::OfferedStep;
+    use crate::round::cpu::{Component, Role, Sampler};
+    use std::collections::BTreeMap;
+    if let Err(why) = root_budgets() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let burner = Budgeted::start("0.3", "512M", &["sh", "-c", "while :; do :; done"]);
+    let database = Component {
+        name: "burner".into(),
+        role: Role::Database,
+        target: Some("pg".into()),
+        pid: Some(burner.child.id()),
+        note: None,
+    };
+    let mut sampler = Sampler::new(vec![database], Instant::now());
+    for _ in 0..5 {
+        sampler.sample();
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    sampler.sample();
+    let steps = [OfferedStep { from_s: 0.0, to_s: 1.0, rate: 100 }, OfferedStep { from_s: 1.0, to_s: 2.0, rate: 200 }];
+    let report = sampler.report(None, 0.0, &steps, &BTreeMap::from([("pg".to_owned(), 300)]), None);
+
+    let budget = &report.budgets["burner"];
+    assert_eq!((budget.cpus, budget.memory_bytes, budget.dedicated), (Some(0.3), Some(512 << 20), true));
+    assert_eq!(budget.period_ms, Some(10.0));
+    for step in &report.steps {
+        let db = &step.databases["burner"];
+        eprintln!("step {}: {db:?}", step.step);
+        let cores = db.cores.expect("cores");
+        assert!((0.15..=0.33).contains(&cores), "step {}: {cores:.3} cores under a 0.3 budget", step.step);
+        assert_eq!(db.budget_cores, Some(0.3));
+        assert!(db.throttled_share.is_some_and(|s| s > 0.5), "{db:?}");
+        assert!(db.throttled_seconds.is_some_and(|s| s > 0.0), "{db:?}");
+        assert_eq!(step.cores["burner"], cores, "the database's cores are the kernel's");
+    }
+}
+
+#[test]
+fn an_ordinary_user_without_a_delegating_systemd_is_told_there_are_no_budgets() {
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")));
+    let has_user_manager =
+        Command::new("systemctl").args(["--user", "show"]).output().is_ok_and(|o| o.status.success());
+    if !is_root || has_user_manager {
+        eprintln!("SKIPPED: needs root (to run as nobody) on a machine without a systemd user manager");
+        return;
+    }
+    let as_nobody = |args: &[&str]| {
+        Command::new("runuser")
+            .args(["-u", "nobody", "--", "bash"])
+            .arg(budget_script())
+            .args(args)
+            .output()
+            .expect("runuser")
+    };
+    let method = as_nobody(&["method"]);
+    let text = String::from_utf8_lossy(&method.stdout);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("none"), "{text}");
+    assert!(lines.next().is_some_and(|why| why.starts_with("not root")), "says why: {text}");
+    let run = as_nobody(&["run", "x", "0.2", "256M", "--", "true"]);
+    assert!(!run.status.success(), "a budget that cannot be set is an error, not a silent run");
+    assert!(String::from_utf8_lossy(&run.stderr).contains("budgets are not available here"));
 }
