@@ -201,11 +201,19 @@ impl Applied {
             bail!("database budgets are not available here: {why}");
         }
         let previous = current(&env).unwrap_or(Budget::NONE);
-        let said = stack.budget(&wanted.stack_args()).await?;
-        for line in said.lines().filter(|l| !l.trim().is_empty()) {
-            eprintln!("  {line}");
+        match stack.budget(&wanted.stack_args()).await {
+            Ok(said) => {
+                for line in said.lines().filter(|l| !l.trim().is_empty()) {
+                    eprintln!("  {line}");
+                }
+                Ok(Self { stack, previous })
+            }
+            Err(error) => {
+                // One server may have taken the budget before the other refused it.
+                let _ = stack.budget(&previous.stack_args()).await;
+                Err(error)
+            }
         }
-        Ok(Self { stack, previous })
     }
 
     pub async fn restore(self) -> Result<()> {

@@ -236,6 +236,24 @@ fn choose_budget(
     }
 }
 
+/// Applies the budget to a stack the demo did not start. Its servers' caches were sized when they
+/// started; when the default memory budget is too small for them, the demo keeps their memory as
+/// it is, and says so, rather than refuse to run (an explicit --db-memory is refused instead).
+async fn apply_to_running(stack: &stack::Stack, wanted: budget::Budget, flags: &BudgetArgs) -> Result<budget::Applied> {
+    let first = budget::Applied::apply(stack.clone(), wanted).await;
+    match first {
+        Err(error) if flags.db_memory.is_none() && wanted.memory != budget::Cap::Unlimited => {
+            let cpu_only = budget::Budget { cpus: wanted.cpus, memory: budget::Cap::Unlimited };
+            eprintln!(
+                "demo: note: {error:#}\ndemo: keeping the servers' memory unlimited and applying {cpu_only}; restart the \
+                 stack with a memory budget (stack.sh stop, then run the demo again) to size their caches for it"
+            );
+            budget::Applied::apply(stack.clone(), cpu_only).await
+        }
+        outcome => outcome,
+    }
+}
+
 /// Everything between starting and stopping; returns the summary table.
 async fn body(
     args: &DemoArgs,
@@ -253,7 +271,8 @@ async fn body(
     if stack.running().await? {
         eprintln!("demo: the local stack is running; it will be left running (and its budgets put back)");
         if budget_note.is_none() {
-            started.budget = Some(budget::Applied::apply(stack::Stack::new(repo, marker.clone()), wanted).await?);
+            started.budget =
+                Some(apply_to_running(&stack::Stack::new(repo, marker.clone()), wanted, &args.budget).await?);
         }
     } else {
         let flags = if budget_note.is_none() { wanted.stack_args() } else { Vec::new() };

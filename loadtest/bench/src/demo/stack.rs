@@ -10,6 +10,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+#[derive(Clone)]
 pub struct Stack {
     script: PathBuf,
     repo: PathBuf,
