@@ -2,9 +2,10 @@
 //! including the time of children it has already reaped, so PostgreSQL backends that come and go
 //! are still counted by their postmaster), the process that listens on a TCP port
 //! (`/proc/net/tcp{,6}` → socket inode → `/proc/*/fd`), and the busy time of the whole machine
-//! (`/proc/stat`). Everything here is a plain read of text files; on other systems, or without the
-//! right to read another user's `/proc/<pid>/fd`, the lookups return `None` and the report says
-//! that the figure was not measured.
+//! (`/proc/stat`; niced background work does not count, it yields to the measured run).
+//! Everything here is a plain read of text files; on other systems, or without the right to read
+//! another user's `/proc/<pid>/fd`, the lookups return `None` and the report says that the figure
+//! was not measured.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -136,7 +137,12 @@ fn socket_inode(link: &str) -> Option<u64> {
 /// Busy and total CPU seconds of the whole machine since boot (all cores), from `/proc/stat`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MachineCpu {
+    /// Busy at normal priority or above: everything but idle, iowait and niced time.
     pub busy_seconds: f64,
+    /// Time of niced processes (nice > 0: background builds and tests, `nice -n 19`). They yield
+    /// the CPU to normal-priority work (weight 15 against 1,024 at nice 19), so a measured run could
+    /// have had those cycles: they do not count as busy.
+    pub niced_seconds: f64,
     pub total_seconds: f64,
 }
 
@@ -146,8 +152,10 @@ pub fn parse_machine_cpu(text: &str) -> Option<MachineCpu> {
     // user nice system idle iowait irq softirq steal (guest time is already inside user).
     let total: u64 = ticks.iter().take(8).sum();
     let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+    let niced = ticks.get(1).copied().unwrap_or(0);
     Some(MachineCpu {
-        busy_seconds: (total - idle) as f64 / TICKS_PER_SECOND,
+        busy_seconds: (total - idle - niced) as f64 / TICKS_PER_SECOND,
+        niced_seconds: niced as f64 / TICKS_PER_SECOND,
         total_seconds: total as f64 / TICKS_PER_SECOND,
     })
 }
@@ -183,9 +191,9 @@ mod tests {
     }
 
     #[test]
-    fn machine_busy_time_excludes_idle_and_iowait() {
-        let cpu = parse_machine_cpu("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3").expect("cpu line");
-        assert_eq!(cpu, MachineCpu { busy_seconds: 1.5, total_seconds: 10.0 });
+    fn machine_busy_time_excludes_idle_iowait_and_niced_time() {
+        let cpu = parse_machine_cpu("cpu  100 30 50 770 50 0 0 0 0 0\ncpu0 1 2 3").expect("cpu line");
+        assert_eq!(cpu, MachineCpu { busy_seconds: 1.5, niced_seconds: 0.3, total_seconds: 10.0 });
     }
 
     #[test]
