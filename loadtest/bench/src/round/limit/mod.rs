@@ -1,8 +1,10 @@
 //! What limited a target at the step it first failed, named from evidence and in this order:
 //!
-//! 1. **database**: its cgroup was throttled in at least a quarter of the step's quota periods
-//!    while its CPU was at its budget (at least 85% of the quota): the budget bound, whatever else
-//!    happened (the text says when the machine was saturated too);
+//! 1. **database**: its cgroup was throttled in at least a fifth of the step's quota periods while
+//!    its CPU was at its budget (at least 75% of the quota on the step's average: a CPU-bound
+//!    server's latency knee lies about there, and within the step the quota bit in one period of
+//!    five): the budget bound, whatever else happened (the text says when the machine was
+//!    saturated too);
 //! 2. **load generator**: it fell behind its own schedule (p99 lag of 10 ms or more);
 //! 3. the machine was **saturated** (busy cores at least 80% of all; a step's average hides its
 //!    busiest moments, and queues grow well before 100%): the **load generator** or the target's
@@ -74,9 +76,9 @@ pub struct Evidence {
 /// At least this share of all cores busy: saturated.
 pub const SATURATED: f64 = 0.8;
 /// A database at its budget: at least this share of its quota used...
-pub const AT_BUDGET: f64 = 0.85;
+pub const AT_BUDGET: f64 = 0.75;
 /// ...and throttled in at least this share of its periods.
-pub const THROTTLED: f64 = 0.25;
+pub const THROTTLED: f64 = 0.2;
 /// A load generator this late (p99) has fallen behind its schedule.
 pub const LAG_MS: f64 = 10.0;
 /// On a saturated machine, a component with this share of the busy cores (and the largest) took it.

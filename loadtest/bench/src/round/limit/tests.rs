@@ -83,6 +83,18 @@ fn a_database_at_its_budget_is_the_limit_on_a_saturated_machine_too_and_says_so(
 }
 
 #[test]
+fn a_database_near_its_budget_and_often_throttled_on_an_idle_machine_is_the_limit() {
+    // Measured here: PostgreSQL under 0.1 CPU failed the 800 req/s read step at 0.08 cores,
+    // throttled in 22% of its periods, with 1.1 of 2 cores idle.
+    let base = step(0.91, &[("k6", 0.41), ("orders-pg", 0.07), ("orders-mongo", 0.1), ("orders-bench", 0.03)]);
+    let s = budgeted(budgeted(base, "postgres", 0.08, 0.1, 0.22), "mongod", 0.1, 0.1, 0.96);
+    assert_eq!(limit("pg", &s, &components(), 2).kind, LimitKind::Database);
+    assert_eq!(limit("mongo", &s, &components(), 2).kind, LimitKind::Database);
+    let barely = budgeted(s, "postgres", 0.08, 0.1, 0.12);
+    assert_eq!(limit("pg", &barely, &components(), 2).kind, LimitKind::NotCpu, "one period in eight is not enough");
+}
+
+#[test]
 fn throttling_without_using_the_budget_is_not_a_database_limit() {
     let base = step(0.9, &[("k6", 0.2), ("orders-pg", 0.2)]);
     let s = budgeted(base, "postgres", 0.1, 0.25, 0.4);
