@@ -136,12 +136,12 @@ budget_detect() {
 		cpu="$(budget_v1_mount cpu)"
 		memory="$(budget_v1_mount memory)"
 		if [[ -n "$cpu" && -n "$memory" && -f "$cpu/cpu.cfs_quota_us" && -f "$memory/memory.limit_in_bytes" ]]; then
-			BUDGET_METHOD=cgroup-v1
+			BUDGET_METHOD="cgroup-v1"
 			return
 		fi
 		v2="$(budget_v2_mount)"
 		if [[ -n "$v2" ]] && budget_v2_has "$v2" cpu memory; then
-			BUDGET_METHOD=cgroup-v2
+			BUDGET_METHOD="cgroup-v2"
 			return
 		fi
 		BUDGET_WHY="running as root, but neither cgroup v1 with the cpu and memory controllers nor cgroup v2 with them is mounted"
@@ -283,8 +283,8 @@ budget_tree() {
 # Moves the whole process tree of ROOT into budget NAME (root methods). The root goes first, so
 # children forked meanwhile are born inside; a second pass catches any born before it moved.
 budget_move_tree() {
-	local name="$1" root="$2" pid pass
-	for pass in 1 2; do
+	local name="$1" root="$2" pid
+	for _ in 1 2; do
 		while read -r pid; do
 			budget_move_one "$name" "$pid" || {
 				budget_fail "could not move pid $pid into budget $name"

@@ -158,6 +158,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn version_1_files_still_read_and_unknown_versions_do_not() {
+        let dir = std::env::temp_dir().join(format!("orders-bench-schema-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        for (schema, readable) in [("orders-bench/result/1", true), (SCHEMA, true), ("orders-bench/result/9", false)] {
+            std::fs::write(dir.join(FILE), format!(r#"{{"schema": "{schema}", "rounds": []}}"#)).expect("write");
+            assert_eq!(read(&dir).is_ok(), readable, "{schema}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn the_plan_lists_every_rate_up_to_the_maximum() {
         let plan = RatePlan { start_rate: 100, step: 150, max_rate: 500, step_seconds: 5.0 };
         assert_eq!(plan.rates(), [100, 250, 400]);

@@ -211,7 +211,8 @@ fn judge(e: &Evidence) -> (LimitKind, String) {
         return (
             LimitKind::NotCpu,
             format!(
-                "only {} and {}: it waited on something else (disk flushes, locks) [{}]",
+                "only {} and {}: it waited on something else (disk flushes, locks, or a stall of the machine that \
+                 the step's average hides) [{}]",
                 e.busy_words(busy),
                 e.database_words(),
                 e.shares()
