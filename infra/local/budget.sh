@@ -22,8 +22,10 @@
 BUDGET_GROUP=orders-bench
 BUDGET_PERIOD_US=10000 # 10 ms
 BUDGET_MIN_CPUS=0.1    # the kernel's smallest quota is 1 ms per period
-# Eight times the default CPU weight: a busy load path does not starve a database below its quota
-# (a database droplet's cores are not shared with the load generator either); the quota caps it.
+# Eight times the default CPU weight for each server's cgroup: a whole server (PostgreSQL's many
+# backends, mongod's threads) then weighs about what its busy processes weighed on their own
+# outside a cgroup, and a busy load path does not starve a database below its quota (a database
+# droplet's cores are not shared with the load generator either); the quota caps it.
 BUDGET_SHARES=8192 # cgroup v1 cpu.shares (default 1024)
 BUDGET_WEIGHT=800  # cgroup v2 cpu.weight and systemd CPUWeight= (default 100)
 
@@ -216,7 +218,7 @@ budget_set() {
 				budget_write "$dir/cpu.cfs_quota_us" -1 || return 1
 				budget_write "$dir/cpu.cfs_period_us" "$BUDGET_PERIOD_US" || return 1
 				budget_write "$dir/cpu.cfs_quota_us" "$quota" || return 1
-				budget_write "$dir/cpu.shares" "$([[ "$cpus" == none ]] && echo 1024 || echo "$BUDGET_SHARES")" || return 1
+				budget_write "$dir/cpu.shares" "$BUDGET_SHARES" || return 1
 				budget_sum_weights "$(dirname "$dir")" cpu.shares
 			fi
 			if [[ -f "$dir/memory.limit_in_bytes" ]]; then
@@ -235,7 +237,7 @@ budget_set() {
 		dir="$v2/$BUDGET_GROUP/$name"
 		mkdir -p "$dir" || return 1
 		budget_write "$dir/cpu.max" "$([[ "$cpus" == none ]] && echo max || echo "$quota") $BUDGET_PERIOD_US" || return 1
-		budget_write "$dir/cpu.weight" "$([[ "$cpus" == none ]] && echo 100 || echo "$BUDGET_WEIGHT")" || return 1
+		budget_write "$dir/cpu.weight" "$BUDGET_WEIGHT" || return 1
 		budget_sum_weights "$v2/$BUDGET_GROUP" cpu.weight
 		budget_write "$dir/memory.max" "$([[ "$memory" == none ]] && echo max || echo "$memory")" || return 1
 		;;
@@ -320,12 +322,31 @@ budget_exec() {
 
 # Deletes budget NAME's cgroups once no process is left in them (a systemd scope goes by itself).
 budget_remove() {
-	local name="$1" dir
+	local name="$1" dir parent
 	while read -r dir; do
 		[[ -d "$dir" ]] || continue
 		rmdir "$dir" 2>/dev/null || budget_fail "could not remove $dir (processes left in it?)" || return 1
-		rmdir "$(dirname "$dir")" 2>/dev/null || true # the shared parent, once empty
+		parent="$(dirname "$dir")"
+		rmdir "$parent" 2>/dev/null || true # the shared parent, once empty
+		if [[ -f "$parent/cpu.shares" ]]; then budget_sum_weights "$parent" cpu.shares; fi
+		if [[ -f "$parent/cpu.weight" ]]; then budget_sum_weights "$parent" cpu.weight; fi
 	done < <(budget_dirs "$name")
+}
+
+# Lifts budget NAME from the process tree of ROOT (root methods): moves every process back to the
+# root of each hierarchy, where processes without a budget are, and deletes NAME's cgroups.
+budget_release() {
+	local name="$1" root="$2" dir pid
+	while read -r dir; do
+		[[ -d "$dir" ]] || continue
+		for _ in 1 2; do
+			while read -r pid; do
+				printf '%s\n' "$pid" >"${dir%/"$BUDGET_GROUP"/"$name"}/cgroup.procs" 2>/dev/null ||
+					[[ ! -d "/proc/$pid" ]] || budget_fail "could not move pid $pid out of budget $name" || return 1
+			done < <(budget_tree "$root")
+		done
+	done < <(budget_dirs "$name")
+	budget_remove "$name"
 }
 
 # --- reading back what the kernel applies ------------------------------------------------------------

@@ -503,8 +503,12 @@ apply_budget() {
 	fi
 	case "$BUDGET_METHOD" in
 	cgroup-v1 | cgroup-v2)
-		budget_set "$name" "$cpus" "$memory" || die "could not set budget $name"
-		budget_move_tree "$name" "$pid" || die "could not move $label (pid $pid) into budget $name"
+		if [[ "$cpus" == none && "$memory" == none ]]; then
+			budget_release "$name" "$pid" || die "could not lift the budget of $label (pid $pid)"
+		else
+			budget_set "$name" "$cpus" "$memory" || die "could not set budget $name"
+			budget_move_tree "$name" "$pid" || die "could not move $label (pid $pid) into budget $name"
+		fi
 		;;
 	systemd-user)
 		grep -q "$(budget_unit "$name")" "/proc/$pid/cgroup" ||
