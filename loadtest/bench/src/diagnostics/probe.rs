@@ -210,3 +210,61 @@ async fn mongo_figures(db: &mongodb::Database) -> Result<Value, String> {
                        "totalIndexSize": figure("totalIndexSize")},
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
+
+    fn mongodb_uri() -> String {
+        // Tests read the environment directly, as the other database tests do.
+        std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:57017".into())
+    }
+
+    #[tokio::test]
+    async fn the_runner_reads_both_databases_itself_once_per_sample() {
+        let database_url = orders_pg::testing::fresh_database().await;
+        orders_pg::PgStore::connect(&orders_pg::PgConfig::with_url(database_url.clone())).await.expect("migrate");
+        let mongodb_db = format!("probe_test_{}", std::process::id());
+        let client = mongodb::Client::with_uri_str(mongodb_uri()).await.expect("mongo");
+        let orders = client.database(&mongodb_db).collection::<Document>("orders");
+        orders.insert_one(doc! {"_id": 1_i64, "status": "paid"}).await.expect("insert");
+        let databases = Databases { database_url, mongodb_uri: mongodb_uri(), mongodb_db: mongodb_db.clone() };
+        let services = Client::new("http://127.0.0.1:9", "http://127.0.0.1:9").expect("client");
+
+        let mut probe = Probe::connect(&databases, services, Duration::from_secs(4)).await;
+        let first = probe.sample(4.0).await;
+        let second = probe.sample(8.0).await;
+        let cost = probe.finish();
+        let _ = client.database(&mongodb_db).drop().await;
+
+        let pg = PgSnapshot::from_json(&second.pg);
+        assert_eq!((pg.pending_pages, pg.counter("n_tup_ins")), (Some(0.0), Some(0.0)), "{:#}", second.pg);
+        assert!(pg.wal_bytes.is_some_and(|b| b > 0.0), "{:#}", second.pg);
+        let mongo = MongoSnapshot::from_json(&first.mongo);
+        assert_eq!(mongo.count, Some(1.0), "{:#}", first.mongo);
+        assert!(mongo.opcounters.contains_key("insert") && mongo.journal_bytes.is_some(), "{:#}", first.mongo);
+        assert_eq!(first.pg["source"], "orders-bench", "not a service's /diagnostics");
+        assert_eq!(
+            (cost.samples, cost.pg_queries, cost.mongo_commands, cost.service_diagnostics),
+            (2, 2, 4, 0),
+            "one query and two commands per sample, nothing through the services"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_database_out_of_reach_is_read_through_its_service_and_the_cost_says_so() {
+        let databases = Databases {
+            database_url: "postgres://postgres@127.0.0.1:9/none".into(),
+            mongodb_uri: "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200".into(),
+            mongodb_db: "none".into(),
+        };
+        let services = Client::new("http://127.0.0.1:9", "http://127.0.0.1:9").expect("client");
+        let mut probe = Probe::connect(&databases, services, Duration::from_secs(4)).await;
+        let sample = probe.sample(4.0).await;
+        let cost = probe.finish();
+        assert!(sample.pg.get("error").is_some() && sample.mongo.get("error").is_some(), "{sample:?}");
+        assert_eq!((cost.pg_queries, cost.mongo_commands, cost.service_diagnostics), (0, 0, 2));
+        assert_eq!(cost.notes.len(), 2, "{:?}", cost.notes);
+    }
+}
