@@ -211,7 +211,8 @@ budget_set() {
 	case "$BUDGET_METHOD" in
 	cgroup-v1)
 		while read -r dir; do
-			mkdir -p "$dir" || return 1
+			# A budget being removed at the same moment may take the shared parent away once.
+			mkdir -p "$dir" 2>/dev/null || { sleep 0.1 && mkdir -p "$dir"; } || return 1
 			if [[ -f "$dir/cpu.cfs_quota_us" ]]; then
 				# Period first: a 10 ms period with the old quota may be rejected, a quota above
 				# the old 100 ms period never is once the period is short.
@@ -232,9 +233,9 @@ budget_set() {
 	cgroup-v2)
 		v2="$(budget_v2_mount)"
 		budget_write "$v2/cgroup.subtree_control" "+cpu +memory" || return 1
-		mkdir -p "$v2/$BUDGET_GROUP" || return 1
-		budget_write "$v2/$BUDGET_GROUP/cgroup.subtree_control" "+cpu +memory" || return 1
 		dir="$v2/$BUDGET_GROUP/$name"
+		mkdir -p "$v2/$BUDGET_GROUP" 2>/dev/null || { sleep 0.1 && mkdir -p "$v2/$BUDGET_GROUP"; } || return 1
+		budget_write "$v2/$BUDGET_GROUP/cgroup.subtree_control" "+cpu +memory" || return 1
 		mkdir -p "$dir" || return 1
 		budget_write "$dir/cpu.max" "$([[ "$cpus" == none ]] && echo max || echo "$quota") $BUDGET_PERIOD_US" || return 1
 		budget_write "$dir/cpu.weight" "$BUDGET_WEIGHT" || return 1

@@ -97,10 +97,14 @@ impl Budgeted {
             .spawn()
             .expect("bash budget.sh run");
         let budgeted = Self { name, child };
-        // `run` moves itself into the budget, then execs the command under the same pid.
+        // `run` moves itself into the budget (one hierarchy after the other), then execs the
+        // command under the same pid: once it is no longer bash, it is in all of them.
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut budgeted = budgeted;
-        while !budgeted.placement().is_some_and(|p| p.path.ends_with(&budgeted.name)) {
+        let comm = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        while comm(budgeted.child.id()).trim() == "bash"
+            || !budgeted.placement().is_some_and(|p| p.path.ends_with(&budgeted.name))
+        {
             let exited = budgeted.child.try_wait().expect("try_wait");
             assert!(exited.is_none(), "budget.sh run exited ({exited:?}) before its command ran in the budget");
             assert!(Instant::now() < deadline, "the process never entered budget {}", budgeted.name);
