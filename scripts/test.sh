@@ -40,6 +40,9 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "infrastructure checks"
 bash infra/ci/check-infra.sh
 
+step "the demo builds once (cargo feature unification)"
+bash scripts/check-build-once.sh
+
 step "tests (PostgreSQL at $DATABASE_URL, MongoDB at $MONGODB_URI)"
 if cargo nextest --version >/dev/null 2>&1; then
 	cargo nextest run --workspace

@@ -2,8 +2,11 @@
 //! line and hands each subcommand to its module: `seed`, `round`, `report`, `demo` and
 //! `agent` (a follower load machine, `fleet`). `dataset`
 //! and `prng` generate the orders, `manifest` records what was seeded where; `k6`, `diagnostics`,
-//! `procstat` and `charts` serve the rounds and reports.
+//! `procstat`, `cgroup` (the kernel's accounting of the databases' budgets), `budget` and `charts`
+//! serve the rounds and reports.
 
+mod budget;
+mod cgroup;
 mod charts;
 mod databases;
 mod dataset;
@@ -41,7 +44,7 @@ enum Command {
     Seed(seed::SeedArgs),
     /// Drive both services at once up a staircase of arrival rates (k6), repeated, and judge every
     /// step: maximum passing rate per target, diagnostics and CPU that explain it, a fairness gate.
-    Round(round::RoundArgs),
+    Round(Box<round::RoundArgs>),
     /// Combine round folders into one report.md, a self-contained report.html and SVG charts.
     Report(report::ReportArgs),
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
@@ -56,7 +59,7 @@ enum Command {
 async fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Seed(args) => seed::run(args).await,
-        Command::Round(args) => round::run(args).await,
+        Command::Round(args) => round::run(*args).await,
         Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args).await,
         Command::Agent(args) => fleet::agent::run(args).await,

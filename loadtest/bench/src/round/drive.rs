@@ -1,9 +1,12 @@
 //! The k6 run of one repeat: the process with the round's staircase in its environment, the live
 //! loop (every half second: CPU samples, k6's live figures for the progress lines, the dropped
-//! iterations per moment and the early stop) and the `/diagnostics` poller beside it.
+//! iterations per moment and the early stop) and beside it the runner's own sampling of both
+//! databases, about once per step (`diagnostics::probe`; the services' `/diagnostics` are left
+//! alone while they are measured).
 
 use super::cpu::{self, Component, Role, Sampler};
 use super::{RoundSpec, Setup};
+use crate::diagnostics::probe::{Probe, ProbeCost};
 use crate::diagnostics::{self, Pair};
 use crate::k6::live::{EarlyStop, LiveView};
 use crate::{fleet, k6, procstat};
@@ -32,25 +35,26 @@ pub struct Driven {
     pub polled: Vec<Pair>,
     /// With `--followers`: this machine's segment and the other machines' reports.
     pub fleet: Option<fleet::leader::Collected>,
+    /// What the runner's own sampling of the databases cost.
+    pub probe: ProbeCost,
 }
 
-/// Diagnostics polled in the background until `stop` fires.
-fn spawn_poller(
-    client: diagnostics::Client,
+/// The runner's samples of both databases, taken in the background until `stop` fires.
+fn spawn_probe(
+    mut probe: Probe,
     every: Duration,
     origin: Instant,
     polled: Arc<Mutex<Vec<Pair>>>,
-) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<ProbeCost>) {
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         loop {
             tokio::select! {
-                _ = &mut stopped => return,
+                _ = &mut stopped => return probe.finish(),
                 _ = tokio::time::sleep(every) => {}
             }
-            if let Ok(pair) = client.pair(origin.elapsed().as_secs_f64()).await
-                && let Ok(mut list) = polled.lock()
-            {
+            let pair = probe.sample(origin.elapsed().as_secs_f64()).await;
+            if let Ok(mut list) = polled.lock() {
                 list.push(pair);
             }
         }
@@ -98,7 +102,9 @@ pub async fn run(
         cpu::locate("orders-pg", Role::Service, "pg", &setup.pg_url),
         cpu::locate("mongod", Role::Database, "mongo", &setup.databases.mongodb_uri),
         cpu::locate("orders-mongo", Role::Service, "mongo", &setup.mongo_url),
+        cpu::runner(),
     ];
+    let probe = Probe::connect(&setup.databases, client.clone(), spec.poll_interval).await;
 
     // With other load machines, every k6 starts paused and all are resumed at the same moment.
     let fleet = match &setup.fleet {
@@ -123,7 +129,7 @@ pub async fn run(
     });
     sampler.sample();
     let polled = Arc::new(Mutex::new(Vec::new()));
-    let (stop_polling, poller) = spawn_poller(client.clone(), spec.poll_interval, origin, polled.clone());
+    let (stop_polling, poller) = spawn_probe(probe, spec.poll_interval, origin, polled.clone());
 
     let rates = spec.plan.rates();
     let targets: Vec<String> = TARGETS.iter().map(|t| (*t).to_owned()).collect();
@@ -173,7 +179,7 @@ pub async fn run(
     let k6_seconds = procstat::own_reaped_children_seconds().zip(reaped_before).map(|(after, before)| after - before);
     sampler.sample();
     let _ = stop_polling.send(());
-    let _ = poller.await;
+    let probe = poller.await.unwrap_or_default();
     let polled: Vec<Pair> = polled.lock().map(|list| list.clone()).unwrap_or_default();
     let fleet = match fleet {
         Some(fleet) => Some(fleet.collect(late_ms, spec.settle).await?),
@@ -194,5 +200,6 @@ pub async fn run(
         sampler,
         polled,
         fleet,
+        probe,
     })
 }

@@ -3,12 +3,14 @@
 //! the verdicts, the explaining figures and the CPU report (the k6 run itself is `drive`). Raw
 //! files go to `repeat-<n>/`.
 
-use super::cpu;
 use super::drive::{self, Driven, TARGETS};
 use super::fairness::{self, Fairness};
+use super::limit;
+use super::load_generator::GeneratorSummary;
 use super::result::{RepeatResult, TargetResult};
 use super::verdict::{drops_per_step, judge_target, max_passing_rate};
 use super::{RoundSpec, Setup, counts, explain};
+use crate::budget::record;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::diagnostics::{self, Pair};
 use crate::k6::summary::Summary;
@@ -102,6 +104,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         sampler,
         polled,
         fleet,
+        probe,
     } = driven;
     // PostgreSQL backends report their counters at most once a second: let the last second land.
     tokio::time::sleep(STATS_LAG).await;
@@ -172,11 +175,14 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         explain.pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi);
     }
     let requests: BTreeMap<String, u64> = TARGETS.iter().map(|t| ((*t).to_owned(), summary.requests(t))).collect();
-    let mut cpu = sampler.report(k6_seconds, start, &summary.offered.steps, &requests);
+    let generator = GeneratorSummary::read(&summary_path);
+    let mut cpu = sampler.report(k6_seconds, start, &summary.offered.steps, &requests, generator.as_ref());
+    cpu.probe = Some(probe);
+    record::add_engine_caches(&mut cpu.budgets, &after);
     for (name, target) in &target_results {
         let failed = target.steps.iter().find(|s| s.complete && !s.passed);
         if let Some(step_cpu) = failed.and_then(|f| cpu.steps.iter().find(|s| s.step == f.step)) {
-            let limit = cpu::limit(name, step_cpu, &sampler.components, cpu.cores);
+            let limit = limit::limit(name, step_cpu, &sampler.components, cpu.cores);
             cpu.limits.insert(name.clone(), limit);
         }
     }
