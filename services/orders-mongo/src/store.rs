@@ -3,7 +3,8 @@
 //! write concern (`w` from `MONGO_WRITE_CONCERN`, `j` from `MONGO_JOURNAL`, set on the client, so
 //! the collection and every write inherit it).
 //! Each method is one command on its success path; filters are built only from typed ids, limits
-//! and statuses, never from request text.
+//! and statuses, never from request text. Reads fetch raw BSON and write the API's JSON straight
+//! from it (`raw_json`).
 
 use crate::config::MongoConfig;
 use crate::diagnostics;
@@ -11,12 +12,13 @@ use crate::document::{date, from_document, status_of, to_document};
 use crate::error::{describe, is_duplicate_key, is_unavailable, store_error};
 use crate::indexes::{self, COLLECTION};
 use crate::pool::PoolCounters;
-use futures_util::TryStreamExt;
-use mongodb::bson::{Document, doc};
+use crate::raw_json::{order_json, push_order};
+use mongodb::bson::{Document, RawDocumentBuf, doc};
 use mongodb::options::{ClientOptions, ReturnDocument};
 use mongodb::{Client, Collection, Cursor, Database};
 use orders_core::{
-    CustomerQuery, Order, OrderId, OrderStore, PoolStatus, ProductQuery, StatusChange, StoreError, Timestamp,
+    CustomerQuery, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus, ProductQuery, StatusChange,
+    StoreError, Timestamp,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +35,8 @@ const MAX_STATUS_ATTEMPTS: usize = 3;
 pub struct MongoStore {
     db: Database,
     orders: Collection<Document>,
+    /// The same collection, read as raw BSON (no `Document` built per read).
+    raw_orders: Collection<RawDocumentBuf>,
     pool: Arc<PoolCounters>,
     max_pool_size: u32,
 }
@@ -71,7 +75,8 @@ impl MongoStore {
             j: config.journal,
             source,
         })?;
-        Ok(Self { db, orders, pool, max_pool_size: config.pool_size })
+        let raw_orders = orders.clone_with_type();
+        Ok(Self { db, orders, raw_orders, pool, max_pool_size: config.pool_size })
     }
 
     /// The database this store works in (tests drop it when they are done).
@@ -101,9 +106,13 @@ async fn wait_for_server(db: &Database) -> Result<(), ConnectError> {
     }
 }
 
-async fn collect_orders(cursor: Cursor<Document>) -> Result<Vec<Order>, StoreError> {
-    let documents: Vec<Document> = cursor.try_collect().await.map_err(store_error)?;
-    documents.iter().map(|document| from_document(document).map_err(internal)).collect()
+/// The list body, written document by document from the cursor's batch buffer.
+async fn collect_orders(mut cursor: Cursor<RawDocumentBuf>) -> Result<OrderListJson, StoreError> {
+    let mut list = OrderListJson::default();
+    while cursor.advance().await.map_err(store_error)? {
+        push_order(&mut list, cursor.current()).map_err(internal)?;
+    }
+    Ok(list)
 }
 
 fn internal(error: impl std::fmt::Display) -> StoreError {
@@ -115,20 +124,20 @@ impl OrderStore for MongoStore {
         "mongodb"
     }
 
-    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
-        match self.orders.find_one(doc! {"_id": id.as_i64()}).await.map_err(store_error)? {
-            Some(document) => from_document(&document).map_err(internal),
+    async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
+        match self.raw_orders.find_one(doc! {"_id": id.as_i64()}).await.map_err(store_error)? {
+            Some(document) => order_json(&document).map(OrderJson::from_stored).map_err(internal),
             None => Err(StoreError::NotFound),
         }
     }
 
-    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         let mut filter = doc! {"customer.id": query.customer.as_i64()};
         if let Some(before) = query.before {
             filter.insert("_id", doc! {"$lt": before.as_i64()});
         }
         let cursor = self
-            .orders
+            .raw_orders
             .find(filter)
             .sort(doc! {"_id": -1})
             .limit(i64::from(query.limit.get()))
@@ -137,9 +146,9 @@ impl OrderStore for MongoStore {
         collect_orders(cursor).await
     }
 
-    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let filter = doc! {"items.product_id": query.product.as_i64()};
-        let cursor = self.orders.find(filter).limit(i64::from(query.limit.get())).await.map_err(store_error)?;
+        let cursor = self.raw_orders.find(filter).limit(i64::from(query.limit.get())).await.map_err(store_error)?;
         collect_orders(cursor).await
     }
 

@@ -4,8 +4,8 @@
 
 use orders_core::sample::order_body;
 use orders_core::{
-    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, Order, OrderId, OrderStore, ProductId, ProductQuery,
-    Status, StatusChange, StoreError, Timestamp, place_order,
+    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, Order, OrderId, OrderListJson, OrderStore, ProductId,
+    ProductQuery, Status, StatusChange, StoreError, Timestamp, place_order,
 };
 use serde_json::{Value, json};
 
@@ -57,8 +57,14 @@ fn customer_query(customer: u64, limit: u64, before: Option<u64>) -> CustomerQue
     }
 }
 
-fn ids(orders: &[Order]) -> Vec<u64> {
-    orders.iter().map(|order| order.id.get()).collect()
+/// The ids of a list, after checking that every entry parses as a valid order.
+fn ids(list: &OrderListJson) -> Vec<u64> {
+    list.to_orders().expect("the store's JSON holds valid orders").iter().map(|order| order.id.get()).collect()
+}
+
+/// `get`, parsed back into an `Order` (which checks every field of the store's JSON).
+async fn get<S: OrderStore>(store: &S, id: u64) -> Order {
+    store.get(oid(id)).await.expect("get").to_order().expect("the store's JSON is a valid order")
 }
 
 fn oid(id: u64) -> OrderId {
@@ -71,7 +77,7 @@ pub async fn insert_then_get_returns_the_same_order<S: OrderStore>(store: &S) {
     body["status"] = json!("paid");
     let written = order_from(json!(41), body);
     store.insert(&written).await.expect("insert");
-    assert_eq!(store.get(oid(41)).await.expect("get"), written);
+    assert_eq!(get(store, 41).await, written);
 }
 
 pub async fn get_of_a_missing_id_is_not_found<S: OrderStore>(store: &S) {
@@ -83,7 +89,7 @@ pub async fn insert_of_a_taken_id_conflicts_and_keeps_the_original<S: OrderStore
     store.insert(&original).await.expect("insert");
     let intruder = order(5, 2, [4, 5, 6]);
     assert_eq!(store.insert(&intruder).await, Err(StoreError::id_taken(oid(5))));
-    assert_eq!(store.get(oid(5)).await.expect("get"), original);
+    assert_eq!(get(store, 5).await, original);
 }
 
 pub async fn customer_orders_are_newest_first_with_limit_and_before<S: OrderStore>(store: &S) {
@@ -109,7 +115,7 @@ pub async fn product_orders_contain_the_product_up_to_the_limit<S: OrderStore>(s
     let mut found = ids(&store.by_product(query(12, 10)).await.expect("search"));
     found.sort_unstable();
     assert_eq!(found, [1, 2, 3]);
-    let limited = store.by_product(query(12, 2)).await.expect("search");
+    let limited = store.by_product(query(12, 2)).await.expect("search").to_orders().expect("valid orders");
     assert_eq!(limited.len(), 2);
     assert!(limited.iter().all(|order| order.items.iter().any(|item| item.product_id.get() == 12)));
     assert_eq!(ids(&store.by_product(query(21, 10)).await.expect("search")), [4]);
@@ -126,7 +132,7 @@ pub async fn status_update_sets_status_and_updated_at<S: OrderStore>(store: &S) 
     assert_eq!(updated.updated_at, later);
     assert_eq!(updated.created_at, original.created_at);
     assert_eq!(Order { status: original.status, updated_at: original.updated_at, ..updated.clone() }, original);
-    assert_eq!(store.get(oid(11)).await.expect("get"), updated);
+    assert_eq!(get(store, 11).await, updated);
 }
 
 pub async fn conditional_status_update_checks_the_current_status<S: OrderStore>(store: &S) {
@@ -137,7 +143,7 @@ pub async fn conditional_status_update_checks_the_current_status<S: OrderStore>(
         store.update_status(oid(12), wrong, now).await,
         Err(StoreError::status_differs(oid(12), Status::Pending, Status::Paid))
     );
-    assert_eq!(store.get(oid(12)).await.expect("get").status, Status::Pending, "a failed update changes nothing");
+    assert_eq!(get(store, 12).await.status, Status::Pending, "a failed update changes nothing");
     let right = StatusChange { status: Status::Paid, from: Some(Status::Pending) };
     assert_eq!(store.update_status(oid(12), right, now).await.expect("update").status, Status::Paid);
     let same = StatusChange { status: Status::Paid, from: Some(Status::Paid) };
@@ -161,8 +167,8 @@ pub async fn place_order_draws_a_new_id_when_the_generated_one_is_taken<S: Order
     let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
     let placed = place_order(store, &ids, new).await.expect("placed");
     assert_eq!(placed.id.get(), FROZEN + 2);
-    assert_eq!(store.get(placed.id).await.expect("get"), placed);
-    assert_eq!(store.get(oid(FROZEN)).await.expect("get").customer.id.get(), 1, "the taken order is untouched");
+    assert_eq!(get(store, placed.id.get()).await, placed);
+    assert_eq!(get(store, FROZEN).await.customer.id.get(), 1, "the taken order is untouched");
 }
 
 pub async fn big_documents_round_trip<S: OrderStore>(store: &S) {
@@ -180,7 +186,7 @@ pub async fn big_documents_round_trip<S: OrderStore>(store: &S) {
     body["note"] = json!("x".repeat(100_000));
     let big = order_from(json!(90), body);
     store.insert(&big).await.expect("insert");
-    assert_eq!(store.get(oid(90)).await.expect("get"), big);
+    assert_eq!(get(store, 90).await, big);
     let query = ProductQuery { product: ProductId::new(40).expect("id"), limit: Limit::new(10).expect("limit") };
     assert_eq!(ids(&store.by_product(query).await.expect("search")), [90]);
 }
