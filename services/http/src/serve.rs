@@ -5,6 +5,7 @@
 use crate::config::HttpConfig;
 use crate::routes::app;
 use axum::Router;
+use axum::serve::ListenerExt;
 use orders_core::OrderStore;
 use std::future::Future;
 use std::io;
@@ -41,7 +42,13 @@ impl Server {
     ) -> io::Result<()> {
         let draining = Arc::new(Notify::new());
         let signal_draining = draining.clone();
-        let serving = axum::serve(self.listener, self.router).with_graceful_shutdown(async move {
+        // TCP_NODELAY: a response goes out as soon as it is written, never held back by Nagle.
+        let listener = self.listener.tap_io(|stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%error, "could not set TCP_NODELAY on an accepted connection");
+            }
+        });
+        let serving = axum::serve(listener, self.router).with_graceful_shutdown(async move {
             shutdown.await;
             tracing::info!("shutting down: draining in-flight requests");
             signal_draining.notify_one();
