@@ -5,6 +5,7 @@
 use crate::idempotency::IdempotencyKey;
 use crate::ids::OrderId;
 use crate::order::{Order, StatusChange};
+use crate::order_json::{OrderJson, OrderListJson};
 use crate::store::{CustomerQuery, KeyedInsert, OrderStore, PoolStatus, ProductQuery, Returning, StoreError};
 use crate::time::Timestamp;
 use std::collections::{BTreeMap, HashMap};
@@ -37,35 +38,47 @@ impl MemoryStore {
     }
 }
 
+fn serialise_error(error: serde_json::Error) -> StoreError {
+    StoreError::Internal(format!("could not serialise an order: {error}"))
+}
+
+fn list<'a>(orders: impl Iterator<Item = &'a Order>) -> Result<OrderListJson, StoreError> {
+    let mut list = OrderListJson::default();
+    for order in orders {
+        list.push_with(|out| serde_json::to_writer(out, order)).map_err(serialise_error)?;
+    }
+    Ok(list)
+}
+
 impl OrderStore for MemoryStore {
     fn backend(&self) -> &'static str {
         "memory"
     }
 
-    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
-        self.orders()?.get(&id).cloned().ok_or(StoreError::NotFound)
+    async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
+        let orders = self.orders()?;
+        let order = orders.get(&id).ok_or(StoreError::NotFound)?;
+        OrderJson::from_order(order).map_err(serialise_error)
     }
 
-    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         let orders = self.orders()?;
         let upper = query.before.map_or(u64::MAX, OrderId::get);
-        Ok(orders
+        let found = orders
             .values()
             .rev()
             .filter(|order| order.customer.id == query.customer && order.id.get() < upper)
-            .take(query.limit.get() as usize)
-            .cloned()
-            .collect())
+            .take(query.limit.get() as usize);
+        list(found)
     }
 
-    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let orders = self.orders()?;
-        Ok(orders
+        let found = orders
             .values()
             .filter(|order| order.items.iter().any(|item| item.product_id == query.product))
-            .take(query.limit.get() as usize)
-            .cloned()
-            .collect())
+            .take(query.limit.get() as usize);
+        list(found)
     }
 
     async fn insert(&self, order: &Order) -> Result<(), StoreError> {

@@ -5,6 +5,7 @@
 use crate::idempotency::{self, IdempotencyKey};
 use crate::ids::{CustomerId, IdGenerator, OrderId, ProductId};
 use crate::order::{NewOrder, Order, StatusChange};
+use crate::order_json::{OrderJson, OrderListJson};
 use crate::time::Timestamp;
 use std::future::Future;
 
@@ -111,15 +112,18 @@ pub enum Returning {
 }
 
 /// One backend. Every method is one database round trip on its success path.
+///
+/// Reads return the orders already as the API's JSON, written from what the database sends:
+/// the services answer reads without parsing a stored order and serialising it again.
 pub trait OrderStore: Send + Sync + 'static {
     /// `"postgres"` or `"mongodb"`, for logs and diagnostics.
     fn backend(&self) -> &'static str;
 
-    fn get(&self, id: OrderId) -> impl Future<Output = Result<Order, StoreError>> + Send;
+    fn get(&self, id: OrderId) -> impl Future<Output = Result<OrderJson, StoreError>> + Send;
 
-    fn by_customer(&self, query: CustomerQuery) -> impl Future<Output = Result<Vec<Order>, StoreError>> + Send;
+    fn by_customer(&self, query: CustomerQuery) -> impl Future<Output = Result<OrderListJson, StoreError>> + Send;
 
-    fn by_product(&self, query: ProductQuery) -> impl Future<Output = Result<Vec<Order>, StoreError>> + Send;
+    fn by_product(&self, query: ProductQuery) -> impl Future<Output = Result<OrderListJson, StoreError>> + Send;
 
     /// `Conflict` when the id is taken (and nothing is written).
     fn insert(&self, order: &Order) -> impl Future<Output = Result<(), StoreError>> + Send;

@@ -8,14 +8,13 @@ use crate::serve::Draining;
 use crate::shedding::Shedding;
 use crate::write_headers::{IdempotencyKeyHeader, PREFERENCE_APPLIED, Prefer, RETURN_MINIMAL};
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use orders_core::{
-    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, Order, OrderId, OrderStore, ProductId, ProductQuery,
-    Returning, StatusChange, Timestamp, place_order,
+    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, OrderId, OrderStore, ProductId, ProductQuery, Returning,
+    StatusChange, Timestamp, place_order,
 };
-use serde::Serialize;
 use std::sync::Arc;
 
 /// What every handler can reach: the store, the id generator, the metrics registry and the count
@@ -38,34 +37,34 @@ impl<S> Clone for AppState<S> {
     }
 }
 
-#[derive(Serialize)]
-pub struct OrderList {
-    pub orders: Vec<Order>,
+/// A 200 whose body the store already wrote as JSON (reads are never parsed and serialised again).
+fn json_response(body: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
 }
 
 pub async fn get_order<S: OrderStore>(
     State(app): State<AppState<S>>,
     PathId(id): PathId<OrderId>,
-) -> Result<Json<Order>, ApiError> {
-    Ok(Json(app.store.get(id).await?))
+) -> Result<Response, ApiError> {
+    Ok(json_response(app.store.get(id).await?.into_bytes()))
 }
 
 pub async fn orders_by_customer<S: OrderStore>(
     State(app): State<AppState<S>>,
     PathId(customer): PathId<CustomerId>,
     params: ListParams,
-) -> Result<Json<OrderList>, ApiError> {
+) -> Result<Response, ApiError> {
     let query = CustomerQuery { customer, limit: params.limit_or(Limit::CUSTOMER_DEFAULT), before: params.before_id };
-    Ok(Json(OrderList { orders: app.store.by_customer(query).await? }))
+    Ok(json_response(app.store.by_customer(query).await?.into_body()))
 }
 
 pub async fn orders_by_product<S: OrderStore>(
     State(app): State<AppState<S>>,
     PathId(product): PathId<ProductId>,
     params: ListParams,
-) -> Result<Json<OrderList>, ApiError> {
+) -> Result<Response, ApiError> {
     let query = ProductQuery { product, limit: params.limit_or(Limit::PRODUCT_DEFAULT) };
-    Ok(Json(OrderList { orders: app.store.by_product(query).await? }))
+    Ok(json_response(app.store.by_product(query).await?.into_body()))
 }
 
 /// 201 with `Location` and the order; a request repeated with its `Idempotency-Key` gets the same

@@ -1,14 +1,10 @@
 //! Counts of requests answered 503, by reason (`Shed`), for `/metrics`. `ApiError` puts the reason
-//! into the response's extensions; `count` (a middleware outside the request timeout, so timed-out
+//! into the response's extensions; the `Observe` layer (outside the request timeout, so timed-out
 //! requests count too) adds it up here with one relaxed atomic increment, so shedding costs no
 //! lock and no log line however many requests are shed.
 
 use crate::error::Shed;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
 use std::fmt::Write;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug, Default)]
@@ -36,14 +32,6 @@ impl Shedding {
         }
         out
     }
-}
-
-pub async fn count(State(shedding): State<Arc<Shedding>>, request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
-    if let Some(reason) = response.extensions().get::<Shed>() {
-        shedding.record(*reason);
-    }
-    response
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@
 
 use orders_core::memory::MemoryStore;
 use orders_core::{
-    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderStore, PoolStatus, ProductQuery, Returning,
-    StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus,
+    ProductQuery, Returning, StatusChange, StoreError, Timestamp,
 };
 use orders_http::{HttpConfig, Server, app};
 use orders_testkit::TestApp;
@@ -27,15 +27,15 @@ impl OrderStore for Misbehaving {
     fn backend(&self) -> &'static str {
         "misbehaving"
     }
-    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
+    async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
         assert_ne!(id.get(), 13, "unlucky id");
         tokio::time::sleep(self.delay).await;
         self.inner.get(id).await
     }
-    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         self.inner.by_customer(query).await
     }
-    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         self.inner.by_product(query).await
     }
     async fn insert(&self, order: &Order) -> Result<(), StoreError> {
@@ -174,13 +174,13 @@ async fn a_timed_out_write_says_its_outcome_is_unknown() {
         fn backend(&self) -> &'static str {
             "slow writes"
         }
-        async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
+        async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
             self.0.get(id).await
         }
-        async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+        async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
             self.0.by_customer(query).await
         }
-        async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+        async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
             self.0.by_product(query).await
         }
         async fn insert(&self, _order: &Order) -> Result<(), StoreError> {

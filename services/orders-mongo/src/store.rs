@@ -8,6 +8,7 @@
 //! carries `maxTimeMS` = `REQUEST_TIMEOUT_MS` where the command has one, so the server stops work
 //! nobody waits for. A keyed insert stores its `Idempotency-Key` in the document
 //! (`IDEMPOTENCY_KEY`, under a unique partial index that documents without a key never enter).
+//! Reads fetch raw BSON and write the API's JSON straight from it (`raw_json`).
 
 use crate::config::MongoConfig;
 use crate::diagnostics;
@@ -15,13 +16,13 @@ use crate::document::{IDEMPOTENCY_FINGERPRINT, IDEMPOTENCY_KEY, date, from_docum
 use crate::error::{describe, is_duplicate_key, is_unavailable, store_error, write_error};
 use crate::indexes::{self, COLLECTION};
 use crate::pool::ConnectionGate;
-use futures_util::TryStreamExt;
-use mongodb::bson::{Document, doc};
+use crate::raw_json::{order_json, push_order};
+use mongodb::bson::{Document, RawDocumentBuf, doc};
 use mongodb::options::{ClientOptions, ReturnDocument};
 use mongodb::{Client, Collection, Cursor, Database};
 use orders_core::{
-    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderStore, PoolStatus, ProductQuery, Returning,
-    StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus,
+    ProductQuery, Returning, StatusChange, StoreError, Timestamp,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +36,8 @@ const MAX_STATUS_ATTEMPTS: usize = 3;
 pub struct MongoStore {
     db: Database,
     orders: Collection<Document>,
+    /// The same collection, read as raw BSON (no `Document` built per read).
+    raw_orders: Collection<RawDocumentBuf>,
     gate: Arc<ConnectionGate>,
     /// `maxTimeMS` of every command that takes one.
     max_time: Duration,
@@ -80,9 +83,11 @@ impl MongoStore {
             j: config.journal,
             source,
         })?;
+        let raw_orders = orders.clone_with_type();
         Ok(Self {
             db,
             orders,
+            raw_orders,
             gate,
             max_time: config.limits.statement_timeout,
             pool_timeout: config.limits.pool_timeout,
@@ -117,9 +122,13 @@ async fn wait_for_server(db: &Database) -> Result<(), ConnectError> {
     }
 }
 
-async fn collect_orders(cursor: Cursor<Document>) -> Result<Vec<Order>, StoreError> {
-    let documents: Vec<Document> = cursor.try_collect().await.map_err(store_error)?;
-    documents.iter().map(|document| from_document(document).map_err(internal)).collect()
+/// The list body, written document by document from the cursor's batch buffer.
+async fn collect_orders(mut cursor: Cursor<RawDocumentBuf>) -> Result<OrderListJson, StoreError> {
+    let mut list = OrderListJson::default();
+    while cursor.advance().await.map_err(store_error)? {
+        push_order(&mut list, cursor.current()).map_err(internal)?;
+    }
+    Ok(list)
 }
 
 fn internal(error: impl std::fmt::Display) -> StoreError {
@@ -131,23 +140,23 @@ impl OrderStore for MongoStore {
         "mongodb"
     }
 
-    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
+    async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
         let _permit = self.gate.acquire().await?;
-        let found = self.orders.find_one(doc! {"_id": id.as_i64()}).max_time(self.max_time).await;
+        let found = self.raw_orders.find_one(doc! {"_id": id.as_i64()}).max_time(self.max_time).await;
         match found.map_err(store_error)? {
-            Some(document) => from_document(&document).map_err(internal),
+            Some(document) => order_json(&document).map(OrderJson::from_stored).map_err(internal),
             None => Err(StoreError::NotFound),
         }
     }
 
-    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         let mut filter = doc! {"customer.id": query.customer.as_i64()};
         if let Some(before) = query.before {
             filter.insert("_id", doc! {"$lt": before.as_i64()});
         }
         let _permit = self.gate.acquire().await?;
         let cursor = self
-            .orders
+            .raw_orders
             .find(filter)
             .sort(doc! {"_id": -1})
             .limit(i64::from(query.limit.get()))
@@ -157,10 +166,10 @@ impl OrderStore for MongoStore {
         collect_orders(cursor).await
     }
 
-    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let filter = doc! {"items.product_id": query.product.as_i64()};
         let _permit = self.gate.acquire().await?;
-        let find = self.orders.find(filter).limit(i64::from(query.limit.get())).max_time(self.max_time);
+        let find = self.raw_orders.find(filter).limit(i64::from(query.limit.get())).max_time(self.max_time);
         collect_orders(find.await.map_err(store_error)?).await
     }
 

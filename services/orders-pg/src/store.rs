@@ -4,7 +4,10 @@
 //! `REQUEST_TIMEOUT_MS`) travel as start-up options, so every pooled connection has them from its
 //! first statement and no request pays a `SET`. A request waits at most `POOL_TIMEOUT_MS` for a
 //! connection, whether a free pooled one or a new one being opened (so a database that is down
-//! answers 503 within that time, whatever the driver's connect timeout).
+//! answers 503 within that time, whatever the driver's connect timeout). Reads answer with the
+//! document as PostgreSQL sends it (jsonb's binary form is its JSON text): only the service writes
+//! `doc`, and only orders that passed validation, so the text is an order's JSON already (keys in
+//! jsonb's order).
 
 use crate::config::{PgConfig, StatementMode, setting_name};
 use crate::errors::{from_db, from_pool, from_write};
@@ -12,11 +15,11 @@ use crate::sql::{self, Statement};
 use crate::{diagnostics, migrate};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use orders_core::{
-    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderStore, PoolStatus, ProductQuery, Returning,
-    Status, StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus,
+    ProductQuery, Returning, Status, StatusChange, StoreError, Timestamp,
 };
 use std::time::{Duration, Instant};
-use tokio_postgres::types::{Json, ToSql};
+use tokio_postgres::types::{FromSql, Json, ToSql, Type};
 use tokio_postgres::{NoTls, Row};
 
 /// How long start-up waits for the database to accept connections.
@@ -143,8 +146,39 @@ fn order_from(row: &Row) -> Result<Order, StoreError> {
         .map_err(|e| StoreError::Internal(format!("stored document is not a valid order: {e}")))
 }
 
-fn orders_from(rows: &[Row]) -> Result<Vec<Order>, StoreError> {
-    rows.iter().map(order_from).collect()
+/// The JSON text of a `json` or `jsonb` value, borrowed from the row as the server sent it.
+struct JsonText<'a>(&'a [u8]);
+
+/// The only binary format of jsonb so far: a version byte, then the JSON text.
+const JSONB_VERSION: u8 = 1;
+
+impl<'a> FromSql<'a> for JsonText<'a> {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        match (*ty == Type::JSONB, raw.split_first()) {
+            (false, _) => Ok(JsonText(raw)),
+            (true, Some((&JSONB_VERSION, text))) => Ok(JsonText(text)),
+            (true, _) => Err("unsupported jsonb encoding version".into()),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::JSONB || *ty == Type::JSON
+    }
+}
+
+fn stored_json(row: &Row) -> Result<&[u8], StoreError> {
+    row.try_get::<_, JsonText>(0)
+        .map(|JsonText(text)| text)
+        .map_err(|e| StoreError::Internal(format!("stored document is not JSON: {e}")))
+}
+
+fn list_from(rows: &[Row]) -> Result<OrderListJson, StoreError> {
+    let texts = rows.iter().map(stored_json).collect::<Result<Vec<_>, _>>()?;
+    let mut list = OrderListJson::with_capacity(texts.iter().map(|text| text.len() + 1).sum());
+    for text in texts {
+        list.push_stored(text);
+    }
+    Ok(list)
 }
 
 impl OrderStore for PgStore {
@@ -152,23 +186,24 @@ impl OrderStore for PgStore {
         "postgres"
     }
 
-    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
+    async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
         let rows = self.query(&sql::GET_ORDER, &[&id.as_i64()]).await?;
-        rows.first().map(order_from).unwrap_or(Err(StoreError::NotFound))
+        let row = rows.first().ok_or(StoreError::NotFound)?;
+        Ok(OrderJson::from_stored(stored_json(row)?.to_vec()))
     }
 
-    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         let before = query.before.map_or(i64::MAX, OrderId::as_i64);
         let limit = i64::from(query.limit.get());
         let rows = self.query(&sql::ORDERS_BY_CUSTOMER, &[&query.customer.as_i64(), &before, &limit]).await?;
-        orders_from(&rows)
+        list_from(&rows)
     }
 
-    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let containment = serde_json::json!([{ "product_id": query.product.get() }]);
         let limit = i64::from(query.limit.get());
         let rows = self.query(&sql::ORDERS_BY_PRODUCT, &[&containment, &limit]).await?;
-        orders_from(&rows)
+        list_from(&rows)
     }
 
     async fn insert(&self, order: &Order) -> Result<(), StoreError> {

@@ -4,8 +4,9 @@
 
 use orders_core::sample::order_body;
 use orders_core::{
-    CustomerId, CustomerQuery, IdGenerator, IdempotencyKey, KeyedInsert, Limit, NewOrder, Order, OrderId, OrderStore,
-    Placed, ProductId, ProductQuery, Returning, Status, StatusChange, StoreError, Timestamp, place_order,
+    CustomerId, CustomerQuery, IdGenerator, IdempotencyKey, KeyedInsert, Limit, NewOrder, Order, OrderId,
+    OrderListJson, OrderStore, Placed, ProductId, ProductQuery, Returning, Status, StatusChange, StoreError, Timestamp,
+    place_order,
 };
 use serde_json::{Value, json};
 
@@ -62,8 +63,14 @@ fn customer_query(customer: u64, limit: u64, before: Option<u64>) -> CustomerQue
     }
 }
 
-fn ids(orders: &[Order]) -> Vec<u64> {
-    orders.iter().map(|order| order.id.get()).collect()
+/// The ids of a list, after checking that every entry parses as a valid order.
+fn ids(list: &OrderListJson) -> Vec<u64> {
+    list.to_orders().expect("the store's JSON holds valid orders").iter().map(|order| order.id.get()).collect()
+}
+
+/// `get`, parsed back into an `Order` (which checks every field of the store's JSON).
+async fn get<S: OrderStore>(store: &S, id: u64) -> Order {
+    store.get(oid(id)).await.expect("get").to_order().expect("the store's JSON is a valid order")
 }
 
 fn oid(id: u64) -> OrderId {
@@ -76,7 +83,7 @@ pub async fn insert_then_get_returns_the_same_order<S: OrderStore>(store: &S) {
     body["status"] = json!("paid");
     let written = order_from(json!(41), body);
     store.insert(&written).await.expect("insert");
-    assert_eq!(store.get(oid(41)).await.expect("get"), written);
+    assert_eq!(get(store, 41).await, written);
 }
 
 pub async fn get_of_a_missing_id_is_not_found<S: OrderStore>(store: &S) {
@@ -88,7 +95,7 @@ pub async fn insert_of_a_taken_id_conflicts_and_keeps_the_original<S: OrderStore
     store.insert(&original).await.expect("insert");
     let intruder = order(5, 2, [4, 5, 6]);
     assert_eq!(store.insert(&intruder).await, Err(StoreError::id_taken(oid(5))));
-    assert_eq!(store.get(oid(5)).await.expect("get"), original);
+    assert_eq!(get(store, 5).await, original);
 }
 
 pub async fn customer_orders_are_newest_first_with_limit_and_before<S: OrderStore>(store: &S) {
@@ -114,7 +121,7 @@ pub async fn product_orders_contain_the_product_up_to_the_limit<S: OrderStore>(s
     let mut found = ids(&store.by_product(query(12, 10)).await.expect("search"));
     found.sort_unstable();
     assert_eq!(found, [1, 2, 3]);
-    let limited = store.by_product(query(12, 2)).await.expect("search");
+    let limited = store.by_product(query(12, 2)).await.expect("search").to_orders().expect("valid orders");
     assert_eq!(limited.len(), 2);
     assert!(limited.iter().all(|order| order.items.iter().any(|item| item.product_id.get() == 12)));
     assert_eq!(ids(&store.by_product(query(21, 10)).await.expect("search")), [4]);
@@ -131,7 +138,7 @@ pub async fn status_update_sets_status_and_updated_at<S: OrderStore>(store: &S) 
     assert_eq!(updated.updated_at, later);
     assert_eq!(updated.created_at, original.created_at);
     assert_eq!(Order { status: original.status, updated_at: original.updated_at, ..updated.clone() }, original);
-    assert_eq!(store.get(oid(11)).await.expect("get"), updated);
+    assert_eq!(get(store, 11).await, updated);
 }
 
 pub async fn conditional_status_update_checks_the_current_status<S: OrderStore>(store: &S) {
@@ -142,7 +149,7 @@ pub async fn conditional_status_update_checks_the_current_status<S: OrderStore>(
         store.update_status(oid(12), wrong, now, Returning::Document).await,
         Err(StoreError::status_differs(oid(12), Status::Pending, Status::Paid))
     );
-    assert_eq!(store.get(oid(12)).await.expect("get").status, Status::Pending, "a failed update changes nothing");
+    assert_eq!(get(store, 12).await.status, Status::Pending, "a failed update changes nothing");
     let right = StatusChange { status: Status::Paid, from: Some(Status::Pending) };
     let updated = store.update_status(oid(12), right, now, Returning::Document).await.expect("update");
     assert_eq!(updated.map(|order| order.status), Some(Status::Paid));
@@ -172,8 +179,8 @@ pub async fn place_order_draws_a_new_id_when_the_generated_one_is_taken<S: Order
     let placed = place_order(store, &ids, new, None).await.expect("placed");
     let Placed::Created(placed) = placed else { panic!("a new order, not a replay: {placed:?}") };
     assert_eq!(placed.id.get(), FROZEN + 2);
-    assert_eq!(store.get(placed.id).await.expect("get"), placed);
-    assert_eq!(store.get(oid(FROZEN)).await.expect("get").customer.id.get(), 1, "the taken order is untouched");
+    assert_eq!(get(store, placed.id.get()).await, placed);
+    assert_eq!(get(store, FROZEN).await.customer.id.get(), 1, "the taken order is untouched");
 }
 
 pub async fn big_documents_round_trip<S: OrderStore>(store: &S) {
@@ -191,7 +198,7 @@ pub async fn big_documents_round_trip<S: OrderStore>(store: &S) {
     body["note"] = json!("x".repeat(100_000));
     let big = order_from(json!(90), body);
     store.insert(&big).await.expect("insert");
-    assert_eq!(store.get(oid(90)).await.expect("get"), big);
+    assert_eq!(get(store, 90).await, big);
     let query = ProductQuery { product: ProductId::new(40).expect("id"), limit: Limit::new(10).expect("limit") };
     assert_eq!(ids(&store.by_product(query).await.expect("search")), [90]);
 }
@@ -208,7 +215,7 @@ pub async fn status_update_returning_nothing_writes_the_same<S: OrderStore>(stor
     let later = Timestamp::parse("2026-12-01T08:30:00.250Z").expect("timestamp");
     let change = StatusChange { status: Status::Delivered, from: Some(Status::Pending) };
     assert_eq!(store.update_status(oid(13), change, later, Returning::Nothing).await, Ok(None));
-    let stored = store.get(oid(13)).await.expect("get");
+    let stored = get(store, 13).await;
     assert_eq!((stored.status, stored.updated_at), (Status::Delivered, later));
     let again = store.update_status(oid(13), change, later, Returning::Nothing).await;
     assert_eq!(again, Err(StoreError::status_differs(oid(13), Status::Delivered, Status::Pending)));
@@ -221,7 +228,7 @@ fn key(text: &str) -> IdempotencyKey {
 pub async fn a_keyed_insert_writes_once_and_finds_its_key_again<S: OrderStore>(store: &S) {
     let first = order(21, 1, [1, 2, 3]);
     assert_eq!(store.insert_with_key(&first, &key("k-1"), -42).await, Ok(KeyedInsert::Inserted));
-    assert_eq!(store.get(oid(21)).await.expect("get"), first, "the key is not part of the order");
+    assert_eq!(get(store, 21).await, first, "the key is not part of the order");
     let retry = order(22, 1, [1, 2, 3]);
     assert_eq!(
         store.insert_with_key(&retry, &key("k-1"), 7).await,
@@ -251,7 +258,7 @@ pub async fn an_expired_key_names_a_new_order<S: OrderStore>(store: &S) {
     let placed = place_order(store, &IdGenerator::new(), new, Some(&key("old-key"))).await.expect("placed");
     let Placed::Created(placed) = placed else { panic!("an expired key makes a new order: {placed:?}") };
     assert_ne!(placed.id, oid(31));
-    assert_eq!(store.get(oid(31)).await.expect("the old order stays"), old);
+    assert_eq!(get(store, 31).await, old, "the old order stays");
     let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
     let again = place_order(store, &IdGenerator::new(), new, Some(&key("old-key"))).await.expect("replayed");
     assert_eq!(again, Placed::Replayed(placed));

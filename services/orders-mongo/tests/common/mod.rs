@@ -6,8 +6,8 @@
 
 use mongodb::Client;
 use orders_core::{
-    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderStore, PoolStatus, ProductQuery, Returning,
-    StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus,
+    ProductQuery, Returning, StatusChange, StoreError, Timestamp,
 };
 use orders_mongo::{MongoConfig, MongoStore};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -56,15 +56,15 @@ impl OrderStore for TestStore {
         self.store.backend()
     }
 
-    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
+    async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
         self.store.get(id).await
     }
 
-    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         self.store.by_customer(query).await
     }
 
-    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         self.store.by_product(query).await
     }
 
