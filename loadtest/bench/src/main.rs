@@ -8,6 +8,7 @@ mod databases;
 mod dataset;
 mod demo;
 mod diagnostics;
+mod experiment;
 mod k6;
 mod manifest;
 mod prng;
@@ -43,6 +44,9 @@ enum Command {
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
     /// rounds and the report; stops everything it started (about ten minutes, --quick under three).
     Demo(demo::DemoArgs),
+    /// One published finding, reproduced: gin (S1 F1), doc-size (S2 F2, S4, S1 F3) or durability
+    /// (S2 F4); each row of its table shows the study's figure beside ours.
+    Experiment(experiment::ExperimentArgs),
 }
 
 #[tokio::main]
@@ -52,6 +56,7 @@ async fn main() -> ExitCode {
         Command::Round(args) => round::run(args).await,
         Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args).await,
+        Command::Experiment(args) => experiment::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
