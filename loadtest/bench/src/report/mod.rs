@@ -5,9 +5,9 @@
 //! charts, steps and the figures that explain them. A round that ran despite a failed fairness gate
 //! is named at the very top.
 
-mod doc;
+pub mod doc;
 mod findings;
-mod format;
+pub mod format;
 mod sections;
 mod summary;
 
