@@ -1,8 +1,9 @@
 //! Our figure beside the study's, row by row, with a verdict a reader can check by eye. Absolute
 //! rates depend on the hardware, so rates are compared as PostgreSQL / MongoDB ratios; bytes,
-//! shares and factors directly. A value within a factor of two of the study's is **reproduced**;
-//! on the same side of 1 (the same database ahead, a slowdown still a slowdown) but further off
-//! it is **same direction**; otherwise **not reproduced**. A claim without a number is judged by
+//! shares and factors directly. A ratio or factor on the study's side of 1 (the same database
+//! ahead, a slowdown still a slowdown) and within a factor of two of the study's is
+//! **reproduced**, further off **same direction**; on the other side, or a tie, **not
+//! reproduced**. Bytes within a factor of two are reproduced. A claim without a number is judged by
 //! its direction or by whether the mechanism was seen.
 
 use super::studies::{Figure, Reference};
@@ -100,13 +101,16 @@ pub fn judge(figure: &Figure, ours: Option<f64>) -> Verdict {
         return Verdict::NoStudyFigure;
     }
     let Some(ours) = ours.filter(|v| v.is_finite()) else { return Verdict::NotMeasured };
+    // A ratio or factor must first be on the study's side of 1 (a tie shows no direction); near
+    // 1, "within a factor of two" alone would accept either side.
     let directional = |ours: f64, theirs: f64| {
-        if within_two(ours, theirs) {
-            Verdict::Reproduced
-        } else if (ours > 1.0) == (theirs > 1.0) {
-            Verdict::SameDirection
-        } else {
+        let same_side = ours != 1.0 && (ours > 1.0) == (theirs > 1.0);
+        if !same_side {
             Verdict::NotReproduced
+        } else if within_two(ours, theirs) {
+            Verdict::Reproduced
+        } else {
+            Verdict::SameDirection
         }
     };
     let yes_no = |yes: bool| if yes { Verdict::Reproduced } else { Verdict::NotReproduced };
@@ -205,6 +209,8 @@ mod tests {
         assert_eq!(judge(at_100kb, Some(1.2)), Verdict::NotReproduced);
         assert_eq!(judge(at_100kb, None), Verdict::NotMeasured);
         assert_eq!(judge(&S2_UPDATES[0].figure, Some(0.9)), Verdict::NotReproduced, "PG ahead in S2 at 1 KB");
+        assert_eq!(judge(&S2_UPDATES[1].figure, Some(1.0)), Verdict::NotReproduced, "a tie has no direction");
+        assert_eq!(judge(&S2_UPDATES[1].figure, Some(0.8)), Verdict::NotReproduced, "within 2× of 1.39, wrong side");
     }
 
     #[test]

@@ -238,7 +238,18 @@ impl RoundFigures {
     pub fn rates_text(&self) -> String {
         use crate::report::format;
         let rate = |s: Option<&RateSummary>| format::max_rate(s, self.start_rate).replace(" req/s", "");
-        format!("PG {} / MongoDB {} req/s = {}", rate(self.pg.as_ref()), rate(self.mongo.as_ref()), self.ratio_text())
+        let same_step = self
+            .pg
+            .as_ref()
+            .zip(self.mongo.as_ref())
+            .is_some_and(|(p, m)| p.median == m.median && !p.lower_bound && !m.lower_bound);
+        format!(
+            "PG {} / MongoDB {} req/s = {}{}",
+            rate(self.pg.as_ref()),
+            rate(self.mongo.as_ref()),
+            self.ratio_text(),
+            if same_step { " (both first failed at the same step: see the round's limits)" } else { "" }
+        )
     }
 
     /// "1.33", "~2.00" when a rate is a bound, "?" when neither target failed a step.

@@ -60,8 +60,9 @@ fn scans_text(f: &RoundFigures) -> String {
     let p = &f.pg_figures;
     match (p.seq_scans_per_10s, p.rows_per_seq_scan) {
         (Some(scans), Some(rows)) if scans > 0.0 => format!(
-            "{} seq scans per 10 s of ~{} rows each ({})",
+            "{} seq scan{} per 10 s of ~{} rows each ({})",
             format::count(scans),
+            if format::count(scans) == "1" { "" } else { "s" },
             format::count(rows),
             format::percent(p.seq_scan_table_share).replace(".0%", "%") + " of the table"
         ),

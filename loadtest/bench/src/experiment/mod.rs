@@ -22,6 +22,7 @@ mod gin;
 mod output;
 mod prefer;
 mod rounds;
+mod scale;
 mod services;
 mod studies;
 mod timeline;
@@ -33,6 +34,7 @@ use crate::demo::stack::Stack;
 use crate::round::{self, parse_seconds};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
+pub use scale::{Scale, Size, Staircase};
 use serde::Serialize;
 use services::{Deployed, Local, Services, Urls};
 use std::path::{Path, PathBuf};
@@ -133,110 +135,6 @@ pub struct ExperimentArgs {
     /// Local: do not build; use the service binaries next to this orders-bench binary.
     #[arg(long = "no-build")]
     pub no_build: bool,
-}
-
-/// A staircase of offered rates.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Staircase {
-    pub start: u32,
-    pub step: u32,
-    pub max: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Size {
-    Quick,
-    Default,
-    Full,
-}
-
-/// How big an experiment runs.
-#[derive(Debug, Clone, Serialize)]
-pub struct Scale {
-    pub size: Size,
-    pub orders: u64,
-    pub repeats: u32,
-    pub step_seconds: f64,
-    /// A fixed staircase; `None`: placed around a short closed loop per round.
-    pub staircase: Option<Staircase>,
-    pub clients: u32,
-    pub closed_seconds: f64,
-    pub closed_runs: u32,
-    /// The closed loop that places a staircase.
-    pub calibrate_seconds: f64,
-}
-
-impl Scale {
-    fn of(name: Name, args: &ExperimentArgs) -> Self {
-        let size = if args.quick {
-            Size::Quick
-        } else if args.full {
-            Size::Full
-        } else {
-            Size::Default
-        };
-        let tiny = Some(Staircase { start: 50, step: 50, max: 50 });
-        let mut scale = match (name, size) {
-            (Name::Gin, Size::Quick) => {
-                Scale::new(size, 2_000, 1, 1.0, Some(Staircase { start: 100, step: 100, max: 200 }))
-            }
-            (Name::Gin, Size::Default) => {
-                Scale::new(size, 20_000, 1, 3.0, Some(Staircase { start: 200, step: 200, max: 4_000 }))
-            }
-            (Name::Gin, Size::Full) => {
-                Scale::new(size, 1_000_000, 3, 30.0, Some(Staircase { start: 500, step: 500, max: 10_000 }))
-            }
-            (_, Size::Quick) => Scale { clients: 2, closed_seconds: 1.0, ..Scale::new(size, 200, 1, 1.0, tiny) },
-            (Name::DocSize, Size::Default) => {
-                Scale { closed_seconds: 10.0, closed_runs: 3, ..Scale::new(size, 2_000, 1, 3.0, None) }
-            }
-            (Name::Durability, Size::Default) => Scale::new(size, 2_000, 1, 3.0, None),
-            (_, Size::Full) => Scale {
-                closed_seconds: 20.0,
-                closed_runs: 5,
-                calibrate_seconds: 5.0,
-                ..Scale::new(size, 10_000, 3, 30.0, None)
-            },
-        };
-        scale.orders = args.orders.unwrap_or(scale.orders);
-        scale.repeats = args.repeats.unwrap_or(scale.repeats);
-        scale.step_seconds = args.step_duration.unwrap_or(scale.step_seconds);
-        if let (Some(start), Some(step), Some(max)) = (args.start_rate, args.step, args.max_rate) {
-            scale.staircase = Some(Staircase { start, step, max });
-        }
-        scale.clients = args.clients.unwrap_or(scale.clients);
-        scale.closed_seconds = args.closed_seconds.unwrap_or(scale.closed_seconds);
-        scale.closed_runs = args.closed_runs.unwrap_or(scale.closed_runs);
-        scale
-    }
-
-    fn new(size: Size, orders: u64, repeats: u32, step_seconds: f64, staircase: Option<Staircase>) -> Self {
-        Self {
-            size,
-            orders,
-            repeats,
-            step_seconds,
-            staircase,
-            clients: 8,
-            closed_seconds: 5.0,
-            closed_runs: 1,
-            calibrate_seconds: 2.0,
-        }
-    }
-
-    /// The staircase of a round: the fixed one, or ten steps up to 1.5 times `capacity` (the
-    /// better target's closed-loop rate), so that both targets fail within it on any machine.
-    pub fn staircase(&self, capacity: f64) -> Staircase {
-        if let Some(fixed) = self.staircase {
-            return fixed;
-        }
-        let raw = (capacity * 1.5 / 10.0).max(10.0);
-        let magnitude = 10f64.powf(raw.log10().floor());
-        let step = ([1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw)).unwrap_or(raw);
-        let step = step.round() as u32;
-        Staircase { start: step, step, max: step * 10 }
-    }
 }
 
 /// Versions the experiment ran against, read from `/diagnostics`.
@@ -427,49 +325,4 @@ async fn body(
         Name::Durability => durability::run(ctx, &args.variants, &args.sizes).await?,
     };
     output::write(ctx, &outcome, &started_at)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ExperimentArgs,
-    }
-
-    fn args(line: &[&str]) -> ExperimentArgs {
-        Cli::try_parse_from(std::iter::once("x").chain(line.iter().copied())).expect("arguments").args
-    }
-
-    #[test]
-    fn each_size_has_its_scale_and_flags_override_it() {
-        let gin = Scale::of(Name::Gin, &args(&["gin"]));
-        assert_eq!((gin.orders, gin.repeats, gin.step_seconds), (20_000, 1, 3.0));
-        let full = Scale::of(Name::Gin, &args(&["gin", "--full"]));
-        assert_eq!((full.orders, full.repeats, full.step_seconds), (1_000_000, 3, 30.0), "S1's scale");
-        let s2 = Scale::of(Name::DocSize, &args(&["doc-size", "--full"]));
-        assert_eq!((s2.clients, s2.closed_seconds, s2.closed_runs), (8, 20.0, 5), "S2's closed loop");
-        let mine = Scale::of(
-            Name::DocSize,
-            &args(&["doc-size", "--orders", "500", "--start-rate", "10", "--step", "10", "--max-rate", "50"]),
-        );
-        assert_eq!(mine.orders, 500);
-        assert_eq!(mine.staircase, Some(Staircase { start: 10, step: 10, max: 50 }));
-        assert!(Cli::try_parse_from(["x", "gin", "--quick", "--full"]).is_err());
-        assert!(Cli::try_parse_from(["x", "gin", "--start-rate", "10"]).is_err(), "a staircase needs all three");
-        assert!(Cli::try_parse_from(["x", "gin", "--apply", "true"]).is_err(), "--apply needs deployed services");
-    }
-
-    #[test]
-    fn a_placed_staircase_reaches_past_the_closed_loop_rate_in_round_steps() {
-        let scale = Scale::of(Name::Durability, &args(&["durability"]));
-        assert_eq!(scale.staircase(1300.0), Staircase { start: 200, step: 200, max: 2000 });
-        assert_eq!(scale.staircase(90.0), Staircase { start: 20, step: 20, max: 200 });
-        assert_eq!(scale.staircase(0.0), Staircase { start: 10, step: 10, max: 100 });
-        let fixed = Scale::of(Name::Gin, &args(&["gin"]));
-        assert_eq!(fixed.staircase(1e6), Staircase { start: 200, step: 200, max: 4000 });
-    }
 }
