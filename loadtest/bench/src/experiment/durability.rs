@@ -252,7 +252,7 @@ pub async fn run(ctx: &mut Ctx, only: &[String], sizes: &[String]) -> Result<Out
                     rounds::closed_loop(ctx, &urls, work, ctx.scale.closed_runs, ctx.scale.closed_seconds, minimal)
                         .await?;
                 let closed = ClosedSummary::of(runs);
-                let staircase = ctx.scale.staircase(closed.pg.unwrap_or(0.0).max(closed.mongo.unwrap_or(0.0)));
+                let staircase = ctx.scale.staircase(closed.slower());
                 let plan = RoundPlan {
                     variant,
                     name: format!("{mix} {} ({})", size.label, variant.label),

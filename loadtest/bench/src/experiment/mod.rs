@@ -81,7 +81,7 @@ pub struct ExperimentArgs {
     /// Repeats of every round (median reported) [default: 1; 3 with --full].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: Option<u32>,
-    /// How long each rate of a staircase is held [default: 3 s; 30 s with --full].
+    /// How long each rate of a staircase is held [default: 3 s, durability 2 s; 30 s with --full].
     #[arg(long = "step-duration", value_parser = parse_seconds)]
     pub step_duration: Option<f64>,
     /// A fixed staircase for every round: first rate, requests/s per target (with --step and

@@ -201,7 +201,7 @@ pub async fn placed_staircase(ctx: &Ctx, urls: &Urls, work: Work, minimal: bool)
         return Ok(fixed);
     }
     let run = closed_loop(ctx, urls, work, 1, ctx.scale.calibrate_seconds, minimal).await?;
-    Ok(ctx.scale.staircase(run.iter().map(ClosedRun::best).fold(0.0, f64::max)))
+    Ok(ctx.scale.staircase(run.iter().map(ClosedRun::slower).fold(0.0, f64::max)))
 }
 
 /// The folder name of a round: letters, digits and `-`.

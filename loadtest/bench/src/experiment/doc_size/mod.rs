@@ -93,6 +93,11 @@ impl ClosedSummary {
         }
     }
 
+    /// The slower target's median rate (0 when one is missing), around which a staircase is placed.
+    pub fn slower(&self) -> f64 {
+        self.pg.zip(self.mongo).map_or(0.0, |(p, m)| p.min(m))
+    }
+
     pub fn ratio(&self) -> Option<f64> {
         self.pg.zip(self.mongo).filter(|(_, m)| *m > 0.0).map(|(p, m)| p / m)
     }
@@ -139,7 +144,7 @@ pub async fn run(ctx: &mut Ctx, only: &[String]) -> Result<Outcome> {
             rounds::closed_loop(ctx, &urls, Work::Status, ctx.scale.closed_runs, ctx.scale.closed_seconds, minimal)
                 .await?;
         let closed = ClosedSummary::of(runs);
-        let status_stairs = ctx.scale.staircase(closed.pg.unwrap_or(0.0).max(closed.mongo.unwrap_or(0.0)));
+        let status_stairs = ctx.scale.staircase(closed.slower());
         let read_stairs = rounds::placed_staircase(ctx, &urls, Work::Read, false).await?;
         let mut result = SizeResult {
             size: *size,
