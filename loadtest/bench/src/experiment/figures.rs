@@ -256,6 +256,7 @@ impl RoundFigures {
     pub fn ratio_text(&self) -> String {
         let bound = [&self.pg, &self.mongo].iter().any(|s| s.as_ref().is_some_and(|s| s.lower_bound));
         match self.ratio {
+            Some(0.0) => "0 (PG failed the first step)".into(),
             Some(r) => format!("{}{r:.2}", if bound { "~" } else { "" }),
             None if self.pg.as_ref().zip(self.mongo.as_ref()).is_some_and(|(p, m)| p.lower_bound && m.lower_bound) => {
                 "? (neither failed a step)".into()

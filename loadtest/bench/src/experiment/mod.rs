@@ -95,7 +95,7 @@ pub struct ExperimentArgs {
     /// Closed loop: clients per target [default: 8, as S2].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub clients: Option<u32>,
-    /// Closed loop: seconds per run [default: doc-size 10, durability 5; S2's 20 with --full].
+    /// Closed loop: seconds per run [default: doc-size 10, durability 3; S2's 20 with --full].
     #[arg(long = "closed-seconds", value_parser = parse_seconds)]
     pub closed_seconds: Option<f64>,
     /// Closed loop: runs per size (median reported) [default: doc-size 3, durability 1; S2's 5 with --full].

@@ -61,7 +61,7 @@ impl Scale {
             (Name::DocSize, Size::Default) => {
                 Scale { closed_seconds: 10.0, closed_runs: 3, ..Scale::new(size, 2_000, 1, 3.0, None) }
             }
-            (Name::Durability, Size::Default) => Scale::new(size, 1_000, 1, 2.0, None),
+            (Name::Durability, Size::Default) => Scale { closed_seconds: 3.0, ..Scale::new(size, 1_000, 1, 2.0, None) },
             (_, Size::Full) => Scale {
                 closed_seconds: 20.0,
                 closed_runs: 5,

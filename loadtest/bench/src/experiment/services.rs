@@ -24,6 +24,10 @@ pub struct Urls {
     pub mongo: String,
 }
 
+/// A local service that does not answer `/diagnostics` this long after a round is restarted: it
+/// is still stuck on the round's overload, and the next round reloads the data anyway.
+const STUCK: Duration = Duration::from_secs(10);
+
 /// What `prepare` found.
 pub enum Prepared {
     Ready {
@@ -161,10 +165,11 @@ impl Local {
             let client = Client::new(&urls.pg, &urls.mongo)?;
             let mut restarted = false;
             for service in &mut self.running {
-                if !answers(&client, &service.url, Duration::from_secs(20)).await {
+                if !answers(&client, &service.url, STUCK).await {
                     eprintln!(
-                        "experiment: {} has not answered /diagnostics for 20 s (stuck on an overload); restarting it",
-                        service.name
+                        "experiment: {} has not answered /diagnostics for {} s (stuck on an overload); restarting it",
+                        service.name,
+                        STUCK.as_secs()
                     );
                     service.restart().await?;
                     restarted = true;
