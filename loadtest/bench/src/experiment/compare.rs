@@ -20,6 +20,9 @@ pub enum Verdict {
     NoStudyFigure,
     /// We have no figure (the run did not measure it, or it was skipped).
     NotMeasured,
+    /// A staircase in which both targets first failed at the same step: the machine, not a
+    /// database, set both limits, so the ratio says nothing about the study's claim.
+    Inconclusive,
 }
 
 impl Verdict {
@@ -30,6 +33,7 @@ impl Verdict {
             Self::NotReproduced => "NOT reproduced",
             Self::NoStudyFigure => "no study figure",
             Self::NotMeasured => "not measured here",
+            Self::Inconclusive => "inconclusive: both failed at the same step",
         }
     }
 }
@@ -80,6 +84,15 @@ impl Comparison {
     pub fn judged(mut self, reference: &Reference, ours: Option<f64>) -> Self {
         self.ours_value = ours;
         self.verdict = judge(&reference.figure, ours);
+        self
+    }
+
+    /// For a row judged by a staircase: when both targets first failed at the same step, the
+    /// verdict is inconclusive whatever the ratio.
+    pub fn staircase(mut self, same_step: bool) -> Self {
+        if same_step && !matches!(self.verdict, Verdict::NoStudyFigure | Verdict::NotMeasured) {
+            self.verdict = Verdict::Inconclusive;
+        }
         self
     }
 
@@ -186,6 +199,7 @@ pub fn tally(rows: &[Comparison]) -> String {
         (Verdict::Reproduced, "reproduced"),
         (Verdict::SameDirection, "same direction, different size"),
         (Verdict::NotReproduced, "NOT reproduced"),
+        (Verdict::Inconclusive, "inconclusive (both failed at the same step)"),
         (Verdict::NoStudyFigure, "without a study figure"),
         (Verdict::NotMeasured, "not measured here"),
     ]

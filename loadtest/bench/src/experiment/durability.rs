@@ -86,8 +86,13 @@ fn ours_text(w: &Workload) -> String {
     text
 }
 
-/// The study's row for a setting's workload, and the value of ours it is judged by.
-fn reference<'a>(results: &'a [SettingResult], setting: &str, w: &'a Workload) -> (&'static Reference, Option<f64>) {
+/// The study's row for a setting's workload, the value of ours it is judged by, and whether that
+/// value is a staircase's ratio (S1 measured inserts with one; S2 closed loops).
+fn reference<'a>(
+    results: &'a [SettingResult],
+    setting: &str,
+    w: &'a Workload,
+) -> (&'static Reference, Option<f64>, bool) {
     let closed = w.closed_loop.ratio();
     let other = |name: &str| {
         results
@@ -97,16 +102,18 @@ fn reference<'a>(results: &'a [SettingResult], setting: &str, w: &'a Workload) -
     };
     let large = w.size == SIZES[1].label;
     match (w.mix, setting) {
-        ("insert", "both-wait") if !large => (&studies::S1_INSERT_DEFAULTS, w.round.as_ref().and_then(|f| f.ratio)),
-        ("insert", _) => (&studies::S2_UPDATES_ONLY, None),
-        (_, "both-wait") if large => (&studies::S2_BOTH_WAIT_100KB, closed),
-        (_, "both-wait") => (&studies::S2_BOTH_WAIT_AT_100KB_ONLY, None),
-        (_, "pg-async") => (if large { &studies::S2_UPDATES[2] } else { &studies::S2_UPDATES[0] }, closed),
+        ("insert", "both-wait") if !large => {
+            (&studies::S1_INSERT_DEFAULTS, w.round.as_ref().and_then(|f| f.ratio), true)
+        }
+        ("insert", _) => (&studies::S2_UPDATES_ONLY, None, false),
+        (_, "both-wait") if large => (&studies::S2_BOTH_WAIT_100KB, closed, false),
+        (_, "both-wait") => (&studies::S2_BOTH_WAIT_AT_100KB_ONLY, None, false),
+        (_, "pg-async") => (if large { &studies::S2_UPDATES[2] } else { &studies::S2_UPDATES[0] }, closed, false),
         (_, "mongo-async") => {
             let gain = other("both-wait").and_then(|base| Some(w.closed_loop.mongo? / base.closed_loop.mongo?));
-            (&studies::S2_DOCKER_MONGO, gain)
+            (&studies::S2_DOCKER_MONGO, gain, false)
         }
-        _ => (&studies::S2_NEITHER_WAITS, None),
+        _ => (&studies::S2_NEITHER_WAITS, None, false),
     }
 }
 
@@ -114,9 +121,10 @@ fn comparisons(results: &[SettingResult]) -> Vec<Comparison> {
     let mut rows = Vec::new();
     for setting in results {
         for w in &setting.workloads {
-            let (reference, value) = reference(results, setting.name, w);
+            let (reference, value, staircase) = reference(results, setting.name, w);
             let workload = format!("{}, {} {}", setting.label, w.mix, w.size);
-            let row = Comparison::new(reference, workload, ours_text(w)).judged(reference, value);
+            let same_step = staircase && w.round.as_ref().is_some_and(RoundFigures::same_step);
+            let row = Comparison::new(reference, workload, ours_text(w)).judged(reference, value).staircase(same_step);
             rows.push(row.unfair(!setting.fair));
         }
     }

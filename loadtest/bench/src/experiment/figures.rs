@@ -238,11 +238,7 @@ impl RoundFigures {
     pub fn rates_text(&self) -> String {
         use crate::report::format;
         let rate = |s: Option<&RateSummary>| format::max_rate(s, self.start_rate).replace(" req/s", "");
-        let same_step = self
-            .pg
-            .as_ref()
-            .zip(self.mongo.as_ref())
-            .is_some_and(|(p, m)| p.median == m.median && !p.lower_bound && !m.lower_bound);
+        let same_step = self.same_step();
         format!(
             "PG {} / MongoDB {} req/s = {}{}",
             rate(self.pg.as_ref()),
@@ -250,6 +246,13 @@ impl RoundFigures {
             self.ratio_text(),
             if same_step { " (both first failed at the same step: see the round's limits)" } else { "" }
         )
+    }
+
+    /// Both targets first failed at the same step (median of the repeats): on a machine they share
+    /// with the load, the machine rather than a database set both limits.
+    pub fn same_step(&self) -> bool {
+        let pair = self.pg.as_ref().zip(self.mongo.as_ref());
+        pair.is_some_and(|(p, m)| p.median == m.median && !p.lower_bound && !m.lower_bound)
     }
 
     /// "1.33", "~2.00" when a rate is a bound, "?" when neither target failed a step.

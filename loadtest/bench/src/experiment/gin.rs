@@ -98,15 +98,18 @@ fn comparisons(results: &[VariantResult]) -> Vec<Comparison> {
     let mut rows = Vec::new();
     if let Some(s) = shop("defaults") {
         let r = &studies::S1_SHOP_DEFAULTS;
-        // 1: PostgreSQL failed the first step; 0.5: it failed well before MongoDB (below half its rate).
-        let failed = if s.pg_failed_first_step() {
+        // 1: PostgreSQL failed the first step and MongoDB did not; 0.5: PostgreSQL failed well
+        // before MongoDB (below half its rate).
+        let mongo_passed = s.mongo.as_ref().is_some_and(|m| m.median > 0.0);
+        let failed = if s.pg_failed_first_step() && mongo_passed {
             1.0
         } else if s.ratio.is_some_and(|q| q < 0.5) {
             0.5
         } else {
             0.0
         };
-        rows.push(Comparison::new(r, "shop, defaults", s.rates_text()).judged(r, Some(failed)));
+        let row = Comparison::new(r, "shop, defaults", s.rates_text()).judged(r, Some(failed));
+        rows.push(row.staircase(s.same_step()));
         let r = &studies::S1_SEQ_SCANS;
         let share = s.pg_figures.seq_scan_table_share.or(s.pg_figures.seq_scans_per_10s.map(|_| 0.0));
         rows.push(Comparison::new(r, "shop, defaults", scans_text(s)).judged(r, share));
@@ -123,7 +126,7 @@ fn comparisons(results: &[VariantResult]) -> Vec<Comparison> {
     if let Some(s) = shop("fastupdate-off") {
         let r = &studies::S1_SHOP_FASTUPDATE_OFF;
         let text = format!("{}; {}", s.rates_text(), scans_text(s));
-        rows.push(Comparison::new(r, "shop, fastupdate=off", text).judged(r, s.ratio));
+        rows.push(Comparison::new(r, "shop, fastupdate=off", text).judged(r, s.ratio).staircase(s.same_step()));
     }
     for (name, label, reference) in [
         ("force-custom-plan", "shop, force_custom_plan", &studies::S1_CUSTOM_PLAN),
@@ -141,12 +144,13 @@ fn comparisons(results: &[VariantResult]) -> Vec<Comparison> {
     ] {
         if let Some(i) = insert(name) {
             let r = &studies::S1_INSERT_DEFAULTS;
-            rows.push(Comparison::new(r, label, i.rates_text()).judged(r, i.ratio));
+            rows.push(Comparison::new(r, label, i.rates_text()).judged(r, i.ratio).staircase(i.same_step()));
         }
     }
     if let Some(i) = insert("fastupdate-off") {
         let r = &studies::S1_INSERT_FASTUPDATE_OFF;
-        rows.push(Comparison::new(r, "insert, fastupdate=off", i.rates_text()).judged(r, i.ratio));
+        let row = Comparison::new(r, "insert, fastupdate=off", i.rates_text()).judged(r, i.ratio);
+        rows.push(row.staircase(i.same_step()));
         if let Some(on) = insert("defaults") {
             let r = &studies::S1_INSERT_FASTUPDATE_COST;
             let (before, after) = (on.pg.as_ref().map(|s| s.median), i.pg.as_ref().map(|s| s.median));

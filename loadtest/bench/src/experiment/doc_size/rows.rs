@@ -52,7 +52,7 @@ fn rows_for(r: &SizeResult) -> Vec<Comparison> {
         }
         if let Some(s) = &r.status {
             let reference = if i == 2 { &studies::S2_BOTH_WAIT_100KB } else { s2 };
-            rows.push(judged(reference, at("status, staircase"), s.rates_text(), s.ratio));
+            rows.push(judged(reference, at("status, staircase"), s.rates_text(), s.ratio).staircase(s.same_step()));
             rows.push(judged(&studies::S2_WAL[i], at("status"), wal_text(s), s.pg_figures.wal_bytes_per_write));
             if i == 1 {
                 let s4 = &studies::S4_WAL_8KB;
@@ -69,7 +69,7 @@ fn rows_for(r: &SizeResult) -> Vec<Comparison> {
     } else if let Some(s) = &r.status {
         let big = &studies::S1_STATUS_40_ITEMS;
         let text = format!("{}; {}", s.rates_text(), r.closed_loop.text("updates"));
-        rows.push(judged(big, at("status, staircase"), text, s.ratio));
+        rows.push(judged(big, at("status, staircase"), text, s.ratio).staircase(s.same_step()));
         rows.push(judged(&studies::S1_WAL_40_ITEMS, at("status"), wal_text(s), s.pg_figures.wal_bytes_per_write));
     }
     if let Some(s) = &r.status {
@@ -92,7 +92,8 @@ fn rows_for(r: &SizeResult) -> Vec<Comparison> {
     }
     if let Some(read) = &r.read {
         let reads = &studies::S1_READS;
-        rows.push(judged(reads, at("read by id, whole order, staircase"), read.rates_text(), read.ratio));
+        let row = judged(reads, at("read by id, whole order, staircase"), read.rates_text(), read.ratio);
+        rows.push(row.staircase(read.same_step()));
     }
     rows
 }
