@@ -161,7 +161,8 @@ fn comparisons(results: &[VariantResult]) -> Vec<Comparison> {
                 format::opt_count(after),
                 factor.map_or(NONE.into(), |f| format!("{f:.1}× fewer"))
             );
-            rows.push(Comparison::new(r, "insert, defaults → fastupdate=off", text).judged(r, factor));
+            let row = Comparison::new(r, "insert, defaults → fastupdate=off", text).judged(r, factor);
+            rows.push(row.staircase(on.same_step() || i.same_step()));
         }
     }
     rows
