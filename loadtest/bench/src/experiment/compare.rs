@@ -2,8 +2,8 @@
 //! rates depend on the hardware, so rates are compared as PostgreSQL / MongoDB ratios; bytes,
 //! shares and factors directly. A ratio or factor on the study's side of 1 (the same database
 //! ahead, a slowdown still a slowdown) and within a factor of two of the study's is
-//! **reproduced**, further off **same direction**; on the other side, or a tie, **not
-//! reproduced**. Bytes within a factor of two are reproduced. A claim without a number is judged by
+//! **reproduced**, further off **same direction**; on the other side, or a tie (within 5% of 1),
+//! **not reproduced**. Bytes within a factor of two are reproduced. A claim without a number is judged by
 //! its direction or by whether the mechanism was seen.
 
 use super::studies::{Figure, Reference};
@@ -102,6 +102,11 @@ impl Comparison {
     }
 }
 
+/// A ratio this close to 1 says neither database was ahead (measurement noise is larger).
+fn tie(ratio: f64) -> bool {
+    (ratio - 1.0).abs() < 0.05
+}
+
 fn within_two(ours: f64, theirs: f64) -> bool {
     ours > 0.0 && theirs > 0.0 && ours <= theirs * 2.0 && ours >= theirs / 2.0
 }
@@ -114,10 +119,10 @@ pub fn judge(figure: &Figure, ours: Option<f64>) -> Verdict {
         return Verdict::NoStudyFigure;
     }
     let Some(ours) = ours.filter(|v| v.is_finite()) else { return Verdict::NotMeasured };
-    // A ratio or factor must first be on the study's side of 1 (a tie shows no direction); near
-    // 1, "within a factor of two" alone would accept either side.
+    // A ratio or factor must first be on the study's side of 1; within 5% of 1 it is a tie, which
+    // shows no direction (near 1, "within a factor of two" alone would accept either side).
     let directional = |ours: f64, theirs: f64| {
-        let same_side = ours != 1.0 && (ours > 1.0) == (theirs > 1.0);
+        let same_side = !tie(ours) && (ours > 1.0) == (theirs > 1.0);
         if !same_side {
             Verdict::NotReproduced
         } else if within_two(ours, theirs) {
@@ -152,9 +157,8 @@ pub fn judge(figure: &Figure, ours: Option<f64>) -> Verdict {
             }
         }
         Figure::PendingList { .. } => yes_no(ours > 0.0),
-        // A tie shows no direction.
         Figure::PgRate { pg_faster, .. } | Figure::Direction { pg_faster } => {
-            yes_no(ours != 1.0 && (ours > 1.0) == pg_faster)
+            yes_no(!tie(ours) && (ours > 1.0) == pg_faster)
         }
         Figure::FailedFirstStep => {
             if ours >= 1.0 {
@@ -224,6 +228,8 @@ mod tests {
         assert_eq!(judge(at_100kb, None), Verdict::NotMeasured);
         assert_eq!(judge(&S2_UPDATES[0].figure, Some(0.9)), Verdict::NotReproduced, "PG ahead in S2 at 1 KB");
         assert_eq!(judge(&S2_UPDATES[1].figure, Some(1.0)), Verdict::NotReproduced, "a tie has no direction");
+        assert_eq!(judge(&S2_UPDATES[0].figure, Some(1.004)), Verdict::NotReproduced, "within 5% of 1: a tie");
+        assert_eq!(judge(&S2_UPDATES[0].figure, Some(1.2)), Verdict::SameDirection);
         assert_eq!(judge(&S2_UPDATES[1].figure, Some(0.8)), Verdict::NotReproduced, "within 2× of 1.39, wrong side");
     }
 
