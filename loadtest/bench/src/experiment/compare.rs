@@ -87,10 +87,10 @@ impl Comparison {
         self
     }
 
-    /// For a row judged by a staircase: when both targets first failed at the same step, the
-    /// verdict is inconclusive whatever the ratio.
+    /// For a row judged by a staircase: when both targets first failed at the same step (the
+    /// first one included, where there is no ratio at all), the verdict is inconclusive.
     pub fn staircase(mut self, same_step: bool) -> Self {
-        if same_step && !matches!(self.verdict, Verdict::NoStudyFigure | Verdict::NotMeasured) {
+        if same_step && self.verdict != Verdict::NoStudyFigure {
             self.verdict = Verdict::Inconclusive;
         }
         self
