@@ -14,6 +14,9 @@
 //   SUMMARY        where handleSummary writes its JSON (default summary.json)
 //   P95_MS, MAX_FAILED_RATE   pass marks per target (default 50 ms and 0.01, as in study S1)
 //   PRE_VUS, MAX_VUS, VU_BUDGET_MS, REQUEST_TIMEOUT   see vuSizing() and README.md
+//   PREFER         "return=minimal": the writes carry `Prefer: return=minimal` (RFC 7240), so an
+//                  insert is a 201 and a status change a 204, both without a body: the round
+//                  measures the write, not returning the order (orders-bench experiment sets it)
 //
 // The script fails (k6 exits 99) when a target misses p(95), fails more than 1% of its requests,
 // or drops any iteration: then the offered rate was not offered, and the run says nothing.
@@ -268,6 +271,9 @@ function noteText(bytes) {
 
 const NOTE = MANIFEST.note_bytes > 0 ? noteText(MANIFEST.note_bytes) : null;
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
+if (ENV.PREFER && ENV.PREFER !== 'return=minimal') throw new Error(`PREFER: "${ENV.PREFER}" is not return=minimal`);
+const MINIMAL = ENV.PREFER === 'return=minimal';
+const WRITE_HEADERS = MINIMAL ? { ...JSON_HEADERS, Prefer: 'return=minimal' } : JSON_HEADERS;
 
 function between(min, max) {
   return min + Math.floor(Math.random() * (max - min + 1));
@@ -324,10 +330,10 @@ const REQUESTS = {
     params('customer', '/customers/{customer_id}/orders', 200)),
   product: (base) => http.get(`${base}/products/${idIn(MANIFEST.product_ids)}/orders?limit=10`,
     params('product', '/products/{product_id}/orders', 200)),
-  insert: (base) => http.post(`${base}/orders`, newOrder(), params('insert', '/orders', 201, JSON_HEADERS)),
+  insert: (base) => http.post(`${base}/orders`, newOrder(), params('insert', '/orders', 201, WRITE_HEADERS)),
   status: (base) => http.patch(`${base}/orders/${idIn(MANIFEST.order_ids)}/status`,
     JSON.stringify({ status: STATUSES[between(0, STATUSES.length - 1)] }),
-    params('status', '/orders/{id}/status', 200, JSON_HEADERS)),
+    params('status', '/orders/{id}/status', MINIMAL ? 204 : 200, WRITE_HEADERS)),
 };
 
 function pickEndpoint() {

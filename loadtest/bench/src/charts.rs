@@ -112,6 +112,16 @@ impl Axis {
 }
 
 pub fn render(chart: &Chart) -> String {
+    draw(chart, false)
+}
+
+/// `render` with a logarithmic x axis too (log-log when `chart.log_y`), for costs against sizes
+/// that span orders of magnitude.
+pub fn render_log_x(chart: &Chart) -> String {
+    draw(chart, true)
+}
+
+fn draw(chart: &Chart, log_x: bool) -> String {
     let all: Vec<Point> = chart
         .series
         .iter()
@@ -126,7 +136,12 @@ pub fn render(chart: &Chart) -> String {
     if chart.diagonal {
         y_max = y_max.max(x_max);
     }
-    let x_axis = Axis::linear(x_max);
+    let x_axis = if log_x {
+        let x_min = all.iter().map(|p| p.x).filter(|x| *x > 0.0).fold(f64::INFINITY, f64::min);
+        Axis::log(if x_min.is_finite() { x_min } else { 1.0 }, x_max)
+    } else {
+        Axis::linear(x_max)
+    };
     let y_axis = if chart.log_y {
         Axis::log(all.iter().map(|p| p.y).filter(|y| *y > 0.0).fold(f64::INFINITY, f64::min).min(1.0), y_max)
     } else {
@@ -321,6 +336,17 @@ pub mod tests {
             true,
             vec![Point { x: 0.0, y: 0.0, ok: true }, Point { x: f64::NAN, y: 1.0, ok: true }],
         )));
+    }
+
+    #[test]
+    fn a_log_log_chart_spans_the_decades_of_its_points() {
+        let points = vec![Point { x: 1000.0, y: 1300.0, ok: true }, Point { x: 100_000.0, y: 43_000.0, ok: true }];
+        let svg = render_log_x(&chart(true, points));
+        assert_well_formed(&svg);
+        for tick in [">1k<", ">10k<", ">100k<"] {
+            assert!(svg.contains(tick), "x tick {tick} in {svg}");
+        }
+        assert_well_formed(&render_log_x(&chart(true, Vec::new())));
     }
 
     #[test]

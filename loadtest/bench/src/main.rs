@@ -12,6 +12,7 @@ mod databases;
 mod dataset;
 mod demo;
 mod diagnostics;
+mod experiment;
 mod fleet;
 mod k6;
 mod manifest;
@@ -53,6 +54,9 @@ enum Command {
     /// Serve as a follower load machine: run this machine's k6 execution segment of a leader's
     /// round (`round --followers`) and report its summary, drops and CPU.
     Agent(fleet::agent::AgentArgs),
+    /// One published finding, reproduced: gin (S1 F1), doc-size (S2 F2, S4, S1 F3) or durability
+    /// (S2 F4); each row of its table shows the study's figure beside ours.
+    Experiment(experiment::ExperimentArgs),
 }
 
 #[tokio::main]
@@ -63,6 +67,7 @@ async fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args).await,
         Command::Agent(args) => fleet::agent::run(args).await,
+        Command::Experiment(args) => experiment::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

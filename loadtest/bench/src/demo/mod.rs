@@ -13,7 +13,7 @@
 //! Every process it starts carries `ORDERS_BENCH_DEMO=<report folder>` in its environment, so a
 //! test (or a person) can check that none is left.
 
-mod services;
+pub mod services;
 pub mod stack;
 
 use crate::budget::{self, BudgetArgs};
@@ -153,7 +153,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     Ok(())
 }
 
-async fn create_pg_database(admin_url: &str, name: &str) -> Result<()> {
+pub async fn create_pg_database(admin_url: &str, name: &str) -> Result<()> {
     let (client, connection) = tokio_postgres::connect(admin_url, NoTls).await.context("connecting to PostgreSQL")?;
     let connection = tokio::spawn(connection);
     let exists = client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name]).await?.is_some();
@@ -168,7 +168,7 @@ async fn create_pg_database(admin_url: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-fn with_database(url: &str, name: &str) -> String {
+pub fn with_database(url: &str, name: &str) -> String {
     let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
     let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
     format!("{server}/{name}{}", query.map(|q| format!("?{q}")).unwrap_or_default())

@@ -5,11 +5,11 @@
 //! findings F1–F3 of STUDIES.md seen or not, then per round the charts, steps and the figures that
 //! explain them. A round that ran despite a failed fairness gate is named at the very top.
 
-mod doc;
+pub mod doc;
 mod evidence;
 mod findings;
 mod fleet;
-mod format;
+pub mod format;
 mod sections;
 mod summary;
 

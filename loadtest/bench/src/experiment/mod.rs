@@ -1,0 +1,328 @@
+//! `orders-bench experiment gin|doc-size|durability`: one command per published finding, each
+//! compared row by row with the study's own figure (docs/studies.md).
+//!
+//! - `gin` (S1, F1): the `shop` and `insert` mixes under four labelled PostgreSQL variants.
+//! - `doc-size` (S2 F2, S4, S1 F3): status updates and reads of 1 KB, 10 KB and 100 KB documents
+//!   and of 40-item orders, with S2's closed loop beside the staircase.
+//! - `durability` (S2 F4): four durability settings, two of them deliberately unfair, for inserts
+//!   and status updates at 1 KB and 100 KB.
+//!
+//! On the local stack it starts what it needs (stack, services with each variant's settings) and
+//! stops what it started, like `demo`; against deployed services (`--pg-url`, `--mongo-url`) it
+//! changes variants with `--apply CMD` or measures only the variant they run. Every round is a
+//! `round::run_round` after a reload of the data; the folder gets `result.json`, `report.md`,
+//! `report.html`, the charts and one standard round report per round.
+
+mod closed_loop;
+mod compare;
+mod doc_size;
+mod durability;
+mod figures;
+mod gin;
+mod output;
+mod prefer;
+mod rounds;
+mod scale;
+mod services;
+mod studies;
+mod timeline;
+mod variant;
+mod wal;
+
+use crate::databases::Databases;
+use crate::demo::stack::Stack;
+use crate::round::{self, parse_seconds};
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, ValueEnum};
+pub use scale::{Scale, Size, Staircase};
+use serde::Serialize;
+use services::{Deployed, Local, Services, Urls};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The environment variable that marks every process an experiment starts.
+pub const MARKER: &str = "ORDERS_BENCH_EXPERIMENT";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Name {
+    /// S1 F1: the shop and insert mixes under defaults, fastupdate=off, force_custom_plan, unprepared.
+    Gin,
+    /// S2 F2, S4, S1 F3: status updates and reads of 1 KB, 10 KB, 100 KB documents and 40-item orders.
+    DocSize,
+    /// S2 F4: four durability settings (two UNFAIR on purpose), inserts and status updates.
+    Durability,
+}
+
+impl Name {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Gin => "gin",
+            Self::DocSize => "doc-size",
+            Self::Durability => "durability",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExperimentArgs {
+    #[arg(value_enum)]
+    pub name: Name,
+    /// The study's own scale (S1: 1,000,000 orders, 30 s steps, 3 repeats; S2: 8 clients × 20 s × 5
+    /// runs): hours, meant for droplets.
+    #[arg(long, conflicts_with = "quick")]
+    pub full: bool,
+    /// Smoke-test size (what CI runs): tiny data, one short step per round.
+    #[arg(long)]
+    pub quick: bool,
+    /// Orders in the data set [default: per experiment, see loadtest/README.md].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(10..))]
+    pub orders: Option<u64>,
+    /// Repeats of every round (median reported) [default: 1; 3 with --full].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: Option<u32>,
+    /// How long each rate of a staircase is held [default: 3 s, durability 2 s; 30 s with --full].
+    #[arg(long = "step-duration", value_parser = parse_seconds)]
+    pub step_duration: Option<f64>,
+    /// A fixed staircase for every round: first rate, requests/s per target (with --step and
+    /// --max-rate) [default: gin 200/200/4,000; the others place it around a short closed loop].
+    #[arg(long = "start-rate", requires_all = ["step", "max_rate"], value_parser = clap::value_parser!(u32).range(1..))]
+    pub start_rate: Option<u32>,
+    #[arg(long, requires = "start_rate", value_parser = clap::value_parser!(u32).range(1..))]
+    pub step: Option<u32>,
+    #[arg(long = "max-rate", requires = "start_rate", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rate: Option<u32>,
+    /// Closed loop: clients per target [default: 8, as S2].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub clients: Option<u32>,
+    /// Closed loop: seconds per run [default: doc-size 10, durability 3; S2's 20 with --full].
+    #[arg(long = "closed-seconds", value_parser = parse_seconds)]
+    pub closed_seconds: Option<f64>,
+    /// Closed loop: runs per size (median reported) [default: doc-size 3, durability 1; S2's 5 with --full].
+    #[arg(long = "closed-runs", value_parser = clap::value_parser!(u32).range(1..))]
+    pub closed_runs: Option<u32>,
+    /// Only these variants (names as in the report, e.g. `defaults,fastupdate-off`).
+    #[arg(long, value_delimiter = ',')]
+    pub variants: Vec<String>,
+    /// doc-size and durability: only these sizes (`1k`, `10k`, `100k`, `40items`).
+    #[arg(long, value_delimiter = ',')]
+    pub sizes: Vec<String>,
+    /// Folder for the report and every raw file [default: results/<timestamp>-experiment-<name>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Deployed services instead of local ones: the orders-pg URL (with --mongo-url).
+    #[arg(long = "pg-url", requires = "mongo_url")]
+    pub pg_url: Option<String>,
+    #[arg(long = "mongo-url", requires = "pg_url")]
+    pub mongo_url: Option<String>,
+    /// With deployed services: the command that applies a variant's settings, `{}` standing for
+    /// them as `NAME=value ...` (e.g. `infra/do/do.sh toggle {}`). Without it only the variant the
+    /// services run is measured.
+    #[arg(long, requires = "pg_url")]
+    pub apply: Option<String>,
+    /// With deployed services: where their databases are (the experiment reloads them).
+    #[command(flatten)]
+    pub databases: Databases,
+    /// The k6 binary [default: the local stack's .venv/bin/k6, else k6 on the PATH].
+    #[arg(long, env = "K6")]
+    pub k6: Option<PathBuf>,
+    /// Local: the database created and loaded in both servers, and the services use.
+    #[arg(long = "db-name", default_value = "orders_experiment")]
+    pub db_name: String,
+    /// Local: use the orders-pg and orders-mongo binaries in this folder instead of building them.
+    #[arg(long = "bin-dir", conflicts_with = "no_build")]
+    pub bin_dir: Option<PathBuf>,
+    /// Local: do not build; use the service binaries next to this orders-bench binary.
+    #[arg(long = "no-build")]
+    pub no_build: bool,
+}
+
+/// Versions the experiment ran against, read from `/diagnostics`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Versions {
+    pub postgres: Option<String>,
+    pub mongodb: Option<String>,
+}
+
+/// What every experiment works with.
+pub struct Ctx {
+    pub name: Name,
+    pub scale: Scale,
+    pub out: PathBuf,
+    pub services: Services,
+    pub databases: Databases,
+    pub k6: PathBuf,
+    pub script: PathBuf,
+    pub manifest: PathBuf,
+    pub marker: (String, String),
+    /// Whether the experiment sends `Prefer: return=minimal` where it measures writes: both
+    /// services honour it (probed once, before the first reload; `gin` compares with S1, whose
+    /// writes returned the order, and sends it nowhere).
+    pub minimal: Option<bool>,
+    pub versions: Versions,
+    pub notes: Vec<String>,
+    pub skipped: Vec<String>,
+}
+
+impl Ctx {
+    /// Puts `variant` in effect and returns the services' URLs, or `None` (and a note) when
+    /// deployed services cannot run it. The first time, it also probes `Prefer: return=minimal`
+    /// and reads the server versions.
+    pub async fn use_variant(&mut self, variant: &variant::Variant) -> Result<Option<Urls>> {
+        let urls = match self.services.prepare(variant).await? {
+            services::Prepared::Ready { urls, how } => {
+                let note = format!("Variants in effect: {how}, and read back from `/diagnostics` before measuring.");
+                if !self.notes.contains(&note) {
+                    self.notes.push(note);
+                }
+                urls
+            }
+            services::Prepared::Skip(why) => {
+                eprintln!("experiment: skipping: {why}");
+                if !self.skipped.contains(&why) {
+                    self.skipped.push(why);
+                }
+                return Ok(None);
+            }
+        };
+        if self.minimal.is_none() && self.name != Name::Gin {
+            let profile =
+                crate::dataset::Profile { seed: 1, orders: 1, customers: 1, products: 3, items: 3, note_bytes: 0 };
+            let support = prefer::probe(&urls, &closed_loop::new_order_body(&profile, 2)?).await?;
+            if let Some(note) = support.note() {
+                self.notes.push(note);
+            }
+            self.minimal = Some(support.both());
+        }
+        if self.versions.postgres.is_none() {
+            let pair = crate::diagnostics::Client::new(&urls.pg, &urls.mongo)?.pair(0.0).await?;
+            self.versions = Versions {
+                postgres: crate::diagnostics::text(&pair.pg, "/server_version"),
+                mongodb: crate::diagnostics::text(&pair.mongo, "/server/version"),
+            };
+        }
+        Ok(Some(urls))
+    }
+
+    /// `Prefer: return=minimal` for the writes of a round that measures the write alone.
+    pub fn minimal(&self) -> bool {
+        self.minimal.unwrap_or(false)
+    }
+}
+
+async fn shutdown_signal() -> Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("SIGTERM")?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    Ok(())
+}
+
+pub async fn run(args: ExperimentArgs) -> Result<()> {
+    let began = Instant::now();
+    let repo = crate::repo::root()?;
+    let name = args.name;
+    let out = crate::repo::absolute(&args.out.clone().unwrap_or_else(|| {
+        repo.join("results").join(format!("{}-experiment-{}", round::folder_stamp(), name.as_str()))
+    }));
+    std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
+    let marker = (MARKER.to_owned(), out.display().to_string());
+    let mut stack: Option<Stack> = None;
+    let mut ctx: Option<Ctx> = None;
+    let outcome = tokio::select! {
+        outcome = body(&args, &repo, &out, &marker, &mut stack, &mut ctx) => outcome,
+        _ = shutdown_signal() => Err(anyhow!("interrupted")),
+    };
+    eprintln!("experiment: stopping what it started");
+    if let Some(ctx) = ctx.as_mut() {
+        ctx.services.stop().await;
+    }
+    if let Some(stack) = stack {
+        eprintln!("experiment: stopping the local stack it started");
+        if let Err(error) = stack.stop().await {
+            eprintln!("experiment: {error:#}");
+        }
+    }
+    let table = outcome?;
+    println!("\n{table}");
+    println!(
+        "experiment {} finished in {:.0} s; report: {} (and report.html, result.json, charts/)",
+        name.as_str(),
+        began.elapsed().as_secs_f64(),
+        out.join("report.md").display()
+    );
+    Ok(())
+}
+
+/// Local stack, services and databases, or the deployed ones; then the experiment.
+async fn body(
+    args: &ExperimentArgs,
+    repo: &Path,
+    out: &Path,
+    marker: &(String, String),
+    started_stack: &mut Option<Stack>,
+    slot: &mut Option<Ctx>,
+) -> Result<String> {
+    if !args.db_name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        bail!("--db-name: letters, digits and _ only");
+    }
+    let started_at = orders_core::Timestamp::now().to_string();
+    let (services, databases, k6) = match (&args.pg_url, &args.mongo_url) {
+        (Some(pg), Some(mongo)) => {
+            let urls = Urls { pg: pg.trim_end_matches('/').into(), mongo: mongo.trim_end_matches('/').into() };
+            let k6 = crate::k6::binary(args.k6.as_deref(), Some(repo))?;
+            (Services::Deployed(Deployed::new(urls, args.apply.clone())), args.databases.clone(), k6)
+        }
+        _ => {
+            let stack = Stack::new(repo, marker.clone());
+            if stack.running().await? {
+                eprintln!("experiment: the local stack is running; it will be left running");
+            } else {
+                eprintln!("experiment: starting the local stack (bash infra/local/stack.sh start)");
+                *started_stack = Some(Stack::new(repo, marker.clone()));
+                stack.start(&[]).await?;
+            }
+            let env = stack.env().await?;
+            let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
+            let database_url = crate::demo::with_database(&need("DATABASE_URL")?, &args.db_name);
+            let admin_url = env
+                .get("STACK_PG_ADMIN_URL")
+                .cloned()
+                .unwrap_or_else(|| crate::demo::with_database(&database_url, "postgres"));
+            let mongodb_uri = need("MONGODB_URI")?;
+            let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo))?;
+            crate::demo::create_pg_database(&admin_url, &args.db_name).await?;
+            let bin_dir = services::bin_dir(repo, args.bin_dir.as_deref(), args.no_build).await?;
+            let pg_env = vec![("DATABASE_URL".to_owned(), database_url.clone()), marker.clone()];
+            let mongo_env = vec![
+                ("MONGODB_URI".to_owned(), mongodb_uri.clone()),
+                ("MONGODB_DB".to_owned(), args.db_name.clone()),
+                marker.clone(),
+            ];
+            let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
+            (Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env)), databases, k6)
+        }
+    };
+    let ctx = slot.insert(Ctx {
+        name: args.name,
+        scale: Scale::of(args.name, args),
+        out: out.to_path_buf(),
+        services,
+        databases,
+        k6,
+        script: repo.join(crate::repo::SCRIPT),
+        manifest: out.join("dataset.json"),
+        marker: marker.clone(),
+        minimal: None,
+        versions: Versions::default(),
+        notes: Vec::new(),
+        skipped: Vec::new(),
+    });
+    let outcome = match args.name {
+        Name::Gin => gin::run(ctx, &args.variants).await?,
+        Name::DocSize => doc_size::run(ctx, &args.sizes).await?,
+        Name::Durability => durability::run(ctx, &args.variants, &args.sizes).await?,
+    };
+    output::write(ctx, &outcome, &started_at)
+}

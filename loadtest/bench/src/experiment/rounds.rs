@@ -1,0 +1,234 @@
+//! One measured round of an experiment: for every repeat, the variant put in effect, the data set
+//! reloaded into both databases (and a `CHECKPOINT`), then one `round::run_round` (fairness gate,
+//! diagnostics, the k6 staircase, verdicts) with the WAL flush counter read around it. The repeats
+//! are merged into one `RoundResult` (median and range of the maximum rates), whose standard
+//! report (`report.md`, charts) goes into the round's folder beside `run-<n>/`.
+//!
+//! The runner reloads the data itself rather than through the round's `--reseed` so that the WAL
+//! flushes it counts are the round's, not the reload's.
+
+use super::Ctx;
+use super::closed_loop::{self, Plan as ClosedPlan, Run as ClosedRun, Work};
+use super::figures::{RepeatExtras, RoundFigures};
+use super::services::Urls;
+use super::variant::Variant;
+use crate::manifest::{self, Manifest};
+use crate::round::result::{RatePlan, RoundResult};
+use crate::round::verdict::{self, PassMark};
+use crate::round::{RoundSpec, Setup};
+use crate::seed::{self, SeedArgs, Target};
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// The data set of a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Data {
+    pub items: u32,
+    pub note_bytes: u32,
+}
+
+pub struct RoundPlan<'a> {
+    pub variant: &'a Variant,
+    /// Name in the reports, e.g. `shop (fastupdate=off)`.
+    pub name: String,
+    /// Folder below the experiment's.
+    pub dir: String,
+    pub mix: &'static str,
+    pub data: Data,
+    pub staircase: super::Staircase,
+    /// Send `Prefer: return=minimal` on the writes (when both services honour it).
+    pub minimal: bool,
+}
+
+pub struct Measured {
+    pub round: RoundResult,
+    pub figures: RoundFigures,
+}
+
+fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
+    SeedArgs {
+        seed: 1,
+        orders: ctx.scale.orders,
+        customers: None,
+        products: None,
+        items: data.items,
+        note_bytes: data.note_bytes,
+        target: Target::Both,
+        reset: true,
+        databases: ctx.databases.clone(),
+        manifest: ctx.manifest.clone(),
+    }
+}
+
+/// A `CHECKPOINT` after a reload, so the first step does not share the disk with it.
+async fn checkpoint(database_url: &str) {
+    let Ok((client, connection)) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await else { return };
+    let connection = tokio::spawn(connection);
+    if let Err(error) = client.batch_execute("CHECKPOINT").await {
+        eprintln!("note: CHECKPOINT after reloading failed ({error}); the first step may share the disk with it");
+    }
+    drop(client);
+    let _ = connection.await;
+}
+
+/// Reloads `data` into both databases; returns the manifest (bytes on disk per target).
+pub async fn reload(ctx: &Ctx, data: Data) -> Result<Manifest> {
+    let args = seed_args(ctx, data);
+    seed::run(args).await.context("reloading the data set")?;
+    checkpoint(&ctx.databases.database_url).await;
+    manifest::read(&ctx.manifest)
+}
+
+fn disk_per_order(manifest: &Manifest, target: &str) -> Option<f64> {
+    manifest.targets.get(target).map(|t| t.bytes_on_disk as f64 / manifest.orders.max(1) as f64)
+}
+
+/// `runs` closed-loop runs of `work` on freshly reloaded data.
+pub async fn closed_loop(
+    ctx: &Ctx,
+    urls: &Urls,
+    work: Work,
+    runs: u32,
+    seconds: f64,
+    minimal: bool,
+) -> Result<Vec<ClosedRun>> {
+    let manifest = manifest::read(&ctx.manifest)?;
+    let plan = ClosedPlan { work, clients: ctx.scale.clients, seconds, prefer_minimal: minimal };
+    let mut all = Vec::new();
+    for index in 1..=runs {
+        let run = closed_loop::run(&plan, urls, &manifest).await?;
+        let rates: Vec<String> = run.targets.iter().map(|(t, r)| format!("{t} {:.0}/s", r.per_second)).collect();
+        eprintln!(
+            "experiment: closed loop {} {index}/{runs}: {} clients × {seconds} s: {}",
+            work.mix(),
+            plan.clients,
+            rates.join(", ")
+        );
+        all.push(run);
+    }
+    Ok(all)
+}
+
+/// Runs every repeat of `plan` (reloading first) into `<out>/<plan.dir>`; `None` when deployed
+/// services cannot run the variant.
+pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measured>> {
+    let dir = ctx.out.join(&plan.dir);
+    let mut runs: Vec<RoundResult> = Vec::new();
+    let mut extras = Vec::new();
+    for index in 1..=ctx.scale.repeats {
+        let Some(urls) = ctx.use_variant(plan.variant).await? else { return Ok(None) };
+        let manifest = reload(ctx, plan.data).await?;
+        let flushes_before = super::wal::flushes(&ctx.databases.database_url).await;
+        let spec = RoundSpec {
+            name: plan.name.clone(),
+            mix: plan.mix.into(),
+            plan: RatePlan {
+                start_rate: plan.staircase.start,
+                step: plan.staircase.step,
+                max_rate: plan.staircase.max.max(plan.staircase.start),
+                step_seconds: ctx.scale.step_seconds,
+            },
+            repeats: 1,
+            mark: PassMark::default(),
+            early_stop: true,
+            allow_mismatch: !plan.variant.fair,
+            poll_interval: Duration::from_secs_f64(if ctx.scale.step_seconds <= 5.0 { 1.0 } else { 2.0 }),
+            vu_budget_ms: 200,
+            settle: Duration::from_secs(60),
+            reseed: None,
+        };
+        let mut extra_env = vec![ctx.marker.clone()];
+        if plan.minimal {
+            extra_env.push(("PREFER".into(), "return=minimal".into()));
+        }
+        let setup = Setup {
+            pg_url: urls.pg.clone(),
+            mongo_url: urls.mongo.clone(),
+            databases: ctx.databases.clone(),
+            k6: ctx.k6.clone(),
+            script: ctx.script.clone(),
+            manifest: ctx.manifest.clone(),
+            extra_env,
+            fleet: None,
+            budget_note: None,
+        };
+        let round = crate::round::run_round(&spec, &setup, &dir.join(format!("run-{index}"))).await?;
+        let flushes_after = super::wal::flushes(&ctx.databases.database_url).await;
+        extras.push(RepeatExtras {
+            wal_flushes: flushes_after.zip(flushes_before).map(|(a, b)| a - b),
+            pg_disk_per_order: disk_per_order(&manifest, "pg"),
+            mongo_disk_per_order: disk_per_order(&manifest, "mongo"),
+        });
+        runs.push(round);
+    }
+    let round = merge(runs)?;
+    crate::report::write(&dir, &[(dir.clone(), round.clone())])?;
+    let figures = RoundFigures::of(&round, &plan.dir, &extras, plan.minimal);
+    Ok(Some(Measured { round, figures }))
+}
+
+/// The repeats of separate `run_round` calls (each in `run-<n>/`) as one round of this folder.
+fn merge(runs: Vec<RoundResult>) -> Result<RoundResult> {
+    let Some(mut merged) = runs.first().cloned() else { bail!("no repeat ran") };
+    merged.repeats.clear();
+    for (n, run) in runs.iter().enumerate() {
+        for repeat in &run.repeats {
+            let mut repeat = repeat.clone();
+            repeat.index = n as u32 + 1;
+            repeat.reseeded = true;
+            repeat.files = repeat.files.iter().map(|(k, f)| (k.clone(), format!("run-{}/{f}", n + 1))).collect();
+            merged.repeats.push(repeat);
+        }
+        merged.finished_at.clone_from(&run.finished_at);
+    }
+    merged.fairness_overridden = merged.repeats.iter().any(|r| !r.fairness.ok);
+    let mut max_rate = BTreeMap::new();
+    for target in ["pg", "mongo"] {
+        let rates: Vec<_> = merged.repeats.iter().filter_map(|r| r.targets.get(target)).map(|t| t.max_rate).collect();
+        if let Some(summary) = verdict::summarize(&rates) {
+            max_rate.insert(target.to_owned(), summary);
+        }
+    }
+    merged.max_rate = max_rate;
+    merged.dir = ".".into();
+    Ok(merged)
+}
+
+/// The staircase for `work`: the fixed one, or placed around a short closed loop (on data that is
+/// reloaded again before the round).
+pub async fn placed_staircase(ctx: &Ctx, urls: &Urls, work: Work, minimal: bool) -> Result<super::Staircase> {
+    if let Some(fixed) = ctx.scale.staircase {
+        return Ok(fixed);
+    }
+    let run = closed_loop(ctx, urls, work, 1, ctx.scale.calibrate_seconds, minimal).await?;
+    Ok(ctx.scale.staircase(run.iter().map(ClosedRun::slower).fold(0.0, f64::max)))
+}
+
+/// The folder name of a round: letters, digits and `-`.
+pub fn folder(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| {
+            p.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// Relative paths of a repeat's raw files resolve against the round's folder.
+pub fn repeat_file(dir: &Path, round: &RoundResult, index: usize, key: &str) -> Option<std::path::PathBuf> {
+    round.repeats.get(index)?.files.get(key).map(|f| dir.join(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folder_names_are_plain() {
+        assert_eq!(folder(&["gin", "fastupdate-off", "shop"]), "gin-fastupdate-off-shop");
+        assert_eq!(folder(&["size", "100 KB"]), "size-100-kb");
+    }
+}

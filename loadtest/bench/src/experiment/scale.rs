@@ -1,0 +1,160 @@
+//! How big an experiment runs: the data set, the repeats, the steps of its staircases (fixed, or
+//! placed around a short closed loop) and the closed loop, for the three sizes `--quick` (CI),
+//! the default (minutes on two cores) and `--full` (the studies' own scale), with flags on top.
+
+use super::{ExperimentArgs, Name};
+use serde::Serialize;
+
+/// A staircase of offered rates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Staircase {
+    pub start: u32,
+    pub step: u32,
+    pub max: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Size {
+    Quick,
+    Default,
+    Full,
+}
+
+/// How big an experiment runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scale {
+    pub size: Size,
+    pub orders: u64,
+    pub repeats: u32,
+    pub step_seconds: f64,
+    /// A fixed staircase; `None`: placed around a short closed loop per round.
+    pub staircase: Option<Staircase>,
+    pub clients: u32,
+    pub closed_seconds: f64,
+    pub closed_runs: u32,
+    /// The closed loop that places a staircase.
+    pub calibrate_seconds: f64,
+}
+
+impl Scale {
+    pub fn of(name: Name, args: &ExperimentArgs) -> Self {
+        let size = if args.quick {
+            Size::Quick
+        } else if args.full {
+            Size::Full
+        } else {
+            Size::Default
+        };
+        let tiny = Some(Staircase { start: 50, step: 50, max: 50 });
+        let mut scale = match (name, size) {
+            (Name::Gin, Size::Quick) => {
+                Scale::new(size, 2_000, 1, 1.0, Some(Staircase { start: 100, step: 100, max: 200 }))
+            }
+            (Name::Gin, Size::Default) => {
+                Scale::new(size, 20_000, 1, 3.0, Some(Staircase { start: 200, step: 200, max: 4_000 }))
+            }
+            (Name::Gin, Size::Full) => {
+                Scale::new(size, 1_000_000, 3, 30.0, Some(Staircase { start: 500, step: 500, max: 10_000 }))
+            }
+            (_, Size::Quick) => Scale { clients: 2, closed_seconds: 1.0, ..Scale::new(size, 200, 1, 1.0, tiny) },
+            (Name::DocSize, Size::Default) => {
+                Scale { closed_seconds: 10.0, closed_runs: 3, ..Scale::new(size, 2_000, 1, 3.0, None) }
+            }
+            (Name::Durability, Size::Default) => Scale { closed_seconds: 3.0, ..Scale::new(size, 1_000, 1, 2.0, None) },
+            (_, Size::Full) => Scale {
+                closed_seconds: 20.0,
+                closed_runs: 5,
+                calibrate_seconds: 5.0,
+                ..Scale::new(size, 10_000, 3, 30.0, None)
+            },
+        };
+        scale.orders = args.orders.unwrap_or(scale.orders);
+        scale.repeats = args.repeats.unwrap_or(scale.repeats);
+        scale.step_seconds = args.step_duration.unwrap_or(scale.step_seconds);
+        if let (Some(start), Some(step), Some(max)) = (args.start_rate, args.step, args.max_rate) {
+            scale.staircase = Some(Staircase { start, step, max });
+        }
+        scale.clients = args.clients.unwrap_or(scale.clients);
+        scale.closed_seconds = args.closed_seconds.unwrap_or(scale.closed_seconds);
+        scale.closed_runs = args.closed_runs.unwrap_or(scale.closed_runs);
+        scale
+    }
+
+    fn new(size: Size, orders: u64, repeats: u32, step_seconds: f64, staircase: Option<Staircase>) -> Self {
+        Self {
+            size,
+            orders,
+            repeats,
+            step_seconds,
+            staircase,
+            clients: 8,
+            closed_seconds: 5.0,
+            closed_runs: 1,
+            calibrate_seconds: 2.0,
+        }
+    }
+
+    /// The staircase of a round: the fixed one, or twenty steps of a tenth of `capacity` (the
+    /// slower target's closed-loop rate), in round numbers. A closed loop of a few clients is
+    /// bounded by their concurrency, and an open loop on a shared machine by the machine, so the
+    /// passing rate can lie well below or somewhat above it: the steps are fine enough for the
+    /// first and reach twice as far for the second; the round stops once both have failed.
+    pub fn staircase(&self, capacity: f64) -> Staircase {
+        if let Some(fixed) = self.staircase {
+            return fixed;
+        }
+        let raw = (capacity / 10.0).max(10.0);
+        let magnitude = 10f64.powf(raw.log10().floor());
+        let nice = [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0].map(|m| m * magnitude);
+        let step = nice.iter().copied().min_by(|a, b| (a - raw).abs().total_cmp(&(b - raw).abs())).unwrap_or(raw);
+        let step = step.round() as u32;
+        Staircase { start: step, step, max: step * 20 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ExperimentArgs,
+    }
+
+    fn args(line: &[&str]) -> ExperimentArgs {
+        Cli::try_parse_from(std::iter::once("x").chain(line.iter().copied())).expect("arguments").args
+    }
+
+    #[test]
+    fn each_size_has_its_scale_and_flags_override_it() {
+        let gin = Scale::of(Name::Gin, &args(&["gin"]));
+        assert_eq!((gin.orders, gin.repeats, gin.step_seconds), (20_000, 1, 3.0));
+        let full = Scale::of(Name::Gin, &args(&["gin", "--full"]));
+        assert_eq!((full.orders, full.repeats, full.step_seconds), (1_000_000, 3, 30.0), "S1's scale");
+        let s2 = Scale::of(Name::DocSize, &args(&["doc-size", "--full"]));
+        assert_eq!((s2.clients, s2.closed_seconds, s2.closed_runs), (8, 20.0, 5), "S2's closed loop");
+        let mine = Scale::of(
+            Name::DocSize,
+            &args(&["doc-size", "--orders", "500", "--start-rate", "10", "--step", "10", "--max-rate", "50"]),
+        );
+        assert_eq!(mine.orders, 500);
+        assert_eq!(mine.staircase, Some(Staircase { start: 10, step: 10, max: 50 }));
+        assert!(Cli::try_parse_from(["x", "gin", "--quick", "--full"]).is_err());
+        assert!(Cli::try_parse_from(["x", "gin", "--start-rate", "10"]).is_err(), "a staircase needs all three");
+        assert!(Cli::try_parse_from(["x", "gin", "--apply", "true"]).is_err(), "--apply needs deployed services");
+    }
+
+    #[test]
+    fn a_placed_staircase_reaches_past_the_closed_loop_rate_in_round_steps() {
+        let scale = Scale::of(Name::Durability, &args(&["durability"]));
+        assert_eq!(scale.staircase(3252.0), Staircase { start: 300, step: 300, max: 6000 });
+        assert_eq!(scale.staircase(977.0), Staircase { start: 100, step: 100, max: 2000 });
+        assert_eq!(scale.staircase(360.0), Staircase { start: 40, step: 40, max: 800 });
+        assert_eq!(scale.staircase(0.0), Staircase { start: 10, step: 10, max: 200 });
+        let fixed = Scale::of(Name::Gin, &args(&["gin"]));
+        assert_eq!(fixed.staircase(1e6), Staircase { start: 200, step: 200, max: 4000 });
+    }
+}

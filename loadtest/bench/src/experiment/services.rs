@@ -1,0 +1,195 @@
+//! The two services an experiment drives, and how a variant's settings reach them.
+//!
+//! - **Local** (the default): the demo's service handling (`demo::services`): both release
+//!   binaries on free loopback ports over the experiment's own database, restarted with the
+//!   variant's environment whenever the variant changes (the services recover from an overload
+//!   by themselves: bounded pool waits, database-side deadlines).
+//! - **Deployed** (`--pg-url`, `--mongo-url`): services the runner cannot restart. With `--apply
+//!   CMD` each variant runs `CMD` with `{}` replaced by its settings (`NAME=value ...`), e.g.
+//!   `infra/do/do.sh toggle {}`, then waits for both to be ready; without it only the variant the
+//!   services already run is measured, and the others are skipped, saying so.
+//!
+//! Either way the variant's settings are read back from `/diagnostics` before it is measured.
+
+use super::variant::Variant;
+use crate::demo::services::{self, Service};
+use crate::diagnostics::{self, Client};
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Urls {
+    pub pg: String,
+    pub mongo: String,
+}
+
+/// What `prepare` found.
+pub enum Prepared {
+    Ready {
+        urls: Urls,
+        how: String,
+    },
+    /// Deployed services without `--apply` run another variant.
+    Skip(String),
+}
+
+pub struct Local {
+    pub bin_dir: PathBuf,
+    pub logs: PathBuf,
+    /// Environment every start gets (database, marker); the variant's comes on top.
+    pub pg_env: Vec<(String, String)>,
+    pub mongo_env: Vec<(String, String)>,
+    running: Vec<Service>,
+    current: Option<&'static str>,
+}
+
+pub struct Deployed {
+    pub urls: Urls,
+    pub apply: Option<String>,
+    applied: Option<&'static str>,
+}
+
+pub enum Services {
+    Local(Local),
+    Deployed(Deployed),
+}
+
+impl Local {
+    pub fn new(
+        bin_dir: PathBuf,
+        logs: PathBuf,
+        pg_env: Vec<(String, String)>,
+        mongo_env: Vec<(String, String)>,
+    ) -> Self {
+        Self { bin_dir, logs, pg_env, mongo_env, running: Vec::new(), current: None }
+    }
+}
+
+impl Deployed {
+    pub fn new(urls: Urls, apply: Option<String>) -> Self {
+        Self { urls, apply, applied: None }
+    }
+}
+
+fn with_variant(base: &[(String, String)], variant: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut env = base.to_vec();
+    env.extend(variant.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    env
+}
+
+async fn run_apply(command: &str, variant: &Variant) -> Result<()> {
+    let line = command.replace("{}", &variant.assignments());
+    eprintln!("experiment: applying variant {}: {line}", variant.name);
+    let status = tokio::process::Command::new("sh")
+        .args(["-c", &line])
+        .status()
+        .await
+        .with_context(|| format!("running --apply: {line}"))?;
+    if !status.success() {
+        bail!("--apply for variant {} failed ({status}): {line}", variant.name);
+    }
+    Ok(())
+}
+
+impl Services {
+    /// Makes `variant` the one in effect and returns where the services are; the settings are
+    /// checked against `/diagnostics`.
+    pub async fn prepare(&mut self, variant: &Variant) -> Result<Prepared> {
+        let (urls, how) = match self {
+            Self::Local(local) => (local.prepare(variant).await?, "local services restarted with its settings".into()),
+            Self::Deployed(deployed) => {
+                if let Some(command) = &deployed.apply
+                    && deployed.applied != Some(variant.name)
+                {
+                    run_apply(command, variant).await?;
+                    deployed.applied = Some(variant.name);
+                }
+                let client = Client::new(&deployed.urls.pg, &deployed.urls.mongo)?;
+                client.wait_ready(Duration::from_secs(120)).await?;
+                let how = match &deployed.apply {
+                    Some(command) => format!("applied with `{command}`"),
+                    None => "as deployed".into(),
+                };
+                (deployed.urls.clone(), how)
+            }
+        };
+        let client = Client::new(&urls.pg, &urls.mongo)?;
+        let pair = client.settled_pair(0.0, Duration::from_secs(30)).await?;
+        let mismatches = variant.mismatches(&pair);
+        if mismatches.is_empty() {
+            return Ok(Prepared::Ready { urls, how });
+        }
+        match self {
+            Self::Deployed(Deployed { apply: None, .. }) => Ok(Prepared::Skip(format!(
+                "the deployed services do not run variant `{}` ({}), and without --apply the runner cannot change \
+                 them",
+                variant.name,
+                mismatches.join("; ")
+            ))),
+            _ => bail!("variant {} is not in effect after {how}: {}", variant.name, mismatches.join("; ")),
+        }
+    }
+
+    pub fn is_local(&self) -> bool {
+        matches!(self, Self::Local(_))
+    }
+
+    /// Stops what was started (nothing for deployed services).
+    pub async fn stop(&mut self) {
+        if let Self::Local(local) = self {
+            local.stop().await;
+        }
+    }
+}
+
+impl Local {
+    async fn prepare(&mut self, variant: &Variant) -> Result<Urls> {
+        if self.current == Some(variant.name) && self.running.len() == 2 {
+            let urls = Urls { pg: self.running[0].url.clone(), mongo: self.running[1].url.clone() };
+            return Ok(urls);
+        }
+        self.stop().await;
+        for (name, env) in [
+            (services::PG, with_variant(&self.pg_env, &variant.pg_env)),
+            (services::MONGO, with_variant(&self.mongo_env, &variant.mongo_env)),
+        ] {
+            let binary = services::binary(&self.bin_dir, name)?;
+            let log = self.logs.join(format!("{name}.log"));
+            self.running.push(Service::start(name, &binary, &env, log)?);
+        }
+        let urls = Urls { pg: self.running[0].url.clone(), mongo: self.running[1].url.clone() };
+        let client = diagnostics::Client::new(&urls.pg, &urls.mongo)?;
+        if let Err(error) = client.wait_ready(Duration::from_secs(60)).await {
+            let logs: Vec<String> = self
+                .running
+                .iter_mut()
+                .map(|s| {
+                    let state = s.exited().unwrap_or_else(|| "running".into());
+                    format!("{} ({state}):\n{}", s.name, s.log_tail())
+                })
+                .collect();
+            bail!("{error:#}\n{}", logs.join("\n"));
+        }
+        self.current = Some(variant.name);
+        eprintln!("experiment: variant {}: orders-pg {}, orders-mongo {}", variant.name, urls.pg, urls.mongo);
+        Ok(urls)
+    }
+
+    async fn stop(&mut self) {
+        for service in &mut self.running {
+            service.stop().await;
+        }
+        self.running.clear();
+        self.current = None;
+    }
+}
+
+/// The folder of the service binaries: `--bin-dir`, beside this binary (`--no-build`), or built.
+pub async fn bin_dir(repo: &Path, bin_dir: Option<&Path>, no_build: bool) -> Result<PathBuf> {
+    match (bin_dir, no_build) {
+        (Some(dir), _) => Ok(dir.to_path_buf()),
+        (None, true) => services::beside_this_binary(),
+        (None, false) => services::build(repo).await,
+    }
+}

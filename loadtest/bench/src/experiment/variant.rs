@@ -1,0 +1,128 @@
+//! A variant of an experiment: the service settings it runs with (environment variables of
+//! `orders-pg` and `orders-mongo`, as documented in docs/configuration.md), the settings
+//! `/diagnostics` must then report (so a variant is proven to be in effect, not assumed), and
+//! whether the two sides acknowledge writes at the same point. Every variant sets each knob of its
+//! experiment explicitly, so an earlier variant's setting cannot linger (the GIN index keeps
+//! `fastupdate=off` until told otherwise).
+
+use crate::diagnostics::Pair;
+use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Pg,
+    Mongo,
+}
+
+/// A setting `/diagnostics` must report: `gin_fastupdate`, `plan_cache_mode`, `statement_mode`,
+/// `synchronous_commit` (PostgreSQL); `w`, `j` (MongoDB's write concern).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Expect {
+    pub side: Side,
+    pub setting: &'static str,
+    pub value: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Variant {
+    /// Short name: `defaults`, `fastupdate-off`, `pg-async`, ...
+    pub name: &'static str,
+    /// What a reader sees in the tables.
+    pub label: &'static str,
+    pub pg_env: Vec<(&'static str, &'static str)>,
+    pub mongo_env: Vec<(&'static str, &'static str)>,
+    pub expect: Vec<Expect>,
+    /// Both sides acknowledge a write at the same point; false for the deliberately unfair ones.
+    pub fair: bool,
+}
+
+impl Variant {
+    /// `NAME=value ...`, PostgreSQL's first: what `--apply`'s `{}` becomes.
+    pub fn assignments(&self) -> String {
+        self.pg_env.iter().chain(&self.mongo_env).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    }
+
+    /// Settings that `/diagnostics` reports otherwise than this variant expects, as
+    /// "pg plan_cache_mode: auto (expected force_custom_plan)".
+    pub fn mismatches(&self, pair: &Pair) -> Vec<String> {
+        let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
+        self.expect
+            .iter()
+            .filter_map(|e| {
+                let actual = match e.side {
+                    Side::Pg => pg.settings.get(e.setting).cloned(),
+                    Side::Mongo => match e.setting {
+                        "w" => mongo.write_w.clone(),
+                        "j" => mongo.write_j.map(|j| j.to_string()),
+                        _ => None,
+                    },
+                };
+                let side = if e.side == Side::Pg { "pg" } else { "mongo" };
+                (actual.as_deref() != Some(e.value)).then(|| {
+                    format!(
+                        "{side} {}: {} (expected {})",
+                        e.setting,
+                        actual.as_deref().unwrap_or("not reported"),
+                        e.value
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+pub const fn pg(setting: &'static str, value: &'static str) -> Expect {
+    Expect { side: Side::Pg, setting, value }
+}
+
+pub const fn mongo(setting: &'static str, value: &'static str) -> Expect {
+    Expect { side: Side::Mongo, setting, value }
+}
+
+/// The services' own defaults, both waiting for the disk: what `doc-size` runs.
+pub fn both_wait() -> Variant {
+    Variant {
+        name: "defaults",
+        label: "defaults (both wait for the disk)",
+        pg_env: vec![("PG_SYNCHRONOUS_COMMIT", "on")],
+        mongo_env: vec![("MONGO_WRITE_CONCERN", "majority"), ("MONGO_JOURNAL", "true")],
+        expect: vec![pg("synchronous_commit", "on"), mongo("w", "majority"), mongo("j", "true")],
+        fair: true,
+    }
+}
+
+/// Keeps the variants whose names are in `only` (all when it is empty); an unknown name is an
+/// error that lists the known ones.
+pub fn select(all: Vec<Variant>, only: &[String]) -> anyhow::Result<Vec<Variant>> {
+    if let Some(unknown) = only.iter().find(|name| !all.iter().any(|v| v.name == name.as_str())) {
+        let known: Vec<&str> = all.iter().map(|v| v.name).collect();
+        anyhow::bail!("--variants: no variant \"{unknown}\" (this experiment has {})", known.join(", "));
+    }
+    Ok(all.into_iter().filter(|v| only.is_empty() || only.iter().any(|o| o == v.name)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostics::snapshot::samples;
+    use serde_json::json;
+
+    #[test]
+    fn a_variant_is_in_effect_only_when_diagnostics_say_so() {
+        let variant = both_wait();
+        let pair = |j| Pair { at_s: 0.0, pg: samples::pg(0, 1, 0, 10), mongo: samples::mongo(10, j, "orders") };
+        assert!(variant.mismatches(&pair(json!(true))).is_empty());
+        assert_eq!(variant.mismatches(&pair(json!(false))), ["mongo j: false (expected true)"]);
+        assert_eq!(variant.mismatches(&pair(json!(null))), ["mongo j: not reported (expected true)"]);
+        assert_eq!(variant.assignments(), "PG_SYNCHRONOUS_COMMIT=on MONGO_WRITE_CONCERN=majority MONGO_JOURNAL=true");
+    }
+
+    #[test]
+    fn selecting_an_unknown_variant_names_the_known_ones() {
+        let error = select(vec![both_wait()], &["nope".into()]).expect_err("unknown");
+        assert!(error.to_string().contains("defaults"), "{error}");
+        assert_eq!(select(vec![both_wait()], &[]).expect("all").len(), 1);
+    }
+}

@@ -1,0 +1,227 @@
+//! `orders-bench experiment gin|doc-size|durability --quick` end to end, as the README runs them:
+//! the local stack (which must be running, as for every database test), both services started
+//! with each variant's settings, real rounds and closed loops against real databases, and the
+//! report. Each must exit 0, write result.json, report.md, report.html and its charts, and show
+//! the study's figure and setup beside ours in every row of its table; durability's mixed
+//! settings must be marked UNFAIR with the fairness gate's refusal. No process it started may be
+//! left: every one carries `ORDERS_BENCH_EXPERIMENT=<its folder>` in its environment.
+
+mod support;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::{describe, read_json};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn stack_running() -> bool {
+    let status =
+        Command::new("bash").arg(repo().join("infra/local/stack.sh")).arg("status").output().expect("stack.sh");
+    status.status.success()
+}
+
+/// Processes whose environment holds `ORDERS_BENCH_EXPERIMENT=<out>`.
+fn marked_processes(out: &Path) -> Vec<String> {
+    let marker = format!("ORDERS_BENCH_EXPERIMENT={}", out.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter_map(|e| {
+            let environ = std::fs::read(e.path().join("environ")).ok()?;
+            let marked = environ.split(|b| *b == 0).any(|var| var == marker.as_bytes());
+            let cmdline = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default().replace('\0', " ");
+            marked.then(|| format!("{}: {cmdline}", e.file_name().to_string_lossy()))
+        })
+        .collect()
+}
+
+/// The service binaries of this build profile beside the orders-bench binary under test (a
+/// workspace test run has built them already; otherwise they are built here).
+fn ensure_services() {
+    let dir = Path::new(env!("CARGO_BIN_EXE_orders-bench")).parent().expect("target folder").to_path_buf();
+    if ["orders-pg", "orders-mongo"].iter().all(|name| dir.join(name).is_file()) {
+        return;
+    }
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo.args(["build", "-q", "-p", "orders-pg", "-p", "orders-mongo"]).current_dir(repo());
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cargo.arg("--release");
+    }
+    let output = cargo.output().expect("run cargo");
+    assert!(output.status.success(), "building the services:\n{}", describe(&output));
+}
+
+async fn drop_databases(name: &str) {
+    let admin = support::pg_server_url().rsplit_once('/').map(|(server, _)| format!("{server}/postgres")).expect("url");
+    if let Ok((client, connection)) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await {
+        tokio::spawn(connection);
+        let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    }
+    if let Ok(client) = mongodb::Client::with_uri_str(support::mongodb_uri()).await {
+        let _ = client.database(name).drop().await;
+    }
+}
+
+/// Runs the experiment in its quick size; returns its folder, result.json and printed output.
+async fn run(name: &str, extra: &[&str]) -> (PathBuf, Value, String) {
+    assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
+    ensure_services();
+    let out = support::scratch_dir(&format!("experiment_{name}"));
+    let db = format!("exp_test_{}_{}", std::process::id(), name.replace('-', "_"));
+    let started = std::time::Instant::now();
+    let output = tokio::task::spawn_blocking({
+        let (out, db, name) = (out.clone(), db.clone(), name.to_owned());
+        let extra: Vec<String> = extra.iter().map(|e| (*e).to_owned()).collect();
+        move || {
+            Command::new(env!("CARGO_BIN_EXE_orders-bench"))
+                .args(["experiment", &name, "--quick", "--no-build", "--db-name", &db, "--out"])
+                .arg(&out)
+                .args(&extra)
+                .current_dir(repo())
+                .output()
+                .expect("run orders-bench experiment")
+        }
+    })
+    .await
+    .expect("join");
+    drop_databases(&db).await;
+    assert!(output.status.success(), "{}", describe(&output));
+    eprintln!("orders-bench experiment {name} --quick took {} s", started.elapsed().as_secs());
+    let left = marked_processes(&out);
+    assert!(left.is_empty(), "processes the experiment started are still running: {left:#?}");
+    assert!(stack_running(), "the stack was running before the experiment, so it must be running after it");
+    for file in ["result.json", "report.md", "report.html", "dataset.json"] {
+        assert!(out.join(file).is_file(), "{file} missing in {}", out.display());
+    }
+    let result = read_json(&out.join("result.json"));
+    assert_eq!(result["schema"], "orders-bench/experiment/1");
+    assert_eq!(result["experiment"], name);
+    (out, result, String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The rows of the table under "Ours beside the studies" in report.md.
+fn table_rows(report: &str) -> Vec<Vec<String>> {
+    let section = report.split("## Ours beside the studies").nth(1).expect("the comparison section");
+    section
+        .lines()
+        .skip_while(|l| !l.starts_with("| finding |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split(" | ").map(|c| c.trim().to_owned()).collect())
+        .collect()
+}
+
+/// Every row names a finding, what ran, our figure, the study's figure and its setup, and a verdict.
+fn assert_every_row_has_the_study_beside_ours(out: &Path, result: &Value, stdout: &str) -> Vec<Vec<String>> {
+    let comparisons = result["comparisons"].as_array().expect("comparisons");
+    assert!(!comparisons.is_empty());
+    for c in comparisons {
+        for key in ["finding", "workload", "ours", "study", "study_setup", "verdict"] {
+            assert!(c[key].as_str().is_some_and(|v| !v.is_empty()), "{key} in {c:#}");
+        }
+        assert!(c["study_setup"].as_str().is_some_and(|s| s.starts_with('S') && s.contains(": ")), "{c:#}");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    let rows = table_rows(&report);
+    assert_eq!(rows.len(), comparisons.len(), "one table row per comparison:\n{report}");
+    for row in &rows {
+        assert_eq!(row.len(), 6, "{row:?}");
+        assert!(row[3] != "–" && !row[3].is_empty(), "the study's figure in {row:?}");
+        assert!(row[4].starts_with('S'), "the study's setup in {row:?}");
+    }
+    assert!(stdout.contains("| finding | workload | ours | study | study setup | verdict |"), "the table is printed");
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert!(html.contains("<table>") && !html.contains("src="), "self-contained HTML");
+    rows
+}
+
+#[tokio::test]
+async fn gin_labels_every_variant_and_compares_each_with_s1() {
+    let (out, result, stdout) = run("gin", &[]).await;
+    let rows = assert_every_row_has_the_study_beside_ours(&out, &result, &stdout);
+    let variants: Vec<&str> =
+        result["variants"].as_array().expect("variants").iter().filter_map(|v| v["name"].as_str()).collect();
+    assert_eq!(variants, ["defaults", "fastupdate-off", "force-custom-plan", "unprepared"]);
+    for label in [
+        "shop, defaults",
+        "shop, fastupdate=off",
+        "shop, force_custom_plan",
+        "shop, unprepared",
+        "insert, fastupdate=off",
+    ] {
+        assert!(rows.iter().any(|r| r[1] == label), "a row for {label}: {rows:#?}");
+    }
+    for variant in result["variants"].as_array().expect("variants") {
+        let settings = &variant["shop"]["pg_figures"]["settings"];
+        let name = variant["name"].as_str().expect("name");
+        let expected = match name {
+            "fastupdate-off" => ("off", "auto", "prepared"),
+            "force-custom-plan" => ("on", "force_custom_plan", "prepared"),
+            "unprepared" => ("on", "auto", "unprepared"),
+            _ => ("on", "auto", "prepared"),
+        };
+        let actual = (&settings["gin_fastupdate"], &settings["plan_cache_mode"], &settings["statement_mode"]);
+        assert_eq!(actual, (&Value::from(expected.0), &Value::from(expected.1), &Value::from(expected.2)), "{name}");
+        assert!(!variant["timeline"].as_array().expect("timeline").is_empty(), "{name}: the timeline");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(report.contains("## Round") && report.contains("`shop (fastupdate=off)`"), "rounds labelled by variant");
+    for chart in ["gin-pending-list", "gin-seq-scans"] {
+        assert!(out.join("charts").join(format!("{chart}.svg")).is_file(), "{chart}");
+    }
+}
+
+#[tokio::test]
+async fn doc_size_compares_every_size_with_s2_and_draws_the_log_log_charts() {
+    let (out, result, stdout) = run("doc-size", &[]).await;
+    let rows = assert_every_row_has_the_study_beside_ours(&out, &result, &stdout);
+    for size in ["1 KB", "10 KB", "100 KB", "40 items"] {
+        assert!(
+            rows.iter().any(|r| r[1].contains(&format!("status, closed loop, {size}"))
+                || r[1].contains(&format!("staircase, {size}"))),
+            "{size}: {rows:#?}"
+        );
+    }
+    assert!(rows.iter().any(|r| r[3] == "42.3 KiB" && r[1].starts_with("status, 100 KB")), "S2's WAL at 100 KB");
+    let sizes = result["variants"].as_array().expect("sizes");
+    assert_eq!(sizes.len(), 4);
+    for size in sizes {
+        assert!(size["closed_loop"]["pg"].as_f64().is_some_and(|r| r > 0.0), "{size:#}");
+        assert!(size["status"]["pg_figures"]["wal_bytes_per_write"].as_f64().is_some_and(|b| b > 0.0), "{size:#}");
+    }
+    let large = sizes.iter().find(|s| s["size"]["key"] == "100k").expect("100 KB");
+    assert!(large["approx_doc_bytes"].as_u64().is_some_and(|b| (95_000..105_000).contains(&b)), "{large:#}");
+    for chart in ["doc-size-bytes", "doc-size-rates"] {
+        let svg = std::fs::read_to_string(out.join("charts").join(format!("{chart}.svg"))).expect("chart");
+        assert!(svg.contains(">100k<") && svg.contains("S2"), "a log-x chart with the study's line: {chart}");
+    }
+}
+
+#[tokio::test]
+async fn durability_runs_the_unfair_settings_knowingly_and_says_so_on_every_such_row() {
+    let (out, result, stdout) = run("durability", &["--sizes", "100k"]).await;
+    let rows = assert_every_row_has_the_study_beside_ours(&out, &result, &stdout);
+    let comparisons = result["comparisons"].as_array().expect("comparisons");
+    for c in comparisons {
+        let workload = c["workload"].as_str().expect("workload");
+        let mixed = workload.contains("synchronous_commit=off vs") || workload.contains("synchronous_commit=on vs");
+        assert_eq!(c["unfair"], mixed, "{c:#}");
+        if mixed {
+            assert!(c["ours"].as_str().is_some_and(|o| o.contains("gate refused it")), "{c:#}");
+        }
+    }
+    assert_eq!(rows.iter().filter(|r| r[1].starts_with("**UNFAIR**")).count(), 4, "two unfair settings × two mixes");
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(report.contains("**UNFAIR COMPARISON, on purpose.**"), "{report}");
+    for setting in result["variants"].as_array().expect("settings") {
+        for w in setting["workloads"].as_array().expect("workloads") {
+            let flushes = w["round"]["pg_figures"]["wal_flushes_per_write"].as_f64();
+            let syncs = w["round"]["mongo_figures"]["journal_syncs_per_write"].as_f64();
+            assert!(flushes.is_some() && syncs.is_some(), "flushes and syncs per write: {w:#}");
+        }
+    }
+}
