@@ -1,7 +1,8 @@
 //! `orders-bench`: the benchmark runner of the two order services. `main` only parses the command
-//! line and hands each subcommand to its module: `seed`, `round`, `report` and `demo`. `dataset`
-//! and `prng` generate the orders, `manifest` records what was seeded where; `k6`, `diagnostics`,
-//! `procstat` and `charts` serve the rounds and reports.
+//! line and hands each subcommand to its module: `seed`, `round`, `report`, `demo` and `load`.
+//! `dataset` and `prng` generate the orders, `manifest` records what was seeded where; `loadgen`
+//! (the native load generator), `k6`, `diagnostics`, `procstat` and `charts` serve the rounds and
+//! reports. `load` runs on a runtime of its own with one thread; the others on tokio's default.
 
 mod charts;
 mod databases;
@@ -9,6 +10,7 @@ mod dataset;
 mod demo;
 mod diagnostics;
 mod k6;
+mod loadgen;
 mod manifest;
 mod prng;
 mod procstat;
@@ -43,15 +45,27 @@ enum Command {
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
     /// rounds and the report; stops everything it started (about ten minutes, --quick under three).
     Demo(demo::DemoArgs),
+    /// The native open-loop load generator (what `round` and `demo` run): a staircase or constant
+    /// rate, or a closed loop with --clients; the k6 script's mixes and summary JSON.
+    Load(loadgen::LoadArgs),
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+async fn dispatch(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Seed(args) => seed::run(args).await,
         Command::Round(args) => round::run(args).await,
         Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args).await,
+        Command::Load(args) => loadgen::run(args),
+    }
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Load(args) => loadgen::run(args),
+        command => tokio::runtime::Runtime::new()
+            .map_err(anyhow::Error::from)
+            .and_then(|runtime| runtime.block_on(dispatch(command))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -205,7 +205,8 @@ async fn body(
     let database_url = with_database(&need("DATABASE_URL")?, &args.db_name);
     let admin_url = env.get("STACK_PG_ADMIN_URL").cloned().unwrap_or_else(|| with_database(&database_url, "postgres"));
     let mongodb_uri = need("MONGODB_URI")?;
-    let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo))?;
+    // The demo drives with the native generator; k6 is only looked up for the record.
+    let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo)).unwrap_or_default();
     create_pg_database(&admin_url, &args.db_name).await?;
 
     let bin_dir = match (&args.bin_dir, args.no_build) {
@@ -278,6 +279,7 @@ async fn body(
             vu_budget_ms: 200,
             settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
             reseed: Some(seed.clone()),
+            generator: round::launch::Generator::Native,
         };
         if !rounds.is_empty() {
             revive(&mut started.services, &client).await?;

@@ -101,12 +101,36 @@ fn steps_table(round: &RoundResult) -> Block {
                 row.push(cell(&|s| format::ms(s.p95_ms)));
                 row.push(cell(&|s| format::ms(s.p99_ms)));
                 row.push(cell(&|s| format!("{:.1}%", s.failed_rate * 100.0)));
-                row.push(cell(&|s| if s.passed { "✓".into() } else { format!("✗ {}", s.reasons.join(", ")) }));
+                row.push(cell(&|s| match (s.passed, s.stall.as_ref().is_some_and(|st| st.discounted)) {
+                    (true, true) => "✓ (stall discounted)".into(),
+                    (true, false) => "✓".into(),
+                    (false, _) => format!("✗ {}", s.reasons.join(", ")),
+                }));
             }
             row
         })
         .collect();
     Block::Table { header, rows }
+}
+
+/// Every stall of the shared machine the review found in a failing or discounted step.
+fn stalls(round: &RoundResult) -> Vec<String> {
+    let mut items = Vec::new();
+    for repeat in &round.repeats {
+        for (target, label, _) in TARGETS {
+            let steps = repeat.targets.get(target).map(|t| t.steps.as_slice()).unwrap_or_default();
+            for step in steps.iter().filter(|s| s.complete) {
+                let Some(stall) = step.stall.as_ref().filter(|st| st.discounted || !step.passed) else { continue };
+                items.push(format!(
+                    "repeat {}: {label} at {} req/s: {}",
+                    repeat.index,
+                    format::count(f64::from(step.rate)),
+                    stall.note
+                ));
+            }
+        }
+    }
+    items
 }
 
 fn per_repeat(round: &RoundResult, f: impl Fn(&RepeatResult) -> String) -> Vec<String> {
@@ -332,6 +356,13 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
     }
     blocks.push(Block::Heading(3, "Steps".into()));
     blocks.push(steps_table(round));
+    let stalls = stalls(round);
+    if !stalls.is_empty() {
+        blocks.push(Block::Paragraph(
+            "Stalls of the shared machine (every target slow in the same 100 ms, or the load generator late):".into(),
+        ));
+        blocks.push(Block::List(stalls));
+    }
     blocks.push(Block::Heading(3, "What explains it".into()));
     blocks.push(pg_table(round));
     blocks.push(mongo_table(round));

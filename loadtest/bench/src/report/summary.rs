@@ -6,7 +6,7 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::round::cpu::LimitKind;
+use crate::round::cpu::{LimitKind, Role};
 use crate::round::result::RoundResult;
 use std::collections::BTreeMap;
 
@@ -29,6 +29,14 @@ fn per_1k(round: &RoundResult, name: &str) -> Option<f64> {
             .filter_map(|r| r.cpu.components.iter().find(|c| c.name == name).and_then(|c| c.per_1k_requests))
             .collect(),
     )
+}
+
+/// The same for the load generator, whichever it was (k6 or orders-bench load).
+fn generator_per_1k(round: &RoundResult) -> Option<f64> {
+    let generator = |r: &crate::round::result::RepeatResult| {
+        r.cpu.components.iter().find(|c| c.role == Role::LoadGenerator).and_then(|c| c.per_1k_requests)
+    };
+    median(round.repeats.iter().filter_map(generator).collect())
 }
 
 pub fn kind_name(kind: LimitKind) -> &'static str {
@@ -74,7 +82,7 @@ pub fn cpu_table(rounds: &[&RoundResult]) -> Block {
                 r.name.clone(),
                 pair(r, "postgres", "orders-pg"),
                 pair(r, "mongod", "orders-mongo"),
-                format::seconds(per_1k(r, "k6"), 3),
+                format::seconds(generator_per_1k(r), 3),
                 format!("{} / {}", limits(r, "pg"), limits(r, "mongo")),
             ]
         })
@@ -84,7 +92,7 @@ pub fn cpu_table(rounds: &[&RoundResult]) -> Block {
             "mix".into(),
             "PostgreSQL + orders-pg, CPU s per 1,000 requests".into(),
             "MongoDB + orders-mongo".into(),
-            "k6".into(),
+            "load generator".into(),
             "limit at the first failed step (Postgres / MongoDB)".into(),
         ],
         rows,
@@ -116,8 +124,9 @@ pub fn blocks(rounds: &[&RoundResult]) -> Vec<Block> {
     if !shared.is_empty() {
         blocks.push(Block::Paragraph(format!(
             "**The machine, not a database, set these limits** in {}: in every repeat both targets first failed at \
-             the same step while the CPU was (nearly) saturated and k6 or a service used more of it than the \
-             database did. They shared the cores with each other and with k6, so those rows measure this machine; \
+             the same step while the CPU was (nearly) saturated and the load generator or a service used more of it \
+             than the database did. They shared the cores with each other and with the load generator, so those rows \
+             measure this machine; \
              compare the CPU per request below, or give each database a machine of its own (infra/).",
             shared.join(", ")
         )));

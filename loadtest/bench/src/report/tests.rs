@@ -80,6 +80,7 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
         cpu: CpuReport::default(),
         files: BTreeMap::new(),
         notes: Vec::new(),
+        load_generator: summary.load_generator.clone(),
     }
 }
 

@@ -1,12 +1,14 @@
-//! The k6 run of one repeat: the process with the round's staircase in its environment, the live
-//! loop (every half second: CPU samples, k6's live figures for the progress lines, the dropped
-//! iterations per moment and the early stop) and the `/diagnostics` poller beside it.
+//! The load run of one repeat: the generator's process (`launch`: the native one, or k6 with the
+//! round's staircase in its environment), the live loop (every half second: CPU samples, the
+//! generator's live figures for the progress lines, the dropped iterations per moment and the
+//! early stop) and the `/diagnostics` poller beside it.
 
 use super::cpu::{self, Component, Role, Sampler};
+use super::launch;
 use super::{RoundSpec, Setup};
 use crate::diagnostics::{self, Pair};
 use crate::k6::live::{EarlyStop, LiveView};
-use crate::{k6, procstat};
+use crate::procstat;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,17 +18,18 @@ use std::time::{Duration, Instant};
 
 pub const TARGETS: [&str; 2] = ["pg", "mongo"];
 
-/// What the run left for the verdicts and the report; times are seconds after `origin` (k6's start).
+/// What the run left for the verdicts and the report; times are seconds after `origin` (the
+/// generator's start).
 pub struct Driven {
     pub status: ExitStatus,
     pub origin: Instant,
     pub exited_at: f64,
-    /// k6's own CPU seconds (exact: it is this process's reaped child).
-    pub k6_seconds: Option<f64>,
+    /// The load generator's own CPU seconds (exact: it is this process's reaped child).
+    pub load_seconds: Option<f64>,
     /// When step 0 began, estimated from the first live figures.
     pub scenario_start: Option<f64>,
     pub stopped_early: bool,
-    /// k6's running count of dropped iterations per target, as read.
+    /// The generator's running count of dropped iterations per target, as read.
     pub drop_samples: Vec<(f64, BTreeMap<String, u64>)>,
     pub sampler: Sampler,
     pub polled: Vec<Pair>,
@@ -100,10 +103,10 @@ pub async fn run(
 
     let reaped_before = procstat::own_reaped_children_seconds();
     let origin = Instant::now();
-    let mut running = k6::spawn(k6::Launch { binary: &setup.k6, script: &setup.script, env, log: log_path })?;
+    let mut running = launch::spawn(spec.generator, spec, setup, env, summary_path, log_path, origin)?;
     let mut sampler = Sampler::new(components, origin);
     sampler.components.push(Component {
-        name: "k6".into(),
+        name: spec.generator.process_name().into(),
         role: Role::LoadGenerator,
         target: None,
         pid: running.child.id(),
@@ -120,15 +123,22 @@ pub async fn run(
     let mut last_view = LiveView::default();
     let mut drop_samples: Vec<(f64, BTreeMap<String, u64>)> = Vec::new();
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
-    eprintln!("{label} k6 running ({} steps of {} s; log {})", rates.len(), spec.plan.step_seconds, log_path.display());
+    let generator = spec.generator.process_name();
+    eprintln!(
+        "{label} {generator} running ({} steps of {} s; log {})",
+        rates.len(),
+        spec.plan.step_seconds,
+        log_path.display()
+    );
     let status = loop {
         tokio::select! {
-            status = running.child.wait() => break status.context("waiting for k6")?,
+            status = running.child.wait() => break status.with_context(|| format!("waiting for {generator}"))?,
             _ = ticker.tick() => {
                 sampler.sample();
-                let Ok(view) = running.api.view().await else { continue };
+                let Ok(view) = running.view().await else { continue };
                 let now = origin.elapsed().as_secs_f64();
                 drop_samples.push((now, view.dropped.clone()));
+                scenario_start = scenario_start.or(running.scenario_start());
                 if scenario_start.is_none() {
                     let first = TARGETS.iter().filter_map(|t| view.steps.get(*t)?.get(&0)).map(|s| s.count).max();
                     if let Some(count) = first.filter(|c| *c > 0) {
@@ -143,9 +153,9 @@ pub async fn run(
                 }
                 if spec.early_stop && !stopped_early && early.observe(&view, &targets, &spec.mark) {
                     stopped_early = true;
-                    eprintln!("{label} every target has failed a step: stopping k6 after one more step");
-                    if let Err(error) = running.api.stop().await {
-                        eprintln!("{label} could not stop k6 early ({error:#}); it runs to the last step");
+                    eprintln!("{label} every target has failed a step: stopping {generator} after one more step");
+                    if let Err(error) = running.stop().await {
+                        eprintln!("{label} could not stop {generator} early ({error:#}); it runs to the last step");
                     }
                 }
                 last_view = view;
@@ -153,7 +163,7 @@ pub async fn run(
         }
     };
     let exited_at = origin.elapsed().as_secs_f64();
-    let k6_seconds = procstat::own_reaped_children_seconds().zip(reaped_before).map(|(after, before)| after - before);
+    let load_seconds = procstat::own_reaped_children_seconds().zip(reaped_before).map(|(after, before)| after - before);
     sampler.sample();
     let _ = stop_polling.send(());
     let _ = poller.await;
@@ -162,5 +172,5 @@ pub async fn run(
         let rate = rates.get(reported_step).copied().unwrap_or(0);
         eprintln!("{label} {} (figures of the last moment)", progress_line(&last_view, reported_step, rate));
     }
-    Ok(Driven { status, origin, exited_at, k6_seconds, scenario_start, stopped_early, drop_samples, sampler, polled })
+    Ok(Driven { status, origin, exited_at, load_seconds, scenario_start, stopped_early, drop_samples, sampler, polled })
 }

@@ -10,8 +10,10 @@ pub mod cpu;
 mod drive;
 pub mod explain;
 pub mod fairness;
+pub mod launch;
 mod repeat;
 pub mod result;
+mod stall;
 pub mod verdict;
 
 use crate::manifest;
@@ -150,7 +152,11 @@ pub struct RoundArgs {
     /// Where the databases are (reseeding, exact counts, WAL; CPU when they are local).
     #[command(flatten)]
     pub databases: crate::databases::Databases,
-    /// The k6 binary [default: the local stack's .venv/bin/k6, else k6 on the PATH].
+    /// The load generator: orders-bench's own (`native`, cheap enough to share the machine with the
+    /// databases) or k6 with loadtest/k6/orders.js.
+    #[arg(long, value_enum, default_value_t = launch::Generator::Native)]
+    pub generator: launch::Generator,
+    /// The k6 binary, with --generator k6 [default: the local stack's .venv/bin/k6, else k6 on the PATH].
     #[arg(long, env = "K6")]
     pub k6: Option<PathBuf>,
     /// The k6 script [default: loadtest/k6/orders.js of this repository].
@@ -177,6 +183,7 @@ pub struct RoundSpec {
     pub settle: Duration,
     /// Seed arguments for a reload before every repeat.
     pub reseed: Option<SeedArgs>,
+    pub generator: launch::Generator,
 }
 
 /// Where the services, databases and tools are.
@@ -237,12 +244,16 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         vu_budget_ms: args.load.vu_budget_ms,
         settle: Duration::from_secs(90),
         reseed,
+        generator: args.generator,
     };
     let setup = Setup {
         pg_url: args.pg_url.clone(),
         mongo_url: args.mongo_url.clone(),
         databases: args.databases.clone(),
-        k6: crate::k6::binary(args.k6.as_deref(), repo.as_deref())?,
+        k6: match args.generator {
+            launch::Generator::K6 => crate::k6::binary(args.k6.as_deref(), repo.as_deref())?,
+            launch::Generator::Native => PathBuf::new(),
+        },
         script,
         manifest,
         extra_env: Vec::new(),

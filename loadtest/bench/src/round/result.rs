@@ -7,7 +7,7 @@ use super::cpu::CpuReport;
 use super::explain::Explain;
 use super::fairness::Fairness;
 use super::verdict::{MaxRate, PassMark, RateSummary, StepResult};
-use crate::k6::summary::Latency;
+use crate::k6::summary::{Latency, LoadGenerator};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -100,7 +100,7 @@ pub struct RepeatResult {
     pub reseeded: bool,
     pub started_at: String,
     pub fairness: Fairness,
-    /// Seconds k6 ran; shorter than planned when stopped early.
+    /// Seconds the load ran; shorter than planned when stopped early.
     pub run_seconds: f64,
     pub stopped_early: bool,
     pub targets: BTreeMap<String, TargetResult>,
@@ -111,6 +111,10 @@ pub struct RepeatResult {
     /// Anything that makes this repeat's figures less complete than usual.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The load generator (`kind` native or k6) and, for the native one, its schedule lag and CPU
+    /// time per step.
+    #[serde(default)]
+    pub load_generator: Option<LoadGenerator>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,7 +123,7 @@ pub struct TargetResult {
     pub max_rate: MaxRate,
     pub requests: u64,
     pub failures: u64,
-    /// k6's own count for the whole run.
+    /// The generator's own count for the whole run.
     pub dropped_iterations: u64,
     pub latency_ms: Latency,
     /// Requests per endpoint (read, product, insert, ...).

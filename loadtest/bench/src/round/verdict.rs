@@ -9,7 +9,11 @@
 //! count every half second while it runs and gives each step the drops seen during it (the rest of
 //! k6's final total goes to the last step that ran). Without those readings a step's drops are its
 //! shortfall (offered minus requests started in it) beyond 2% (requests started late on a busy
-//! machine carry the next step's tag); a target k6 saw drop nothing dropped nothing anywhere.
+//! machine carry the next step's tag); a target k6 saw drop nothing dropped nothing anywhere. The
+//! native generator counts drops per step itself, and those counts are used as they are.
+//!
+//! A step that failed because the shared machine stalled, not because of its target, is recognised
+//! and may be discounted afterwards (`stall`); `StepResult::stall` says what was found.
 
 use crate::k6::summary::{StepSummary, TargetSummary};
 use serde::{Deserialize, Serialize};
@@ -51,6 +55,10 @@ pub struct StepResult {
     pub passed: bool,
     /// Why it failed: `p95 84.5 ms ≥ 50 ms`, `failed 2.1% ≥ 1%`, `dropped ~120`.
     pub reasons: Vec<String>,
+    /// A stall of the shared machine seen in this step (native generator only), and whether it
+    /// was discounted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<super::stall::Stall>,
 }
 
 /// Requests started late enough to carry the next step's tag, not dropped.
@@ -129,6 +137,7 @@ pub fn judge_step(step: &StepSummary, dropped: u64, complete: bool, mark: &PassM
         complete,
         passed: complete && reasons.is_empty(),
         reasons,
+        stall: None,
     }
 }
 
@@ -145,9 +154,10 @@ pub fn judge_target(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let dropped = match drops {
-                Some(drops) => drops.get(i).copied().unwrap_or(0),
-                None => shortfall_drops(s, target.dropped_iterations > 0),
+            let dropped = match (s.dropped_iterations, drops) {
+                (Some(exact), _) => exact,
+                (None, Some(drops)) => drops.get(i).copied().unwrap_or(0),
+                (None, None) => shortfall_drops(s, target.dropped_iterations > 0),
             };
             judge_step(s, dropped, s.to_s <= run_seconds + 0.05, mark)
         })
@@ -239,6 +249,8 @@ mod tests {
                 failures,
                 latency_ms: Latency { p50: Some(p95 / 3.0), p95: Some(p95), ..Latency::default() },
             },
+            dropped_iterations: None,
+            windows: None,
         }
     }
 
