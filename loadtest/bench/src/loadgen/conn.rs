@@ -107,6 +107,8 @@ pub struct Target {
     clock: Clock,
     pub in_flight: Cell<usize>,
     pub connections_opened: Cell<u64>,
+    /// Answers the kernel gave no arrival time for (timed when read instead).
+    pub untimed_answers: Cell<u64>,
 }
 
 impl Target {
@@ -127,6 +129,7 @@ impl Target {
             clock: Clock::now(),
             in_flight: Cell::new(0),
             connections_opened: Cell::new(0),
+            untimed_answers: Cell::new(0),
         })
     }
 
@@ -197,7 +200,13 @@ impl Target {
         connection.write_all(&request).await.map_err(|e| format!("write: {}", e.kind()))?;
         connection.request = request;
         let response = connection.read_response().await?;
-        let arrived = connection.arrived.map_or_else(Instant::now, |wall| self.clock.instant(wall));
+        let arrived = match connection.arrived {
+            Some(wall) => self.clock.instant(wall),
+            None => {
+                self.untimed_answers.set(self.untimed_answers.get() + 1);
+                Instant::now()
+            }
+        };
         if !response.closing {
             connection.idle_since = Instant::now();
             self.idle.borrow_mut().push(connection);

@@ -236,8 +236,9 @@ async fn drive(args: LoadArgs) -> Result<()> {
         }
     }
     let cpu_before = crate::procstat::stat(std::process::id()).map(|s| s.own_ticks);
-    // A moment for the progress task and the first timer to settle before the first request.
-    let origin = Instant::now() + Duration::from_millis(20);
+    // A moment for the progress task to start and for the kernel to switch receive timestamps on
+    // (asked for by the connections just opened) before the first request.
+    let origin = Instant::now() + Duration::from_millis(50);
     let progress = args.progress.then(|| spawn_progress(shared.clone(), origin));
     let budget = Duration::from_millis(u64::from(args.vu_budget_ms));
     let (run_seconds, stopped_early) = match args.clients {

@@ -4,7 +4,8 @@
 //! generator can let answers wait while it sleeps until the next send (one wake-up per send
 //! instead of one per send and one per answer, which is most of its CPU time on a small machine)
 //! and still time them to the microsecond. Where the kernel gives no timestamp, the time of the
-//! read stands in.
+//! read stands in (Linux switches receive timestamps on for the whole machine a moment after the
+//! first socket asks, so the generator opens its first connections before it starts).
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -100,6 +101,8 @@ mod tests {
         let mut client = std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (server, _) = listener.accept().expect("accept");
         assert!(enable(&server));
+        // The kernel turns timestamping on shortly after the first socket asks for it.
+        std::thread::sleep(Duration::from_millis(50));
         let clock = Clock::now();
         client.write_all(b"hello").expect("write");
         let sent = Instant::now();

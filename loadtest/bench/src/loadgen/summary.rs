@@ -118,6 +118,7 @@ fn target_summary(
     map.insert("steps".into(), Value::Array(steps));
     map.insert("errors".into(), json!(recorder.errors[index]));
     map.insert("connections".into(), json!(target.connections_opened.get()));
+    map.insert("untimed_answers".into(), json!(target.untimed_answers.get()));
     map.insert("passed".into(), json!(passed));
     Value::Object(map)
 }
