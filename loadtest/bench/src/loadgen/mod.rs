@@ -94,6 +94,10 @@ pub struct LoadArgs {
     /// Print live figures as JSON lines on stdout every half second (for `round`).
     #[arg(long)]
     pub progress: bool,
+    /// Only print the endpoints and mixes of loadtest/mixes.json and how --mix resolves, as JSON
+    /// (the k6 script prints the same with PRINT_MIXES=1), and exit.
+    #[arg(long = "print-mix")]
+    pub print_mix: bool,
 }
 
 /// The staircase (or the one constant step) and the executor name k6 would give it.
@@ -197,6 +201,13 @@ fn precise_sleeps() {
 }
 
 pub fn run(args: LoadArgs) -> Result<()> {
+    if args.print_mix {
+        let definitions = mixes::Definitions::embedded()?;
+        let mix = definitions.mix(&args.mix)?;
+        let value = json!({"endpoints": definitions.endpoints, "mixes": definitions.mixes, "mix": mix});
+        println!("{value}");
+        return Ok(());
+    }
     precise_sleeps();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("tokio runtime")?;
     let local = tokio::task::LocalSet::new();
