@@ -8,6 +8,7 @@ use super::format::{self, NONE, joined};
 use crate::charts::{self, Chart, Point, Series};
 use crate::round::explain::{Growth, MongoExplain, PgExplain};
 use crate::round::result::{RepeatResult, RoundResult};
+use crate::round::stall::Outcome;
 
 const TARGETS: [(&str, &str, &str); 2] =
     [("pg", "PostgreSQL", charts::PG_COLOR), ("mongo", "MongoDB", charts::MONGO_COLOR)];
@@ -101,9 +102,10 @@ fn steps_table(round: &RoundResult) -> Block {
                 row.push(cell(&|s| format::ms(s.p95_ms)));
                 row.push(cell(&|s| format::ms(s.p99_ms)));
                 row.push(cell(&|s| format!("{:.1}%", s.failed_rate * 100.0)));
-                row.push(cell(&|s| match (s.passed, s.stall.as_ref().is_some_and(|st| st.discounted)) {
-                    (true, true) => "✓ (stall discounted)".into(),
-                    (true, false) => "✓".into(),
+                row.push(cell(&|s| match (s.passed, s.stall.as_ref().map(|st| st.outcome)) {
+                    (true, Some(Outcome::Discounted)) => "✓ (stall discounted)".into(),
+                    (true, _) => "✓".into(),
+                    (false, Some(Outcome::Inconclusive)) => "? (stall: inconclusive)".into(),
                     (false, _) => format!("✗ {}", s.reasons.join(", ")),
                 }));
             }
@@ -120,7 +122,7 @@ fn stalls(round: &RoundResult) -> Vec<String> {
         for (target, label, _) in TARGETS {
             let steps = repeat.targets.get(target).map(|t| t.steps.as_slice()).unwrap_or_default();
             for step in steps.iter().filter(|s| s.complete) {
-                let Some(stall) = step.stall.as_ref().filter(|st| st.discounted || !step.passed) else { continue };
+                let Some(stall) = step.stall.as_ref().filter(|st| st.outcome != Outcome::Noted) else { continue };
                 items.push(format!(
                     "repeat {}: {label} at {} req/s: {}",
                     repeat.index,

@@ -13,7 +13,7 @@ pub mod fairness;
 pub mod launch;
 mod repeat;
 pub mod result;
-mod stall;
+pub mod stall;
 pub mod verdict;
 
 use crate::manifest;

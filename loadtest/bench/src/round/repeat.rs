@@ -156,9 +156,10 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     let mut target_results = BTreeMap::new();
     for (name, target) in &summary.targets {
         let steps = judged.remove(name).unwrap_or_default();
-        for step in steps.iter().filter(|s| s.stall.is_some()) {
-            let note = step.stall.as_ref().map_or("", |s| s.note.as_str());
-            eprintln!("{label} {name} step {} @ {} req/s: {note}", step.step + 1, step.rate);
+        for (step, stall) in steps.iter().filter_map(|s| Some((s, s.stall.as_ref()?))) {
+            if stall.outcome != stall::Outcome::Noted {
+                eprintln!("{label} {name} step {} @ {} req/s: {}", step.step + 1, step.rate, stall.note);
+            }
         }
         let max_rate = max_passing_rate(&steps);
         target_results.insert(

@@ -5,13 +5,21 @@
 //! every target was slow in it at once (at least a quarter of each one's requests): one database
 //! reaching its limit slows its own target, not the other one and not the generator.
 //!
-//! A step that failed with stalled windows is judged again without them: if what is left passes
-//! (under 5% slow, the p95 mark; failures and drops under their limits) and the stalled windows
-//! cover at most a tenth of the step, the stall is **discounted** and the step passes, saying so.
-//! A longer stall is not discounted (the step measured the machine, not the target) and the step
-//! keeps its failure with the note. Summaries without windows (k6) are left as they are.
+//! A step that failed with stalled windows is judged again without them. If what is left fails
+//! too, the failure stands (`Confirmed`). If what is left passes (under 5% slow, the p95 mark;
+//! failures and drops under their limits), the stall alone failed the step:
+//!
+//! - stalled windows covering at most a tenth of the step: the stall is **discounted** and the
+//!   step passes;
+//! - more than that: too little of the step is left to call it a pass, so the step is
+//!   **inconclusive**: the rate search steps over it (neither pass nor fail) and the run goes on,
+//!   at most `MAX_INCONCLUSIVE` times per target and run; after that it counts as failed.
+//!
+//! The live view gets the same test (`explains_live`), so a run is not stopped early on a stall.
+//! Summaries without windows (k6) are left as they are.
 
 use super::verdict::{PassMark, StepResult};
+use crate::k6::live::LiveView;
 use crate::k6::summary::{Summary, Windows};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -20,6 +28,21 @@ use std::collections::BTreeMap;
 const SLOW_SHARE: f64 = 0.25;
 /// At most this share of a step's windows may be discounted.
 const MAX_DISCOUNTED_SHARE: f64 = 0.1;
+/// Steps per target and run the search may step over.
+pub const MAX_INCONCLUSIVE: usize = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The step passed anyway.
+    Noted,
+    /// Short, and the rest of the step passes: counted as a pass.
+    Discounted,
+    /// Long, and the rest of the step passes: neither pass nor fail.
+    Inconclusive,
+    /// The rest of the step fails too: a failure of the target.
+    Confirmed,
+}
 
 /// What the stall review found in one step of one target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,8 +59,7 @@ pub struct Stall {
     pub dropped: u64,
     /// The share of slow requests in the rest of the step.
     pub slow_share_outside: f64,
-    /// The step failed, and passes once the stall is left out.
-    pub discounted: bool,
+    pub outcome: Outcome,
     pub note: String,
 }
 
@@ -62,45 +84,63 @@ fn sum_where(values: &[u64], pick: &[bool], stalled: bool) -> u64 {
     values.iter().zip(pick).filter(|(_, s)| **s == stalled).map(|(v, _)| *v).sum()
 }
 
+/// The rest of the step, outside the stalled windows, meets the pass mark; and its slow share.
+fn passes_outside(windows: &Windows, stalled: &[bool], mark: &PassMark) -> (bool, f64) {
+    let outside = |values: &[u64]| sum_where(values, stalled, false);
+    let (count, slow) = (outside(&windows.count), outside(&windows.slow));
+    let (failures, dropped) = (outside(&windows.failed), outside(&windows.dropped));
+    let slow_share = if count == 0 { 1.0 } else { slow as f64 / count as f64 };
+    let failed_rate = if count == 0 { 0.0 } else { failures as f64 / count as f64 };
+    let passes = count > 0
+        && slow_share < 0.05
+        && (failures == 0 || failed_rate < mark.max_failed_rate)
+        && dropped <= mark.max_dropped;
+    (passes, slow_share)
+}
+
 /// Reviews one step of one target given its stalled windows; `None` when none was stalled.
-pub fn review_step(step: &mut StepResult, windows: &Windows, stalled: &[bool], mark: &PassMark) -> Option<Stall> {
+/// `inconclusive_so_far`: steps of this target already stepped over in this run.
+pub fn review_step(
+    step: &mut StepResult,
+    windows: &Windows,
+    stalled: &[bool],
+    mark: &PassMark,
+    inconclusive_so_far: usize,
+) -> Option<Stall> {
     let n = stalled.iter().filter(|s| **s).count();
     if n == 0 {
         return None;
     }
     let inside = |values: &[u64]| sum_where(values, stalled, true);
-    let outside = |values: &[u64]| sum_where(values, stalled, false);
-    let (count, slow) = (outside(&windows.count), outside(&windows.slow));
-    let (failures, dropped) = (outside(&windows.failed), outside(&windows.dropped));
-    let slow_share_outside = if count == 0 { 1.0 } else { slow as f64 / count as f64 };
-    let failed_rate = if count == 0 { 0.0 } else { failures as f64 / count as f64 };
-    let passes_outside = count > 0
-        && slow_share_outside < 0.05
-        && (failures == 0 || failed_rate < mark.max_failed_rate)
-        && dropped <= mark.max_dropped;
+    let (passes, slow_share_outside) = passes_outside(windows, stalled, mark);
     let short = n as f64 <= MAX_DISCOUNTED_SHARE * stalled.len() as f64;
     let seconds = n as f64 * windows.ms / 1000.0;
+    let share = n as f64 / stalled.len() as f64 * 100.0;
     let at_s: Vec<f64> =
         stalled.iter().enumerate().filter(|(_, s)| **s).map(|(i, _)| i as f64 * windows.ms / 1000.0).collect();
-    let discounted = step.complete && !step.passed && passes_outside && short;
-    let where_ = at_s.iter().map(|a| format!("{a:.1}")).collect::<Vec<_>>().join(", ");
-    let note = if discounted {
-        format!(
-            "shared stall of {seconds:.1} s (at {where_} s into the step) discounted: without it {:.1}% slow, it \
-             passes",
-            slow_share_outside * 100.0
-        )
-    } else if !step.passed && step.complete && !short {
-        format!(
-            "shared stall of {seconds:.1} s ({:.0}% of the step): too long to discount, the step measured the machine",
-            n as f64 / stalled.len() as f64 * 100.0
-        )
-    } else if !step.passed && step.complete {
-        format!("shared stall of {seconds:.1} s, but it fails without it too ({:.1}% slow)", slow_share_outside * 100.0)
-    } else {
-        format!("shared stall of {seconds:.1} s")
+    let failed = step.complete && !step.passed;
+    let outcome = match (failed, passes, short) {
+        (false, _, _) => Outcome::Noted,
+        (true, false, _) => Outcome::Confirmed,
+        (true, true, true) => Outcome::Discounted,
+        (true, true, false) if inconclusive_so_far < MAX_INCONCLUSIVE => Outcome::Inconclusive,
+        (true, true, false) => Outcome::Confirmed,
     };
-    if discounted {
+    let outside = format!("{:.1}% slow without it", slow_share_outside * 100.0);
+    let note = match outcome {
+        Outcome::Noted => format!("shared stall of {seconds:.1} s, passed anyway"),
+        Outcome::Discounted => format!("shared stall of {seconds:.1} s discounted ({outside}, it passes)"),
+        Outcome::Inconclusive => format!(
+            "shared stall of {seconds:.1} s ({share:.0}% of the step, too much to discount; {outside}): inconclusive, \
+             the search steps over it"
+        ),
+        Outcome::Confirmed if passes => format!(
+            "shared stall of {seconds:.1} s ({share:.0}% of the step; {outside}), and {MAX_INCONCLUSIVE} steps were \
+             already inconclusive: counted as failed"
+        ),
+        Outcome::Confirmed => format!("shared stall of {seconds:.1} s, but it fails without it too ({outside})"),
+    };
+    if outcome == Outcome::Discounted {
         step.passed = true;
         step.reasons = vec![];
     }
@@ -113,7 +153,7 @@ pub fn review_step(step: &mut StepResult, windows: &Windows, stalled: &[bool], m
         failures: inside(&windows.failed),
         dropped: inside(&windows.dropped),
         slow_share_outside,
-        discounted,
+        outcome,
         note,
     })
 }
@@ -124,6 +164,7 @@ pub fn review(steps: &mut BTreeMap<String, Vec<StepResult>>, summary: &Summary, 
     let generator = summary.load_generator.as_ref();
     let names: Vec<String> = steps.keys().cloned().collect();
     let step_count = steps.values().map(Vec::len).max().unwrap_or(0);
+    let mut inconclusive: BTreeMap<String, usize> = BTreeMap::new();
     for k in 0..step_count {
         let windows: Vec<(&String, &Windows)> =
             names.iter().filter_map(|n| Some((n, summary.targets.get(n)?.steps.get(k)?.windows.as_ref()?))).collect();
@@ -134,11 +175,23 @@ pub fn review(steps: &mut BTreeMap<String, Vec<StepResult>>, summary: &Summary, 
         let all: Vec<&Windows> = windows.iter().map(|(_, w)| *w).collect();
         let stalled = stalled_windows(&all, lag, mark);
         for (name, target_windows) in windows {
+            let so_far = inconclusive.entry(name.clone()).or_default();
             if let Some(step) = steps.get_mut(name).and_then(|s| s.get_mut(k)) {
-                step.stall = review_step(step, target_windows, &stalled, mark);
+                step.stall = review_step(step, target_windows, &stalled, mark, *so_far);
+                *so_far += usize::from(step.stall.as_ref().is_some_and(|s| s.outcome == Outcome::Inconclusive));
             }
         }
     }
+}
+
+/// While a run goes on: would the stall review clear `target`'s failure at `step` (discounted or
+/// inconclusive)? False without windows (k6) or without a stalled window.
+pub fn explains_live(view: &LiveView, target: &str, step: usize, mark: &PassMark) -> bool {
+    let all: Vec<&Windows> = view.windows.values().filter_map(|steps| steps.get(&step)).collect();
+    let Some(own) = view.windows.get(target).and_then(|steps| steps.get(&step)) else { return false };
+    let lag = view.lag_ms.get(&step).map_or(&[][..], Vec::as_slice);
+    let stalled = stalled_windows(&all, lag, mark);
+    stalled.iter().any(|s| *s) && passes_outside(own, &stalled, mark).0
 }
 
 #[cfg(test)]
@@ -182,7 +235,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stall_both_targets_saw_is_discounted_and_the_step_passes() {
+    fn a_short_stall_both_targets_saw_is_discounted_and_the_step_passes() {
         // 200 ms in which nearly every request of both targets was slow: 100 of 2,000 = p95 at the mark.
         let pg = windows(50, &[(20, 48), (21, 50), (22, 3)]);
         let mongo = windows(50, &[(20, 40), (21, 50)]);
@@ -190,8 +243,9 @@ mod tests {
         assert_eq!(stalled.iter().filter(|s| **s).count(), 2);
         let mut step = failed_step(62.0);
         assert!(!step.passed);
-        let stall = review_step(&mut step, &pg, &stalled, &PassMark::default()).expect("a stall");
-        assert!(stall.discounted && step.passed && step.reasons.is_empty(), "{stall:?}");
+        let stall = review_step(&mut step, &pg, &stalled, &PassMark::default(), 0).expect("a stall");
+        assert_eq!(stall.outcome, Outcome::Discounted, "{stall:?}");
+        assert!(step.passed && step.reasons.is_empty());
         assert_eq!((stall.requests, stall.slow, stall.at_s.clone()), (100, 98, vec![2.0, 2.1]));
         assert!(stall.note.contains("discounted"), "{}", stall.note);
     }
@@ -204,20 +258,24 @@ mod tests {
         let stalled = stalled_windows(&[&pg, &mongo], &[], &PassMark::default());
         assert_eq!(stalled.iter().filter(|s| **s).count(), 1, "only where both were slow");
         let mut step = failed_step(80.0);
-        let stall = review_step(&mut step, &pg, &stalled, &PassMark::default()).expect("noted");
-        assert!(!stall.discounted && !step.passed);
+        let stall = review_step(&mut step, &pg, &stalled, &PassMark::default(), 0).expect("noted");
+        assert_eq!(stall.outcome, Outcome::Confirmed);
+        assert!(!step.passed);
         assert!(stall.note.contains("fails without it too"), "{}", stall.note);
     }
 
     #[test]
-    fn a_long_shared_stall_is_not_discounted() {
+    fn a_long_shared_stall_leaves_the_step_inconclusive_a_bounded_number_of_times() {
         let slow: Vec<(usize, u64)> = (10..16).map(|i| (i, 50)).collect();
         let (pg, mongo) = (windows(50, &slow), windows(50, &slow));
         let stalled = stalled_windows(&[&pg, &mongo], &[], &PassMark::default());
         let mut step = failed_step(120.0);
-        let stall = review_step(&mut step, &pg, &stalled, &PassMark::default()).expect("noted");
-        assert!(!stall.discounted && !step.passed, "600 ms of 4 s is more than a tenth");
-        assert!(stall.note.contains("too long"), "{}", stall.note);
+        let stall = review_step(&mut step, &pg, &stalled, &PassMark::default(), 0).expect("noted");
+        assert_eq!(stall.outcome, Outcome::Inconclusive, "600 ms of 4 s is more than a tenth");
+        assert!(!step.passed && stall.note.contains("inconclusive"), "{}", stall.note);
+        let mut again = failed_step(120.0);
+        let third = review_step(&mut again, &pg, &stalled, &PassMark::default(), MAX_INCONCLUSIVE).expect("noted");
+        assert_eq!(third.outcome, Outcome::Confirmed, "no more than {MAX_INCONCLUSIVE} per run");
     }
 
     #[test]
@@ -229,7 +287,21 @@ mod tests {
         assert_eq!(stalled.iter().position(|s| *s), Some(7));
         assert_eq!(stalled.iter().filter(|s| **s).count(), 1);
         let mut passing = failed_step(10.0);
-        let stall = review_step(&mut passing, &quiet, &stalled, &PassMark::default()).expect("noted");
-        assert!(passing.passed && !stall.discounted, "a passing step stays as it is");
+        let stall = review_step(&mut passing, &quiet, &stalled, &PassMark::default(), 0).expect("noted");
+        assert!(passing.passed);
+        assert_eq!(stall.outcome, Outcome::Noted);
+    }
+
+    #[test]
+    fn the_live_view_does_not_count_a_stalled_step_as_a_failure() {
+        let slow: Vec<(usize, u64)> = (10..16).map(|i| (i, 50)).collect();
+        let mut view = LiveView::default();
+        for target in ["pg", "mongo"] {
+            view.windows.entry(target.into()).or_default().insert(3, windows(50, &slow));
+        }
+        assert!(explains_live(&view, "pg", 3, &PassMark::default()));
+        view.windows.get_mut("mongo").expect("mongo").insert(3, windows(50, &[]));
+        assert!(!explains_live(&view, "pg", 3, &PassMark::default()), "only pg was slow: its own limit");
+        assert!(!explains_live(&view, "pg", 4, &PassMark::default()), "no windows, no stall");
     }
 }

@@ -13,7 +13,8 @@
 //! native generator counts drops per step itself, and those counts are used as they are.
 //!
 //! A step that failed because the shared machine stalled, not because of its target, is recognised
-//! and may be discounted afterwards (`stall`); `StepResult::stall` says what was found.
+//! afterwards (`stall`): discounted (it passes) or inconclusive (the search steps over it);
+//! `StepResult::stall` says what was found.
 
 use crate::k6::summary::{StepSummary, TargetSummary};
 use serde::{Deserialize, Serialize};
@@ -191,9 +192,12 @@ impl MaxRate {
     }
 }
 
+/// Steps a stall of the machine left inconclusive (`stall`) are stepped over.
 pub fn max_passing_rate(steps: &[StepResult]) -> MaxRate {
     let mut rate = 0;
-    for step in steps.iter().filter(|s| s.complete) {
+    let inconclusive =
+        |s: &&StepResult| s.stall.as_ref().is_some_and(|st| st.outcome == super::stall::Outcome::Inconclusive);
+    for step in steps.iter().filter(|s| s.complete).filter(|s| !inconclusive(s)) {
         if !step.passed {
             return MaxRate { rate, first_failed_rate: Some(step.rate) };
         }
@@ -311,6 +315,24 @@ mod tests {
         let unsaturated = max_passing_rate(&results(&[true, true, true]));
         assert_eq!(unsaturated, MaxRate { rate: 300, first_failed_rate: None });
         assert!(!unsaturated.saturated());
+    }
+
+    #[test]
+    fn a_step_a_stall_left_inconclusive_is_stepped_over() {
+        let mut steps = results(&[true, false, true, false]);
+        steps[1].stall = Some(crate::round::stall::Stall {
+            windows: 8,
+            seconds: 0.8,
+            at_s: vec![],
+            requests: 400,
+            slow: 390,
+            failures: 0,
+            dropped: 0,
+            slow_share_outside: 0.01,
+            outcome: crate::round::stall::Outcome::Inconclusive,
+            note: String::new(),
+        });
+        assert_eq!(max_passing_rate(&steps), MaxRate { rate: 300, first_failed_rate: Some(400) });
     }
 
     #[test]
