@@ -7,6 +7,8 @@
 //   START_RATE, STEP, STEP_DURATION, MAX_RATE
 //                  ramping-arrival-rate (used when RATE is unset): START_RATE, START_RATE+STEP, ...
 //                  up to MAX_RATE, each rate held for STEP_DURATION (defaults 100, 100, 30s, 1000)
+//   RATES          instead of START_RATE, STEP and MAX_RATE: the staircase's rates, comma-separated
+//                  (what orders-bench round passes)
 //   MIX            a mix of ../mixes.json: read | customer | product | insert | status | shop
 //                  (default), or weights such as "read:50,product:30,insert:20"
 //   MANIFEST       the data set manifest written by `orders-bench seed` (default
@@ -140,15 +142,21 @@ function loadModel() {
       peak: rate,
     };
   }
-  const start = wholeRate('START_RATE', 100);
-  const step = wholeRate('STEP', 100);
-  const max = wholeRate('MAX_RATE', 1000);
   const hold = seconds('STEP_DURATION', ENV.STEP_DURATION || '30s');
-  if (max < start) throw new Error('MAX_RATE must be at least START_RATE');
-  const steps = [];
-  for (let rate = start, at = 0; rate <= max; rate += step, at += hold) {
-    steps.push({ from_s: at, to_s: at + hold, rate });
+  const rates = [];
+  if (ENV.RATES) {
+    for (const text of ENV.RATES.split(',')) {
+      if (!/^\s*[1-9]\d*\s*$/.test(text)) throw new Error(`RATES: "${text}" is not a whole number of requests per second`);
+      rates.push(Number(text));
+    }
+  } else {
+    const start = wholeRate('START_RATE', 100);
+    const step = wholeRate('STEP', 100);
+    const max = wholeRate('MAX_RATE', 1000);
+    if (max < start) throw new Error('MAX_RATE must be at least START_RATE');
+    for (let rate = start; rate <= max; rate += step) rates.push(rate);
   }
+  const steps = rates.map((rate, i) => ({ from_s: i * hold, to_s: (i + 1) * hold, rate }));
   // Each rate is held for a whole step; a 0 s stage jumps to the next rate at once.
   const stages = [];
   steps.forEach((s, i) => {
@@ -157,9 +165,9 @@ function loadModel() {
   });
   return {
     executor: 'ramping-arrival-rate',
-    settings: { startRate: start, timeUnit: '1s', stages },
+    settings: { startRate: rates[0], timeUnit: '1s', stages },
     steps,
-    peak: steps[steps.length - 1].rate,
+    peak: Math.max(...rates),
   };
 }
 

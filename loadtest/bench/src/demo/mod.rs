@@ -75,6 +75,7 @@ impl DemoArgs {
                 step,
                 max_rate: if self.quick { 1500 } else { 3000 },
                 step_seconds: self.step_duration.unwrap_or(step_seconds),
+                factor: None,
             },
         }
     }

@@ -65,6 +65,10 @@ pub struct LoadArgs {
     /// Staircase: how long each rate is held.
     #[arg(long = "step-duration", default_value = "30s", value_parser = parse_seconds)]
     pub step_duration: f64,
+    /// Staircase: these rates, in this order (comma-separated), instead of --start-rate, --step and
+    /// --max-rate.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "rate")]
+    pub rates: Vec<u32>,
     /// Closed loop instead: this many clients per target, each sending its next request as soon as
     /// the previous one is answered, for --duration (study S2: 8 clients, 20 s).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000), conflicts_with = "rate")]
@@ -111,13 +115,19 @@ fn schedule(args: &LoadArgs) -> Result<(&'static str, Vec<OfferedStep>)> {
     if args.max_rate < args.start_rate {
         bail!("--max-rate ({}) is below --start-rate ({})", args.max_rate, args.start_rate);
     }
-    let mut steps = Vec::new();
-    let mut rate = args.start_rate;
-    while rate <= args.max_rate {
-        let from_s = steps.len() as f64 * args.step_duration;
-        steps.push(OfferedStep { from_s, to_s: from_s + args.step_duration, rate });
-        rate += args.step;
-    }
+    let rates: Vec<u32> = if args.rates.is_empty() {
+        (args.start_rate..=args.max_rate).step_by(args.step as usize).collect()
+    } else {
+        args.rates.clone()
+    };
+    let steps = rates
+        .iter()
+        .enumerate()
+        .map(|(i, rate)| {
+            let from_s = i as f64 * args.step_duration;
+            OfferedStep { from_s, to_s: from_s + args.step_duration, rate: *rate }
+        })
+        .collect();
     Ok(("ramping-arrival-rate", steps))
 }
 
@@ -344,6 +354,8 @@ mod tests {
             steps.iter().map(|s| (s.from_s, s.to_s, s.rate)).collect::<Vec<_>>(),
             [(0.0, 4.0, 100), (4.0, 8.0, 250), (8.0, 12.0, 400)]
         );
+        let (_, steps) = schedule(&args(&["--rates", "500,600,720", "--step-duration", "2s"])).expect("plan");
+        assert_eq!(steps.iter().map(|s| (s.to_s, s.rate)).collect::<Vec<_>>(), [(2.0, 500), (4.0, 600), (6.0, 720)]);
         let (executor, steps) = schedule(&args(&["--rate", "50", "--duration", "5s"])).expect("plan");
         assert_eq!((executor, steps.len(), steps[0].rate), ("constant-arrival-rate", 1, 50));
         assert!(schedule(&args(&["--start-rate", "500", "--max-rate", "100"])).is_err());

@@ -87,6 +87,7 @@ pub async fn run(
         ("STEP".into(), spec.plan.step.to_string()),
         ("MAX_RATE".into(), spec.plan.max_rate.to_string()),
         ("STEP_DURATION".into(), format!("{}s", spec.plan.step_seconds)),
+        ("RATES".into(), spec.plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
         ("MANIFEST".into(), setup.manifest.display().to_string()),
         ("SUMMARY".into(), summary_path.display().to_string()),
         ("P95_MS".into(), spec.mark.p95_ms.to_string()),

@@ -105,12 +105,8 @@ fn native_args(spec: &RoundSpec, setup: &Setup, summary: &Path) -> Vec<String> {
         spec.mix.clone(),
         "--manifest".into(),
         setup.manifest.display().to_string(),
-        "--start-rate".into(),
-        plan.start_rate.to_string(),
-        "--step".into(),
-        plan.step.to_string(),
-        "--max-rate".into(),
-        plan.max_rate.to_string(),
+        "--rates".into(),
+        plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join(","),
         "--step-duration".into(),
         plan.step_seconds.to_string(),
         "--p95-ms".into(),
@@ -193,7 +189,7 @@ mod tests {
         let spec = RoundSpec {
             name: "shop".into(),
             mix: "shop".into(),
-            plan: RatePlan { start_rate: 200, step: 100, max_rate: 900, step_seconds: 4.0 },
+            plan: RatePlan { start_rate: 200, step: 100, max_rate: 900, step_seconds: 4.0, factor: Some(1.5) },
             repeats: 1,
             mark: PassMark::default(),
             early_stop: true,
@@ -221,7 +217,7 @@ mod tests {
         assert_eq!(
             args,
             "load --targets pg=http://127.0.0.1:1,mongo=http://127.0.0.1:2 --mix shop --manifest /d/dataset.json \
-             --start-rate 200 --step 100 --max-rate 900 --step-duration 4 --p95-ms 50 --max-failed-rate 0.01 \
+             --rates 200,300,450,680 --step-duration 4 --p95-ms 50 --max-failed-rate 0.01 \
              --vu-budget-ms 200 --summary /r/load-summary.json --progress"
         );
     }

@@ -39,6 +39,10 @@ pub struct LoadArgs {
     /// Highest offered rate, requests/s (the staircase stops at the last step not above it).
     #[arg(long = "max-rate", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rate: u32,
+    /// Instead of --step: each rate this many times the one before (e.g. 1.2), rounded to two
+    /// significant digits: the same relative resolution for a slow and a fast target.
+    #[arg(long = "step-factor", value_parser = parse_factor)]
+    pub step_factor: Option<f64>,
     /// How long each rate is held: `30s`, `1m`, `1m30s` or seconds.
     #[arg(long = "step-duration", default_value = "30s", value_parser = parse_seconds)]
     pub step_duration: f64,
@@ -79,11 +83,20 @@ impl LoadArgs {
             step: self.step,
             max_rate: self.max_rate,
             step_seconds: self.step_duration,
+            factor: self.step_factor,
         })
     }
 
     pub fn pass_mark(&self) -> PassMark {
         PassMark { p95_ms: self.p95_ms, max_failed_rate: self.max_failed_rate, max_dropped: 0 }
+    }
+}
+
+/// A growth factor of the staircase: above 1, at most 4.
+fn parse_factor(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(f) if f > 1.0 && f <= 4.0 => Ok(f),
+        _ => Err(format!("\"{text}\" is not a factor above 1 and at most 4, like 1.2")),
     }
 }
 
