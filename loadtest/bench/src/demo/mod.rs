@@ -8,6 +8,7 @@
 //! Every process it starts carries `ORDERS_BENCH_DEMO=<report folder>` in its environment, so a
 //! test (or a person) can check that none is left.
 
+mod profile;
 mod services;
 mod stack;
 
@@ -18,6 +19,7 @@ use crate::round::{self, RoundSpec, Setup};
 use crate::seed::{SeedArgs, Target};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
+use profile::{Profile, Staircase};
 use services::Service;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -28,7 +30,8 @@ pub const MARKER: &str = "ORDERS_BENCH_DEMO";
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Smoke-test size: 2,000 orders, one repeat, 2 s steps; under three minutes.
+    /// Smoke-test size: 2,000 orders, one repeat, one wide staircase of 2 s steps; about three
+    /// minutes.
     #[arg(long)]
     pub quick: bool,
     /// Folder for the report and every raw file [default: results/<timestamp>-demo].
@@ -43,7 +46,7 @@ pub struct DemoArgs {
     /// Repeats of every round [default: 3; 1 with --quick].
     #[arg(long)]
     pub repeats: Option<u32>,
-    /// Seconds each rate is held [default: 4; 2 with --quick].
+    /// Seconds each rate is held [default: 3; 2 with --quick] (see demo/profile.rs).
     #[arg(long = "step-duration", value_parser = round::parse_seconds)]
     pub step_duration: Option<f64>,
     /// Name of the database the demo creates and loads in both servers, and the services use.
@@ -57,28 +60,43 @@ pub struct DemoArgs {
     pub no_build: bool,
 }
 
-struct Profile {
-    orders: u64,
-    repeats: u32,
-    plan: RatePlan,
-}
-
 impl DemoArgs {
+    /// `profile::full()` or `quick()` with the flags that override it.
     fn profile(&self) -> Profile {
-        let (orders, repeats, step_seconds, step) =
-            if self.quick { (2_000, 1, 2.0, 200) } else { (100_000, 3, 4.0, 100) };
-        Profile {
-            orders: self.orders.unwrap_or(orders),
-            repeats: self.repeats.unwrap_or(repeats),
-            plan: RatePlan {
-                start_rate: if self.quick { 100 } else { 200 },
-                step,
-                max_rate: if self.quick { 1500 } else { 3000 },
-                step_seconds: self.step_duration.unwrap_or(step_seconds),
-                factor: None,
-            },
+        let base = if self.quick { profile::quick() } else { profile::full() };
+        let profile = Profile {
+            orders: self.orders.unwrap_or(base.orders),
+            repeats: self.repeats.unwrap_or(base.repeats),
+            ..base
+        };
+        match self.step_duration {
+            Some(seconds) => profile.with_step_seconds(seconds),
+            None => profile,
         }
     }
+}
+
+/// The staircase of `spec`'s mix: the profile's own, or one placed by a probe run into
+/// `dir/probe` (see `profile`).
+async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Path) -> Result<RatePlan> {
+    let (probe, step_seconds) = match profile.staircase {
+        Staircase::Fixed(plan) => return Ok(plan),
+        Staircase::Probed { probe, step_seconds } => (probe, step_seconds),
+    };
+    let spec = RoundSpec { name: format!("{} probe", spec.name), plan: probe, repeats: 1, ..spec.clone() };
+    let probed = round::run_round(&spec, setup, &dir.join("probe")).await?;
+    let knees: Vec<f64> = ["pg", "mongo"].iter().filter_map(|t| profile::knee(&probed, t)).collect();
+    if knees.is_empty() {
+        bail!("the probe of {} found no target's limit; see {}", spec.mix, dir.join("probe").display());
+    }
+    let plan = profile::around(&knees, step_seconds);
+    eprintln!(
+        "demo: {} probe: knees near {} req/s; staircase {} req/s",
+        spec.mix,
+        knees.iter().map(|k| format!("{k:.0}")).collect::<Vec<_>>().join(" and "),
+        plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join("/")
+    );
+    Ok(plan)
 }
 
 /// What the demo has started and must stop.
@@ -268,10 +286,10 @@ async fn body(
     };
     let mut rounds = Vec::new();
     for mix in &args.mixes {
-        let spec = RoundSpec {
+        let mut spec = RoundSpec {
             name: mix.clone(),
             mix: mix.clone(),
-            plan: profile.plan,
+            plan: RatePlan { start_rate: 1, step: 1, max_rate: 1, step_seconds: 1.0, factor: None },
             repeats: profile.repeats,
             mark: PassMark::default(),
             early_stop: true,
@@ -286,6 +304,7 @@ async fn body(
             revive(&mut started.services, &client).await?;
         }
         let dir = out.join(mix.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
+        spec.plan = staircase(&profile, &spec, &setup, &dir).await?;
         let result = round::run_round(&spec, &setup, &dir).await?;
         crate::report::write(&dir, &[(dir.clone(), result.clone())])?;
         rounds.push((dir, result));
@@ -321,8 +340,10 @@ mod tests {
             no_build: false,
         };
         let quick = args(true).profile();
-        assert_eq!((quick.orders, quick.repeats, quick.plan.step_seconds), (2_000, 1, 2.0));
-        let full = args(false).profile();
-        assert_eq!((full.orders, full.repeats), (100_000, 3));
+        assert_eq!((quick.orders, quick.repeats), (2_000, 1));
+        assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == 2.0));
+        let full = DemoArgs { repeats: Some(5), step_duration: Some(6.0), ..args(false) }.profile();
+        assert_eq!((full.orders, full.repeats), (100_000, 5));
+        assert!(matches!(full.staircase, Staircase::Probed { step_seconds, .. } if step_seconds == 6.0));
     }
 }

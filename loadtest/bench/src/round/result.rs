@@ -37,7 +37,7 @@ pub struct RatePlan {
 }
 
 /// `x` rounded to two significant digits: 1234 → 1200, 567 → 570.
-fn two_digits(x: f64) -> u32 {
+pub fn two_digits(x: f64) -> u32 {
     if x < 100.0 {
         return x.round() as u32;
     }
