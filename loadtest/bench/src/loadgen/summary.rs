@@ -238,3 +238,56 @@ pub fn text(summary: &Value) -> String {
     }
     lines.join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::Profile;
+    use crate::k6::summary::Summary;
+    use crate::loadgen::mixes::Definitions;
+    use crate::loadgen::record::Slot;
+    use crate::loadgen::request::RequestMaker;
+    use std::time::Duration;
+
+    #[test]
+    fn the_runner_reads_the_native_summary_as_it_reads_k6s() {
+        let definitions = Definitions::embedded().expect("mixes");
+        let mix = definitions.mix("shop").expect("shop");
+        let profile = Profile { seed: 1, orders: 1000, customers: 100, products: 100, items: 3, note_bytes: 0 };
+        let manifest = Manifest::new(&profile, 600);
+        let maker = RequestMaker::new(&definitions, &mix, &manifest, 1).expect("maker");
+        let targets = [Rc::new(Target::new("pg", "http://127.0.0.1:1").expect("pg"))];
+        let steps =
+            [OfferedStep { from_s: 0.0, to_s: 2.0, rate: 10 }, OfferedStep { from_s: 2.0, to_s: 4.0, rate: 20 }];
+        let mut recorder = Recorder::new(1, 3, &[20, 20], Duration::from_millis(100), Duration::from_millis(50));
+        for i in 0..60 {
+            let slot = Slot { target: 0, step: usize::from(i >= 20), window: i % 20, endpoint: i % 3 };
+            recorder.request(slot, Duration::from_millis(if i == 59 { 70 } else { 2 }), None);
+        }
+        recorder.dropped(Slot { target: 0, step: 1, window: 4, endpoint: 0 });
+        let facts = RunFacts {
+            executor: "ramping-arrival-rate",
+            executor_settings: json!({}),
+            steps: &steps,
+            run_seconds: 4.0,
+            stopped_early: false,
+            mix: &mix,
+            p95_ms: 50.0,
+            max_failed_rate: 0.01,
+            manifest: &manifest,
+            offered: vec![20, 40],
+            cpu_seconds: Some(0.1),
+        };
+        let value = build(&facts, &recorder, &targets, &maker.endpoints);
+        let summary = Summary::parse(&value.to_string()).expect("the runner's type");
+        let pg = &summary.targets["pg"];
+        assert_eq!((pg.figures.count, pg.dropped_iterations, pg.steps.len()), (60, 1, 2));
+        assert_eq!(pg.steps[1].dropped_iterations, Some(1));
+        assert_eq!(pg.steps[1].windows.as_ref().map(|w| (w.count.len(), w.dropped[4])), Some((20, 1)));
+        assert_eq!(pg.steps[1].figures.count, 40);
+        assert!(!pg.passed, "a dropped iteration fails the target");
+        assert_eq!(summary.load_generator.as_ref().map(|g| g.kind.as_str()), Some("native"));
+        assert_eq!(summary.mix.weights.values().sum::<u32>(), 100);
+        assert!(text(&value).contains("@20/s"));
+    }
+}
