@@ -38,9 +38,15 @@ pub async fn run(
                     let slot = Slot { target, step: 0, window, endpoint: request.endpoint };
                     let key = next_id.get();
                     next_id.set(key + 1);
-                    shared.targets[target].in_flight.set(shared.targets[target].in_flight.get() + 1);
-                    shared.in_flight.borrow_mut().insert(key, (slot, sent));
-                    shared.clone().request(key, slot, sent, Rc::from(request.path), request.body).await;
+                    shared.start(key, slot, sent);
+                    // A request that outlives its timeout is counted by `Shared::expire`; the
+                    // client gives up on it here and sends the next.
+                    let timeout = shared.request_timeout + Duration::from_millis(200);
+                    let _ = tokio::time::timeout(
+                        timeout,
+                        shared.clone().request(key, Rc::from(request.path), request.body),
+                    )
+                    .await;
                 }
             }));
         }

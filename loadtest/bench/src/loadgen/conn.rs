@@ -59,6 +59,12 @@ impl Connection {
             {
                 self.buffer.copy_within(complete.length..self.filled, 0);
                 self.filled -= complete.length;
+                if self.filled == 0 {
+                    // All read: the next answer will announce itself. Without this the runtime
+                    // would still take the socket for readable and the next read would first
+                    // come back empty (one more system call per request).
+                    let _ = self.stream.try_io(Interest::READABLE, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
+                }
                 return Ok(complete);
             }
             if self.filled == self.buffer.len() {

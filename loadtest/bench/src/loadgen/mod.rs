@@ -178,6 +178,17 @@ fn watch_for_stop(stop: &Arc<AtomicBool>) {
     });
 }
 
+/// Requests past their timeout are cancelled and counted, ten times a second, until the run ends.
+fn spawn_expiry(shared: Rc<Shared>) {
+    tokio::task::spawn_local(async move {
+        let mut ticker = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            ticker.tick().await;
+            shared.expire();
+        }
+    });
+}
+
 /// Progress lines every half second until the returned flag is set.
 fn spawn_progress(shared: Rc<Shared>, origin: Instant) -> Rc<std::cell::Cell<bool>> {
     let done = Rc::new(std::cell::Cell::new(false));
@@ -261,6 +272,7 @@ async fn drive(args: LoadArgs) -> Result<()> {
     // (asked for by the connections just opened) before the first request.
     let origin = Instant::now() + Duration::from_millis(50);
     let progress = args.progress.then(|| spawn_progress(shared.clone(), origin));
+    spawn_expiry(shared.clone());
     let budget = Duration::from_millis(u64::from(args.vu_budget_ms));
     let (run_seconds, stopped_early) = match args.clients {
         Some(clients) => {
