@@ -115,14 +115,14 @@ fn steps_table(round: &RoundResult) -> Block {
     Block::Table { header, rows }
 }
 
-/// Every stall of the shared machine the review found in a failing or discounted step.
+/// Every stall of the shared machine that decided a step's verdict, or would have.
 fn stalls(round: &RoundResult) -> Vec<String> {
     let mut items = Vec::new();
     for repeat in &round.repeats {
         for (target, label, _) in TARGETS {
             let steps = repeat.targets.get(target).map(|t| t.steps.as_slice()).unwrap_or_default();
             for step in steps.iter().filter(|s| s.complete) {
-                let Some(stall) = step.stall.as_ref().filter(|st| st.outcome != Outcome::Noted) else { continue };
+                let Some(stall) = step.stall.as_ref().filter(|st| st.mattered()) else { continue };
                 items.push(format!(
                     "repeat {}: {label} at {} req/s: {}",
                     repeat.index,

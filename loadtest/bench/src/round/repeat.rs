@@ -157,7 +157,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     for (name, target) in &summary.targets {
         let steps = judged.remove(name).unwrap_or_default();
         for (step, stall) in steps.iter().filter_map(|s| Some((s, s.stall.as_ref()?))) {
-            if stall.outcome != stall::Outcome::Noted {
+            if stall.mattered() {
                 eprintln!("{label} {name} step {} @ {} req/s: {}", step.step + 1, step.rate, stall.note);
             }
         }

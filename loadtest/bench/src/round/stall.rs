@@ -47,6 +47,13 @@ pub enum Outcome {
 }
 
 /// What the stall review found in one step of one target.
+impl Stall {
+    /// The stall changed, or could have changed, the step's verdict (worth a line in the report).
+    pub fn mattered(&self) -> bool {
+        self.passes_outside && self.outcome != Outcome::Noted
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stall {
     /// Stalled windows and their length in seconds.
@@ -59,8 +66,10 @@ pub struct Stall {
     pub slow: u64,
     pub failures: u64,
     pub dropped: u64,
-    /// The share of slow requests in the rest of the step.
+    /// The share of slow requests in the rest of the step, and whether the rest met the pass mark.
     pub slow_share_outside: f64,
+    #[serde(default)]
+    pub passes_outside: bool,
     pub outcome: Outcome,
     pub note: String,
 }
@@ -160,6 +169,7 @@ pub fn review_step(
         failures: inside(&windows.failed),
         dropped: inside(&windows.dropped),
         slow_share_outside,
+        passes_outside: passes,
         outcome,
         note,
     })
@@ -255,6 +265,7 @@ mod tests {
         assert!(step.passed && step.reasons.is_empty());
         assert_eq!((stall.requests, stall.slow, stall.at_s.clone()), (100, 98, vec![2.0, 2.1]));
         assert!(stall.note.contains("discounted"), "{}", stall.note);
+        assert!(stall.mattered());
     }
 
     #[test]
@@ -269,6 +280,7 @@ mod tests {
         assert_eq!(stall.outcome, Outcome::Confirmed);
         assert!(!step.passed);
         assert!(stall.note.contains("fails without it too"), "{}", stall.note);
+        assert!(!stall.mattered(), "it failed anyway: not worth a line in the report");
     }
 
     #[test]

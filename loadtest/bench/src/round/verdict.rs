@@ -329,6 +329,7 @@ mod tests {
             failures: 0,
             dropped: 0,
             slow_share_outside: 0.01,
+            passes_outside: true,
             outcome: crate::round::stall::Outcome::Inconclusive,
             note: String::new(),
         });
