@@ -46,7 +46,7 @@ pub struct DemoArgs {
     /// Repeats of every round [default: 3; 1 with --quick].
     #[arg(long)]
     pub repeats: Option<u32>,
-    /// Seconds each rate is held [default: 3; 2 with --quick] (see demo/profile.rs).
+    /// Seconds each rate is held [default: 4; 2 with --quick] (see demo/profile.rs).
     #[arg(long = "step-duration", value_parser = round::parse_seconds)]
     pub step_duration: Option<f64>,
     /// Name of the database the demo creates and loads in both servers, and the services use.
