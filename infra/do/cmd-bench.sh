@@ -1,64 +1,59 @@
 # shellcheck shell=bash
-# `do.sh seed` and `do.sh round`: the benchmark itself runs on the droplets.
+# `do.sh seed` and `do.sh round`: the benchmark runs on the load droplets. The first load droplet
+# leads: the cloud firewalls admit it (and the other load droplets) to both databases, so it
+# loads both at the same moment with one `orders-bench seed --target both` (one manifest listing
+# both), and its `orders-bench round --reseed` reloads both before every repeat and counts their
+# rows and WAL for the fairness gate. With several load droplets the others run
+# `orders-bench agent`, and the leader's round runs every repeat in k6 execution segments, one per
+# droplet, started together and merged into one result.
 
 prefix() {
   local line
   while IFS= read -r line; do printf '%s%s\n' "$1" "$line"; done
 }
 
-# Wait for background jobs; fail with the names of the ones that failed.
-wait_all() { # "PID NAME"...
-  local job failed=''
-  for job in "$@"; do
-    wait "${job%% *}" || failed+=" ${job#* }"
-  done
-  [ -z "$failed" ] || { say "failed on:$failed"; return 1; }
+leader() {
+  LOADS=$(load_roles)
+  [ -n "$LOADS" ] || die "no load droplets (run: infra/do/do.sh up)"
+  LEADER=$(printf '%s\n' "$LOADS" | head -n 1)
 }
 
-# Both databases are loaded at the same moment, each from its app droplet (the only droplet its
-# firewall admits). The deterministic generator writes the same orders into both. What the
-# seeder writes to its working directory (the dataset manifest) is then copied to the load
-# droplets, where k6 and orders-bench round read it.
 cmd_seed() {
-  local orders=1000000 extra=() jobs=() pair role target service host load
-  while [ $# -gt 0 ]; do
-    case $1 in
-      --orders) orders=$2; shift 2 ;;
-      *) extra+=("$1"); shift ;;
-    esac
-  done
   refresh_droplets
-  for pair in postgres-app:pg:orders-pg mongo-app:mongo:orders-mongo; do
-    IFS=: read -r role target service <<<"$pair"
-    host=$(need_ip "$role" public)
-    (set -o pipefail; rssh "$host" "set -a && . /etc/orders/$service.env && set +a && rm -rf /var/lib/orders/seed && mkdir -p /var/lib/orders/seed && cd /var/lib/orders/seed && orders-bench seed --target $target --orders $(quote "$orders" ${extra[@]+"${extra[@]}"})" 2>&1 | prefix "[$role] ") &
-    jobs+=("$! $role")
-  done
-  wait_all "${jobs[@]}"
-
-  say "dataset manifest -> load droplets"
-  rm -rf "$STATE_DIR/seed"
-  mkdir -p "$STATE_DIR/seed"
-  for role in postgres-app mongo-app; do
-    rscp -r "root@$(need_ip "$role" public):/var/lib/orders/seed" "$STATE_DIR/seed/$role"
-  done
-  for load in $(load_roles); do
-    host=$(need_ip "$load" public)
-    rssh "$host" 'rm -rf /opt/orders/seed && mkdir -p /opt/orders/seed'
-    rscp -r "$STATE_DIR/seed/postgres-app" "$STATE_DIR/seed/mongo-app" "root@$host:/opt/orders/seed/"
-    rssh "$host" 'cp -a /opt/orders/seed/postgres-app/. /opt/orders/ && cp -a /opt/orders/seed/mongo-app/. /opt/orders/'
-  done
+  leader
+  say "loading both databases from $TAG-$LEADER: orders-bench seed --target both $*"
+  # The passwords reach orders-bench through its environment (bench.env), not its command line.
+  rssh "$(need_ip "$LEADER" public)" "cd /opt/orders && set -a && . /etc/orders/bench.env && set +a && orders-bench seed --target both --manifest /opt/orders/dataset.json $(quote "$@")" 2>&1 |
+    prefix "[$LEADER] "
 }
 
-# k6 execution segment boundaries: 0, i/n, 1.
-frac() { if [ "$1" = 0 ]; then echo 0; elif [ "$1" = "$2" ]; then echo 1; else echo "$1/$2"; fi; }
+# Waits for round ID on the leader (printing its output), copies its folder back and writes the
+# report here. The round itself runs in a unit of its own on the leader: a dropped connection ends
+# only this wait, and `do.sh round --attach ID` takes it up again.
+attach() {
+  local id=$1 host rc=0
+  host=$(need_ip "$LEADER" public)
+  say "round $id on $TAG-$LEADER (if this connection drops: infra/do/do.sh round --attach $id)"
+  rssh "$host" "orders-round wait $(quote "$id")" || rc=$?
+  if [ "$rc" = 255 ]; then die "lost the connection; the round goes on: infra/do/do.sh round --attach $id"; fi
+  if ! dry; then mkdir -p "$RESULTS_DIR"; rm -rf "${RESULTS_DIR:?}/$id"; fi
+  rscp -q -r "root@$host:/opt/orders/results/$id" "$RESULTS_DIR/" || die "could not copy the round's folder back"
+  if [ "$rc" != 0 ]; then
+    die "the round failed (exit $rc); its output is in $RESULTS_DIR/$id/round.log"
+  fi
+  # The report, written here again when this machine runs the binaries (else the droplet's stays).
+  if ! dry && "$BIN_DIR/orders-bench" --version >/dev/null 2>&1; then
+    "$BIN_DIR/orders-bench" report "$RESULTS_DIR/$id" >/dev/null || say "note: the local report failed; the droplet's report.md is in the folder"
+  fi
+  say "results: $RESULTS_DIR/$id/ (report.md, report.html, result.json; round.log is the round's output)"
+}
 
-# One round from every load droplet at the same moment. With N load droplets each k6 runs the
-# execution segment i/N:(i+1)/N of the same test, so together they offer the full rate.
 cmd_round() {
-  local extra=() jobs=() loads pg mongo id n i seq role host env cmd rc=0
+  local extra=() attach_id='' reseed=(--reseed) pg mongo id role followers='' args
   while [ $# -gt 0 ]; do
     case $1 in
+      --attach) attach_id=$2; shift 2 ;;
+      --no-reseed) reseed=(); shift ;;
       --mix) MIX=$2; shift 2 ;;
       --start-rate) START_RATE=$2; shift 2 ;;
       --step) STEP=$2; shift 2 ;;
@@ -68,36 +63,19 @@ cmd_round() {
     esac
   done
   refresh_droplets
+  leader
+  if [ -n "$attach_id" ]; then attach "$attach_id"; return; fi
   pg=$(need_ip postgres-app private)
   mongo=$(need_ip mongo-app private)
-  loads=$(load_roles)
-  n=$(printf '%s\n' "$loads" | grep -c .) || die "no load droplets (run: infra/do/do.sh up)"
+  for role in $LOADS; do
+    if [ "$role" != "$LEADER" ]; then followers+=${followers:+,}http://$(need_ip "$role" private):$AGENT_PORT; fi
+  done
   id=$(date -u +%Y%m%dT%H%M%SZ)-$MIX
-  seq=0
-  for i in $(seq 1 "$n"); do seq+=",$(frac "$i" "$n")"; done
-
-  say "round $id: mix $MIX, $START_RATE..$MAX_RATE req/s in steps of $STEP every $STEP_DURATION, from $n load droplet(s)"
-  i=0
-  for role in $loads; do
-    host=$(need_ip "$role" public)
-    env=''
-    if [ "$n" -gt 1 ]; then
-      env="K6_EXECUTION_SEGMENT=$(frac "$i" "$n"):$(frac $((i + 1)) "$n") K6_EXECUTION_SEGMENT_SEQUENCE=$seq "
-    fi
-    cmd="ulimit -n 1048576 && cd /opt/orders && ${env}orders-bench round $(quote \
-      --pg "http://$pg:$APP_PORT" --mongo "http://$mongo:$APP_PORT" --mix "$MIX" \
-      --start-rate "$START_RATE" --step "$STEP" --max-rate "$MAX_RATE" \
-      --step-duration "$STEP_DURATION" --out "results/$id" ${extra[@]+"${extra[@]}"})"
-    (set -o pipefail; rssh "$host" "$cmd" 2>&1 | prefix "[$role] ") &
-    jobs+=("$! $role")
-    i=$((i + 1))
-  done
-  wait_all "${jobs[@]}" || rc=1
-
-  if ! dry; then mkdir -p "$RESULTS_DIR/$id"; fi
-  for role in $loads; do
-    rscp -r "root@$(need_ip "$role" public):/opt/orders/results/$id" "$RESULTS_DIR/$id/$role" || rc=1
-  done
-  say "results: $RESULTS_DIR/$id/"
-  return "$rc"
+  args=(--mix "$MIX" --start-rate "$START_RATE" --step "$STEP" --max-rate "$MAX_RATE" --step-duration "$STEP_DURATION"
+    --pg-url "http://$pg:$APP_PORT" --mongo-url "http://$mongo:$APP_PORT" ${reseed[@]+"${reseed[@]}"}
+    --manifest /opt/orders/dataset.json --generator k6 --script /opt/orders/loadtest/k6/orders.js --out "/opt/orders/results/$id")
+  if [ -n "$followers" ]; then args+=(--followers "$followers"); fi
+  say "round $id: mix $MIX, $START_RATE..$MAX_RATE req/s per target in steps of $STEP every $STEP_DURATION, from $(printf '%s\n' "$LOADS" | grep -c .) load droplet(s)"
+  rssh "$(need_ip "$LEADER" public)" "orders-round start $(quote "$id" "${args[@]}" ${extra[@]+"${extra[@]}"})"
+  attach "$id"
 }

@@ -1,6 +1,9 @@
 # shellcheck shell=bash
-# `do.sh up`: tags, VPC, cloud firewalls, droplets with per-role cloud-init, then the binaries,
-# the k6 script and the monitoring configuration, and finally the hourly cost.
+# `do.sh up`: checks first (binaries built for Linux x86-64, sizes offered in the region, the
+# account's droplet limit), then the plan with its hourly cost and a confirmation (--yes skips it),
+# then tags, VPC, cloud firewalls and droplets with per-role cloud-init, and finally, on every run,
+# the binaries, env files and k6 script: each copied file is installed only when it differs, and a
+# service is restarted only when one of its files changed (or it was not running).
 
 all_tags() {
   printf '%s\n' "$TAG" "$TAG-postgres-db" "$TAG-mongo-db" "$TAG-postgres-app" "$TAG-mongo-app" \
@@ -8,17 +11,19 @@ all_tags() {
 }
 
 # One line per firewall: NAME|TAGS IT APPLIES TO|INBOUND RULES. Nothing else is let in: each
-# database only from its own app droplet, the apps only from the load and monitor droplets,
-# SSH (and Grafana/Prometheus) only from the operator, node_exporter only from the monitor.
+# database only from its own app droplet and the load droplets (which reload both databases
+# before every repeat and count their rows), the apps only from the load and monitor droplets,
+# the agents of the load droplets only from load droplets, SSH (and Grafana/Prometheus) only from
+# the operator, node_exporter only from the monitor.
 firewall_specs() {
   local ssh="protocol:tcp,ports:22,address:$OPERATOR_CIDR"
   local node="protocol:tcp,ports:9100,tag:$TAG-monitor"
   local app="protocol:tcp,ports:$APP_PORT"
   printf '%s|%s|%s\n' \
-    "$TAG-postgres-db" "$TAG-postgres-db" "protocol:tcp,ports:5432,tag:$TAG-postgres-app $ssh $node" \
-    "$TAG-mongo-db" "$TAG-mongo-db" "protocol:tcp,ports:27017,tag:$TAG-mongo-app $ssh $node" \
+    "$TAG-postgres-db" "$TAG-postgres-db" "protocol:tcp,ports:5432,tag:$TAG-postgres-app protocol:tcp,ports:5432,tag:$TAG-load $ssh $node" \
+    "$TAG-mongo-db" "$TAG-mongo-db" "protocol:tcp,ports:27017,tag:$TAG-mongo-app protocol:tcp,ports:27017,tag:$TAG-load $ssh $node" \
     "$TAG-apps" "$TAG-postgres-app,$TAG-mongo-app" "$app,tag:$TAG-load $app,tag:$TAG-monitor $ssh $node" \
-    "$TAG-load" "$TAG-load" "$ssh $node" \
+    "$TAG-load" "$TAG-load" "protocol:tcp,ports:$AGENT_PORT,tag:$TAG-load $ssh $node" \
     "$TAG-monitor" "$TAG-monitor" "$ssh protocol:tcp,ports:3000,address:$OPERATOR_CIDR protocol:tcp,ports:9090,address:$OPERATOR_CIDR $node"
 }
 OUTBOUND='protocol:tcp,ports:all,address:0.0.0.0/0 protocol:tcp,ports:all,address:::/0 protocol:udp,ports:all,address:0.0.0.0/0 protocol:udp,ports:all,address:::/0 protocol:icmp,address:0.0.0.0/0 protocol:icmp,address:::/0'
@@ -32,48 +37,135 @@ operator_cidr() {
   esac
 }
 
+# What a file is, from its first bytes: "ok" for a Linux x86-64 ELF executable, else why not.
+binary_kind() {
+  local hex
+  hex=$(od -An -tx1 -N20 "$1" | tr -d ' \n')
+  case $hex in
+    7f454c46*) ;;
+    cffaedfe* | cefaedfe* | cafebabe*) echo "a macOS (Mach-O) binary"; return ;;
+    4d5a*) echo "a Windows binary"; return ;;
+    *) echo "not an executable (no ELF header)"; return ;;
+  esac
+  [ "${hex:8:2}" = 02 ] || { echo "a 32-bit ELF binary"; return; }
+  [ "${hex:10:2}" = 01 ] || { echo "a big-endian ELF binary"; return; }
+  case ${hex:36:4} in
+    3e00) echo ok ;;
+    b700) echo "an aarch64 (ARM) Linux binary" ;;
+    f300) echo "a RISC-V Linux binary" ;;
+    *) echo "an ELF binary for machine 0x${hex:38:2}${hex:36:2}, not x86-64" ;;
+  esac
+}
+
 check_binaries() {
-  local bin f
+  local bin f kind
   for bin in orders-pg orders-mongo orders-bench; do
     f=$BIN_DIR/$bin
     if [ ! -f "$f" ]; then
       if dry; then say "note: $f is missing (fine for a dry run)"; continue; fi
       die "$f missing: cargo build --release -p orders-pg -p orders-mongo -p orders-bench, or
-  docker build --target export --output type=local,dest=.local/dist . && export BIN_DIR=\$PWD/.local/dist"
+  docker build --platform linux/amd64 --target export --output type=local,dest=.local/dist . && export BIN_DIR=\$PWD/.local/dist"
     fi
-    [ "$(head -c 4 "$f" | od -An -c | tr -d ' \n')" = '177ELF' ] ||
-      die "$f is not a Linux (ELF) binary: build it with the Dockerfile's export target (see README.md, "Deploy to DigitalOcean")"
+    kind=$(binary_kind "$f")
+    [ "$kind" = ok ] ||
+      die "$f is $kind; the droplets run Linux x86-64 ($IMAGE): build with the Dockerfile's export target and --platform linux/amd64 (README.md, \"Deploy to DigitalOcean\")"
   done
 }
 
 preflight() {
   operator_cidr
   check_binaries
-  if ! dry; then command -v doctl >/dev/null || die "doctl not found (see README.md, "Deploy to DigitalOcean")"; fi
-  say "DigitalOcean account: $(query dry-run@example.com doctl account get --format Email --no-header)"
+  if ! dry; then
+    command -v doctl >/dev/null || die "doctl not found (see README.md, \"Deploy to DigitalOcean\")"
+    command -v jq >/dev/null || die "jq not found: install it (apt install jq, brew install jq)"
+  fi
+  ACCOUNT=$(query '{"email":"dry-run@example.com","droplet_limit":25}' doctl account get --output json)
+  say "DigitalOcean account: $(printf '%s' "$ACCOUNT" | jq -r '.email')"
   if [ -z "$SSH_KEY" ]; then
     SSH_KEY=$(query dry-run-key doctl compute ssh-key list --format ID --no-header | paste -sd, -)
     [ -n "$SSH_KEY" ] || die "no SSH key in the account: doctl compute ssh-key import NAME --public-key-file ~/.ssh/id_ed25519.pub"
   fi
 }
 
+# The plan: what exists, what will be made, what it costs; refuses sizes the region does not offer
+# and more droplets than the account may have.
+plan() {
+  local role name slug price line regions status total_after=0 total_now=0 missing=0 in_account limit have_tags vpcs
+  load_sizes
+  refresh_droplets
+  if dry; then DROPLETS=''; fi  # a dry run shows the plan of a deployment that does not exist yet
+  in_account=$(query '[]' doctl compute droplet list --output json | jq 'length')
+  limit=$(printf '%s' "$ACCOUNT" | jq -r '.droplet_limit // 0')
+  have_tags=$(query '' doctl compute tag list --format Name --no-header)
+  vpcs=$(query '[]' doctl vpcs list --output json)
+  VPC_LINE=$(printf '%s' "$vpcs" | jq -r --arg n "$TAG-vpc" '.[] | select(.name == $n) | "\(.id) \(.ip_range) \(.default)"')
+  REGION_HAS_VPC=$(printf '%s' "$vpcs" | jq -r --arg r "$REGION" '[.[] | select(.region == $r)] | length')
+  {
+    printf 'plan for %s in %s (account limit %s droplets, %s in the account now):\n' "$TAG" "$REGION" "$limit" "$in_account"
+    for role in $(roles); do
+      name=$TAG-$role
+      slug=$(size_of "$role")
+      line=$(printf '%s\n' "$SIZE_LINES" | awk -v s="$slug" '$1 == s')
+      [ -n "$line" ] || die "size $slug (of $role) is not offered: doctl compute size list"
+      regions=$(printf '%s' "$line" | awk '{ print $3 }')
+      case ",$regions," in *",$REGION,"*) ;; *) die "size $slug (of $role) is not offered in $REGION (offered in: $regions)" ;; esac
+      price=$(printf '%s' "$line" | awk '{ print $2 }')
+      if printf '%s\n' "$DROPLETS" | awk -v n="$name" '$1 == n { found = 1 } END { exit !found }'; then
+        status=exists
+        total_now=$(awk -v a="$total_now" -v b="$price" 'BEGIN { print a + b }')
+      else
+        status=create
+        missing=$((missing + 1))
+      fi
+      total_after=$(awk -v a="$total_after" -v b="$price" 'BEGIN { print a + b }')
+      printf '  droplet  %-30s %-14s %8.5f USD/hour  %s\n' "$name" "$slug" "$price" "$status"
+    done
+    if [ -z "$VPC_LINE" ]; then
+      printf '  VPC      %-30s %s\n' "$TAG-vpc" "create (range ${VPC_RANGE:-chosen by DigitalOcean})"
+      if [ "$REGION_HAS_VPC" = 0 ]; then
+        printf '           %s\n' "$REGION has no VPC yet: DigitalOcean makes this one the region's default, which cannot be" \
+          "deleted (it costs nothing; \`down\` leaves it and says so)"
+      fi
+    else
+      printf '  VPC      %-30s %s\n' "$TAG-vpc" "exists"
+    fi
+    printf '  firewalls %s-postgres-db, -mongo-db, -apps, -load, -monitor: create or bring up to date\n' "$TAG"
+    printf '  tags     %s\n' "$(all_tags | while read -r t; do printf '%s\n' "$have_tags" | grep -qx -- "$t" || printf '%s ' "$t"; done)(to create)"
+    awk -v after="$total_after" -v now="$total_now" 'BEGIN {
+      printf "  cost     %.4f USD/hour (%.2f USD a day) once up; %.4f USD/hour of it exists now\n", after, after * 24, now }'
+  } >&3
+  MISSING=$missing
+  if [ "$limit" -gt 0 ] && [ $((in_account + missing)) -gt "$limit" ]; then
+    die "the account may have $limit droplets; it has $in_account and this needs $missing more: delete some, or ask DigitalOcean for a higher limit"
+  fi
+}
+
+confirm() {
+  local answer
+  if [ "$YES" = 1 ] || dry || [ "$MISSING" = 0 ]; then return 0; fi
+  [ -t 0 ] || die "nothing created: pass --yes to create the droplets above without a question"
+  read -r -p "Create the droplets above and start billing? [y/N] " answer
+  case $answer in y | Y | yes | YES) ;; *) die "nothing created" ;; esac
+}
+
 ensure_tags() {
   local have t
   have=$(query '' doctl compute tag list --format Name --no-header)
   for t in $(all_tags); do
-    if ! printf '%s\n' "$have" | grep -qx -- "$t"; then run doctl compute tag create "$t"; fi
+    if ! printf '%s\n' "$have" | grep -qx -- "$t"; then run doctl compute tag create "$t" >/dev/null; fi
   done
 }
 
 ensure_vpc() {
-  local line args=(--name "$TAG-vpc" --region "$REGION" --description "orders-bench deployment $TAG")
-  line=$(query '' doctl vpcs list --format ID,Name,IPRange --no-header | awk -v n="$TAG-vpc" '$2 == n { print $1, $3 }')
-  if [ -z "$line" ]; then
+  local args=(--name "$TAG-vpc" --region "$REGION" --description "orders-bench deployment $TAG") line
+  if [ -z "$VPC_LINE" ]; then
     if [ -n "$VPC_RANGE" ]; then args+=(--ip-range "$VPC_RANGE"); fi
     line=$(query "dry-run-vpc ${VPC_RANGE:-10.110.0.0/20}" doctl vpcs create "${args[@]}" --format ID,IPRange --no-header)
+  else
+    line=$VPC_LINE
   fi
-  read -r VPC_ID VPC_CIDR <<<"$line"
-  [ -n "$VPC_CIDR" ] || die "could not read the VPC's id and range from: $line"
+  read -r VPC_ID VPC_CIDR _ <<<"$line"
+  [ -n "${VPC_CIDR:-}" ] || die "could not read the VPC's id and range from: $line"
   say "VPC $TAG-vpc: $VPC_ID $VPC_CIDR"
 }
 
@@ -85,17 +177,17 @@ ensure_firewalls() {
     id=$(printf '%s\n' "$have" | awk -v n="$name" '$2 == n { print $1 }')
     if [ -n "$id" ]; then
       run doctl compute firewall update "$id" --name "$name" --tag-names "$tags" \
-        --inbound-rules "$rules" --outbound-rules "$OUTBOUND" --format ID,Name --no-header
+        --inbound-rules "$rules" --outbound-rules "$OUTBOUND" --format ID,Name --no-header >/dev/null
     else
       run doctl compute firewall create --name "$name" --tag-names "$tags" \
-        --inbound-rules "$rules" --outbound-rules "$OUTBOUND" --format ID,Name --no-header
+        --inbound-rules "$rules" --outbound-rules "$OUTBOUND" --format ID,Name --no-header >/dev/null
     fi
   done < <(firewall_specs)
 }
 
 create_droplet() {
   local role=$1 name=$TAG-$1 ud
-  if printf '%s\n' "$EXISTING" | grep -qx -- "$name"; then say "$name exists"; return 0; fi
+  if printf '%s\n' "$DROPLETS" | awk -v n="$name" '$1 == n { found = 1 } END { exit !found }'; then return 0; fi
   ud=$STATE_DIR/user-data/$role.yaml
   mkdir -p "$STATE_DIR/user-data"
   render "$HERE/cloud-init/${role%-[0-9]*}.yaml" "$ud"
@@ -104,20 +196,60 @@ create_droplet() {
     --tag-names "$TAG,$(role_tag "$role")" --user-data-file "$ud" --format ID,Name --no-header
 }
 
+# install_on HOST UNIT READY_URL [LOCAL REMOTE MODE]...: copy the files to the droplet and install
+# those that differ; restart UNIT when one did (or it is not running) and wait for READY_URL.
+# Files whose SHA-256 the droplet already has are not even sent (the binaries are large).
+install_on() {
+  local host=$1 unit=$2 ready=$3 sources=() args=() installed=() have sum at
+  shift 3
+  local triples=("$@")
+  while [ $# -ge 3 ]; do
+    if [ "$3" = tar ]; then installed+=("$2/.installed-$(basename "$1")"); else installed+=("$2"); fi
+    shift 3
+  done
+  have=$(query '' ssh "${SSH_OPTS[@]}" "root@$host" "sha256sum $(quote "${installed[@]}") 2>/dev/null || true")
+  set -- "${triples[@]}"
+  for at in "${installed[@]}"; do
+    sum=$(sha256sum "$1" 2>/dev/null | cut -d' ' -f1) || sum=missing
+    if ! printf '%s\n' "$have" | grep -qxF "$sum  $at"; then
+      sources+=("$1")
+      args+=("/opt/orders/incoming/$(basename "$1")" "$2" "$3")
+    fi
+    shift 3
+  done
+  rssh "$host" 'rm -rf /opt/orders/incoming && install -d -m 0700 /opt/orders/incoming'
+  if [ ${#sources[@]} -gt 0 ]; then rscp -q "${sources[@]}" "root@$host:/opt/orders/incoming/"; fi
+  rscript "$host" "$HERE/remote/install.sh" "$unit" "$ready" ${args[@]+"${args[@]}"}
+}
+
+# The env files of the services and of the load droplets: from templates, into STATE_DIR (0600).
+render_env() {
+  # shellcheck disable=SC2034 # read by render through ${!name}
+  PG_DB_IP=$(need_ip postgres-db private) MONGO_DB_IP=$(need_ip mongo-db private)
+  mkdir -p "$STATE_DIR/env"
+  local f
+  for f in orders-pg orders-mongo bench; do render "$HERE/env/$f.env" "$STATE_DIR/env/$f.env"; done
+}
+
 provision_app() {
   local role=$1 service=$2 host
   host=$(need_ip "$role" public)
-  rscp -r "$BIN_DIR/$service" "$BIN_DIR/orders-bench" "$REPO/migrations" "root@$host:/opt/orders/"
-  rssh "$host" "install -m 0755 /opt/orders/$service /opt/orders/orders-bench /usr/local/bin/ && systemctl enable $service && systemctl restart $service && curl -fsS --retry 60 --retry-delay 1 --retry-connrefused -o /dev/null http://127.0.0.1:$APP_PORT/readyz && echo $service is ready"
+  # The migrations, unpacked into /opt/orders (the unit's working directory, read at start-up).
+  tar -C "$REPO" --owner=0 --group=0 --mtime=@0 --sort=name -cf "$STATE_DIR/migrations.tar" migrations
+  install_on "$host" "$service" "http://127.0.0.1:$APP_PORT/readyz" \
+    "$BIN_DIR/$service" "/usr/local/bin/$service" 0755 \
+    "$STATE_DIR/env/$service.env" "/etc/orders/$service.env" 0600 \
+    "$STATE_DIR/migrations.tar" /opt/orders tar
 }
 
 provision_load() {
   local host
   host=$(need_ip "$1" public)
-  rssh "$host" 'install -d -m 0755 /opt/orders/loadtest /opt/orders/results'
-  rscp -r "$REPO/loadtest/k6" "root@$host:/opt/orders/loadtest/"
-  rscp "$BIN_DIR/orders-bench" "root@$host:/opt/orders/"
-  rssh "$host" 'install -m 0755 /opt/orders/orders-bench /usr/local/bin/ && k6 version'
+  install_on "$host" orders-bench-agent "http://127.0.0.1:$AGENT_PORT/healthz" \
+    "$BIN_DIR/orders-bench" /usr/local/bin/orders-bench 0755 \
+    "$REPO/loadtest/k6/orders.js" /opt/orders/loadtest/k6/orders.js 0644 \
+    "$STATE_DIR/env/bench.env" /etc/orders/bench.env 0600 \
+    "$HERE/remote/round.sh" /usr/local/sbin/orders-round 0755
 }
 
 # Prometheus file_sd targets: both services and node_exporter on every droplet (private IPs).
@@ -145,39 +277,37 @@ provision_monitor() {
   local host
   host=$(need_ip monitor public)
   write_targets
-  rscp -r "$REPO/infra/monitoring" "$STATE_DIR/targets" "root@$host:/opt/orders/"
+  rscp -q -r "$REPO/infra/monitoring" "$STATE_DIR/targets" "root@$host:/opt/orders/"
   rscript "$host" "$HERE/remote/setup-monitor.sh"
 }
 
 cmd_up() {
   local role
+  YES=0
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --yes | -y) YES=1; shift ;;
+      *) die "up: unknown argument $1 (only --yes)" ;;
+    esac
+  done
   preflight
+  plan
+  confirm
   load_secrets
   ensure_tags
   ensure_vpc
   ensure_firewalls
-  EXISTING=$(query '' doctl compute droplet list --tag-name "$TAG" --format Name --no-header)
 
-  say "database droplets"
-  create_droplet postgres-db
-  create_droplet mongo-db
-  wait_for_ips postgres-db mongo-db
-  # shellcheck disable=SC2034 # read by render through ${!name}
-  PG_DB_IP=$(ip_of postgres-db private)
-  # shellcheck disable=SC2034
-  MONGO_DB_IP=$(ip_of mongo-db private)
-
-  say "app, load and monitor droplets"
-  for role in $(roles); do
-    case $role in *-db) ;; *) create_droplet "$role" ;; esac
-  done
+  say "droplets"
+  for role in $(roles); do create_droplet "$role"; done
   # shellcheck disable=SC2046 # one word per role
   wait_for_ips $(roles)
 
-  say "waiting for cloud-init (installs PostgreSQL 17, MongoDB 8, k6, Prometheus, Grafana)"
-  for role in $(roles); do wait_cloud_init "$(ip_of "$role" public)"; done
+  say "waiting for the first boot of every droplet (cloud-init: PostgreSQL 17, MongoDB 8, k6, Prometheus, Grafana)"
+  for role in $(roles); do wait_cloud_init "$(ip_of "$role" public)" "$TAG-$role"; done
 
-  say "binaries, k6 script and monitoring configuration"
+  say "binaries, settings and the k6 script (installed where they changed; services restarted only then)"
+  render_env
   provision_app postgres-app orders-pg
   provision_app mongo-app orders-mongo
   for role in $(roles); do

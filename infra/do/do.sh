@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # DigitalOcean deployment of the comparison: each service beside its database on separate
-# droplets, k6 on its own droplet(s), Prometheus + Grafana on a monitor droplet.
+# droplets, k6 and orders-bench on their own droplet(s), Prometheus + Grafana on a monitor droplet.
 # Run `infra/do/do.sh help`. DRY_RUN=1 prints every doctl/ssh/scp command instead of running it.
 set -euo pipefail
 
@@ -21,26 +21,35 @@ usage() {
   cat <<USAGE
 usage: infra/do/do.sh COMMAND [ARGS]
 
-  up                      create VPC, firewalls and droplets (tag $TAG), install and start
-                          everything, print the hourly cost
-  seed [--orders N] [..]  load the same N orders (default 1000000) into both databases at once,
-                          from the app droplets (other args go to orders-bench seed)
-  round [--mix M] [--start-rate R] [--step S] [--max-rate R] [--step-duration D] [..]
-                          run orders-bench round on the load droplet(s) against both apps,
-                          copy the results to $RESULTS_DIR/<id>/ (other args go to orders-bench round)
+  up [--yes]              check the binaries (Linux x86-64), the sizes in \$REGION and the
+                          account's droplet limit, print the plan and its hourly cost, ask
+                          (--yes: don't), then create the VPC, firewalls and droplets (tag $TAG),
+                          install and start everything. Run again to reconcile: only changed
+                          files are installed, only services whose files changed restart
+  seed [ARGS]             load the same orders into both databases at once from the first load
+                          droplet (ARGS go to orders-bench seed, e.g. --orders 1000000 --reset)
+  round [--mix M] [--start-rate R] [--step S] [--max-rate R] [--step-duration D] [--no-reseed] [..]
+                          run orders-bench round on the first load droplet, detached (a unit of its
+                          own), every repeat on freshly reloaded data, with every load droplet
+                          offering its k6 execution segment; wait for it, copy the folder to
+                          $RESULTS_DIR/<id>/ and write the report (other args go to
+                          orders-bench round, e.g. --repeats 3)
+  round --attach ID       wait for a round that is running (after a dropped connection) and fetch it
   toggle NAME=VALUE...    set PG_GIN_FASTUPDATE (on|off), PG_PLAN_CACHE_MODE
                           (auto|force_custom_plan|force_generic_plan) or PG_STATEMENT_MODE
                           (prepared|unprepared) on the postgres-app droplet and restart orders-pg;
                           NAME= removes the setting
-  status                  droplets, addresses and hourly cost
+  status                  droplets, addresses, VPC, firewalls and the hourly cost of what exists
   ssh ROLE [COMMAND]      ssh to a droplet: postgres-db mongo-db postgres-app mongo-app load-N monitor
-  down                    delete every droplet tagged $TAG, the firewalls, the VPC and the tags
+  down                    delete every droplet tagged $TAG, the firewalls, the VPC (unless it is
+                          the region's default) and the tags; says what it cost and what is left
   help                    this text
 
 Settings (environment; defaults in infra/do/config.sh): OPERATOR_IP (required by up), SSH_KEY,
 SSH_IDENTITY, TAG=$TAG, REGION=$REGION, DB_SIZE=$DB_SIZE, APP_SIZE=$APP_SIZE,
-LOAD_SIZE=$LOAD_SIZE, MONITOR_SIZE=$MONITOR_SIZE, LOAD_COUNT=$LOAD_COUNT, BIN_DIR, PRICES,
-DRY_RUN=1 (print the doctl/ssh/scp commands instead of running them).
+LOAD_SIZE=$LOAD_SIZE, MONITOR_SIZE=$MONITOR_SIZE, LOAD_COUNT=$LOAD_COUNT, POOL_SIZE=$POOL_SIZE,
+K6_VERSION=$K6_VERSION, GRAFANA_VERSION=$GRAFANA_VERSION, BIN_DIR, STATE_DIR, RESULTS_DIR,
+DRY_RUN=1 (print the doctl/ssh/scp commands instead of running them; asks DigitalOcean nothing).
 USAGE
 }
 

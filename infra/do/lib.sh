@@ -39,7 +39,7 @@ ssh_opts() {
   local cfg=$STATE_DIR/ssh_config
   mkdir -p "$STATE_DIR"
   {
-    printf 'Host *\n  User root\n  BatchMode yes\n  ConnectTimeout 10\n'
+    printf 'Host *\n  User root\n  BatchMode yes\n  ConnectTimeout 10\n  ServerAliveInterval 30\n'
     printf '  StrictHostKeyChecking accept-new\n  UserKnownHostsFile %s/known_hosts\n' "$STATE_DIR"
     if [ -n "$SSH_IDENTITY" ]; then printf '  IdentityFile %s\n' "$SSH_IDENTITY"; fi
   } >"$cfg"
@@ -77,24 +77,36 @@ size_of() {
   esac
 }
 
-# DROPLETS caches "name public-ip private-ip" lines of the droplets carrying TAG.
+# DROPLETS caches one line per droplet carrying TAG: "name public-ip private-ip size usd/hour"
+# ("-" for an address not assigned yet).
 DROPLETS=''
-fake_droplets() {
-  local n=10 role
+fake_droplets_json() {
+  local n=10 role sep='' slug
+  printf '['
   for role in $(roles); do
     n=$((n + 1))
-    printf '%s-%s 203.0.113.%s 10.110.0.%s\n' "$TAG" "$role" "$n" "$n"
+    slug=$(size_of "$role")
+    printf '%s{"name":"%s-%s","size_slug":"%s","size":{"price_hourly":%s},"networks":{"v4":[{"type":"public","ip_address":"203.0.113.%s"},{"type":"private","ip_address":"10.110.0.%s"}]}}' \
+      "$sep" "$TAG" "$role" "$slug" "$(table_price "$slug")" "$n" "$n"
+    sep=','
   done
+  printf ']\n'
+}
+# Droplets as JSON (doctl's), turned into the cache's lines.
+droplet_lines() {
+  jq -r '(. // [])[] | [.name,
+      ((.networks.v4 // []) | map(select(.type == "public")) | .[0].ip_address // "-"),
+      ((.networks.v4 // []) | map(select(.type == "private")) | .[0].ip_address // "-"),
+      .size_slug, (.size.price_hourly // 0)] | join(" ")'
 }
 refresh_droplets() {
-  DROPLETS=$(query "$(fake_droplets)" doctl compute droplet list --tag-name "$TAG" \
-    --format Name,PublicIPv4,PrivateIPv4 --no-header)
+  DROPLETS=$(query "$(fake_droplets_json)" doctl compute droplet list --tag-name "$TAG" --output json | droplet_lines)
 }
-# ip_of ROLE public|private (empty until the droplet has both addresses)
+# ip_of ROLE public|private (empty until the droplet has it)
 ip_of() {
   local col=2
   if [ "$2" = private ]; then col=3; fi
-  printf '%s\n' "$DROPLETS" | awk -v n="$TAG-$1" -v c="$col" '$1 == n && NF == 3 { print $c }'
+  printf '%s\n' "$DROPLETS" | awk -v n="$TAG-$1" -v c="$col" '$1 == n && $c != "-" { print $c }'
 }
 need_ip() {
   local addr
@@ -110,7 +122,7 @@ wait_for_ips() {
     refresh_droplets
     missing=''
     for role in "$@"; do
-      if [ -z "$(ip_of "$role" private)" ]; then missing+=" $role"; fi
+      if [ -z "$(ip_of "$role" private)" ] || [ -z "$(ip_of "$role" public)" ]; then missing+=" $role"; fi
     done
     [ -n "$missing" ] || return 0
     say "waiting for addresses of:$missing ($try/60)"
@@ -119,20 +131,20 @@ wait_for_ips() {
   die "droplets without addresses after 5 minutes:$missing"
 }
 
-# Wait until a droplet answers on SSH and cloud-init has finished (exit 2 = finished with
-# recoverable errors, which the per-role setup script would have turned into a failure).
+# Wait until a droplet answers on SSH and cloud-init has finished. Exit 0: done; 2: finished with
+# recoverable errors (each role's scripts run with set -e, so a real failure is exit 1).
 wait_cloud_init() {
-  local host=$1 try rc
+  local host=$1 name=$2 try rc
   for try in $(seq 1 90); do
     rc=0
     rssh "$host" 'cloud-init status --wait >/dev/null' || rc=$?
     case $rc in
       0 | 2) return 0 ;;
-      255) say "waiting for ssh on $host ($try/90)"; sleep 10 ;;
-      *) die "cloud-init failed on $host: ssh root@$host cat /var/log/cloud-init-output.log" ;;
+      255) say "waiting for ssh on $name ($try/90)"; sleep 10 ;;
+      *) die "the first boot of $name failed: infra/do/do.sh ssh ${name#"$TAG"-} tail -n 50 /var/log/cloud-init-output.log" ;;
     esac
   done
-  die "no ssh on $host after 15 minutes"
+  die "no ssh on $name after 15 minutes"
 }
 
 # render TEMPLATE OUT: copy TEMPLATE with each __NAME__ replaced by the variable NAME.
@@ -141,8 +153,8 @@ render() {
   while read -r name; do
     [ -n "${!name:-}" ] || die "render $tpl: $name is empty"
     args+=(-e "s|__${name}__|${!name}|g")
-  done < <(grep -o '__[A-Z][A-Z_]*__' "$tpl" | sed 's/^__//; s/__$//' | sort -u)
-  sed "${args[@]}" "$tpl" >"$out"
+  done < <(grep -o '__[A-Z][A-Z0-9_]*__' "$tpl" | sed 's/^__//; s/__$//' | sort -u)
+  (umask 077 && sed "${args[@]}" "$tpl" >"$out")
 }
 
 rand_hex() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
@@ -159,29 +171,29 @@ load_secrets() {
   . "$f"
 }
 
-price_of() {
-  local slug=$1 kv price
-  price=$(printf '%s\n' "$SIZES" | awk -v s="$slug" '$1 == s { print $4 }')
-  for kv in $PRICES; do
-    if [ "${kv%%=*}" = "$slug" ]; then price=${kv#*=}; fi
-  done
-  printf '%s' "${price:-?}"
-}
+# --- prices -------------------------------------------------------------------------------------
 
-# The hourly cost of the droplets of this deployment.
+table_price() { printf '%s\n' "$SIZES" | awk -v s="$1" '$1 == s { p = $4 } END { print (p == "" ? 0 : p) }'; }
+
+# The sizes DigitalOcean offers, as "slug usd/hour region,region,..." lines (the configuration's
+# table under DRY_RUN, with REGION as the only region).
+SIZE_LINES=''
+load_sizes() {
+  local fake
+  fake=$(printf '%s\n' "$SIZES" | awk -v r="$REGION" 'NR > 2 && NF == 4 { printf "%s{\"slug\":\"%s\",\"price_hourly\":%s,\"available\":true,\"regions\":[\"%s\"]}", (n++ ? "," : "["), $1, $4, r } END { print "]" }')
+  SIZE_LINES=$(query "$fake" doctl compute size list --output json |
+    jq -r '.[] | select(.available != false) | [.slug, .price_hourly, ((.regions // []) | join(","))] | join(" ")')
+}
+price_of() { printf '%s\n' "$SIZE_LINES" | awk -v s="$1" '$1 == s { print $2 }'; }
+
+# The droplets of this deployment that exist, with their sizes and prices, and the total.
 print_cost() {
-  local role
-  {
-    printf 'droplet size usd/hour\n'
-    for role in $(roles); do
-      printf '%s-%s %s %s\n' "$TAG" "$role" "$(size_of "$role")" "$(price_of "$(size_of "$role")")"
-    done
-  } | awk '
-    { printf "  %-28s %-14s %s\n", $1, $2, $3 }
-    NR > 1 && $3 == "?" { unknown = 1 }
-    NR > 1 { total += $3 }
+  local what='that exist now'
+  if dry; then what='(dry run: as if they had been created)'; fi
+  printf '%s\n' "$DROPLETS" | awk -v what="$what" '
+    NF >= 5 { printf "  %-30s %-14s %8.5f USD/hour\n", $1, $4, $5; total += $5; n++ }
     END {
-      printf "  %-28s %-14s %.4f USD/hour (%.2f USD a day)%s\n", "total", "", total, total * 24,
-        unknown ? ", sizes marked ? not priced: set PRICES" : ""
+      if (n == 0) { print "  no droplets: 0 USD/hour"; exit }
+      printf "  %-30s %-14s %8.5f USD/hour (%.2f USD a day) for %d droplet(s) %s\n", "total", "", total, total * 24, n, what
     }'
 }

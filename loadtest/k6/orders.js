@@ -189,6 +189,24 @@ const LOAD = loadModel();
 const VUS = vuSizing(LOAD.peak);
 const GRACEFUL_STOP = '10s';
 
+// --- the quantile grid ---------------------------------------------------------------------------
+
+// Percentiles every latency figure carries besides p50..p99, so that the runs of several load
+// droplets (k6 execution segments of one test) can be merged into the percentiles of all their
+// requests together: orders-bench reads each run's grid as its latency distribution and inverts
+// the count-weighted mixture (averaging percentiles would be wrong). Denser toward the tail.
+const QUANTILE_GRID = [
+  ...Array.from({ length: 99 }, (_, i) => i + 1),
+  99.2, 99.4, 99.5, 99.6, 99.8, 99.9, 99.95, 99.99,
+];
+
+// [[percent, ms], ...] from 0 (min) to 100 (max); empty when the metric saw no request.
+function quantiles(v) {
+  if (v.min === undefined || v.max === undefined) return [];
+  const grid = [[0, v.min], ...QUANTILE_GRID.map((q) => [q, v[`p(${q})`]]), [100, v.max]];
+  return grid.filter(([, ms]) => ms !== undefined).map(([q, ms]) => [q, Math.round(ms * 1000) / 1000]);
+}
+
 // --- options: scenarios and thresholds ---------------------------------------------------------------
 
 // Every sub-metric below costs k6 work on every request (each sample is matched against every
@@ -230,7 +248,7 @@ export const options = {
     tags: { target: name },
   }])),
   thresholds: thresholds(),
-  summaryTrendStats: ['min', 'avg', 'med', 'p(90)', 'p(95)', 'p(99)', 'max'],
+  summaryTrendStats: ['min', 'avg', 'med', 'p(90)', 'p(95)', 'p(99)', 'max', ...QUANTILE_GRID.map((q) => `p(${q})`)],
   discardResponseBodies: true,
   // Only the system tags worth a time series: every tag is work on every sample. No `url`: requests
   // are grouped by `name` (the route template), so no output (JSON, Prometheus) gets one time
@@ -408,6 +426,7 @@ function requestFigures(data, tags, runSeconds) {
     achieved_rate: Math.round((count / runSeconds) * 100) / 100,
     failures: failed.passes || 0,
     latency_ms: latency(values(data, `http_req_duration{${tags}}`)),
+    quantiles_ms: quantiles(values(data, `http_req_duration{${tags}}`)),
   };
 }
 

@@ -1,14 +1,19 @@
 //! `orders-bench`: the benchmark runner of the two order services. `main` only parses the command
-//! line and hands each subcommand to its module: `seed`, `round`, `report`, `demo` and `load`.
-//! `dataset` and `prng` generate the orders, `manifest` records what was seeded where; `loadgen`
-//! (the native load generator), `k6`, `diagnostics`, `procstat` and `charts` serve the rounds and
-//! reports. `load` runs on a runtime of its own with one thread; the others on tokio's default.
+//! line and hands each subcommand to its module: `seed`, `round`, `report`, `demo`, `load` (the
+//! native load generator, `loadgen`) and `agent` (a follower load machine, `fleet`). `dataset`
+//! and `prng` generate the orders, `manifest` records what was seeded where; `k6`, `diagnostics`,
+//! `procstat`, `cgroup` (the kernel's accounting of the databases' budgets), `budget` and `charts`
+//! serve the rounds and reports. `load` runs on a runtime of its own with one thread; the others
+//! on tokio's default.
 
+mod budget;
+mod cgroup;
 mod charts;
 mod databases;
 mod dataset;
 mod demo;
 mod diagnostics;
+mod fleet;
 mod k6;
 mod loadgen;
 mod manifest;
@@ -34,12 +39,14 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Load the same deterministic orders into PostgreSQL and/or MongoDB and write the manifest.
     Seed(seed::SeedArgs),
     /// Drive both services at once up a staircase of arrival rates (k6), repeated, and judge every
     /// step: maximum passing rate per target, diagnostics and CPU that explain it, a fairness gate.
-    Round(round::RoundArgs),
+    Round(Box<round::RoundArgs>),
     /// Combine round folders into one report.md, a self-contained report.html and SVG charts.
     Report(report::ReportArgs),
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
@@ -48,15 +55,20 @@ enum Command {
     /// The native open-loop load generator (what `round` and `demo` run): a staircase or constant
     /// rate, or a closed loop with --clients; the k6 script's mixes and summary JSON.
     Load(loadgen::LoadArgs),
+    /// Serve as a follower load machine: run this machine's k6 execution segment of a leader's
+    /// round (`round --followers`) and report its summary, drops and CPU.
+    Agent(fleet::agent::AgentArgs),
 }
 
 async fn dispatch(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Seed(args) => seed::run(args).await,
-        Command::Round(args) => round::run(args).await,
+        Command::Round(args) => round::run(*args).await,
         Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args).await,
-        Command::Load(args) => loadgen::run(args),
+        // On a thread of its own: the generator builds its own one-thread runtime.
+        Command::Load(args) => tokio::task::spawn_blocking(move || loadgen::run(args)).await?,
+        Command::Agent(args) => fleet::agent::run(args).await,
     }
 }
 

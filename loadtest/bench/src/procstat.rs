@@ -2,9 +2,10 @@
 //! including the time of children it has already reaped, so PostgreSQL backends that come and go
 //! are still counted by their postmaster), the process that listens on a TCP port
 //! (`/proc/net/tcp{,6}` → socket inode → `/proc/*/fd`), and the busy time of the whole machine
-//! (`/proc/stat`). Everything here is a plain read of text files; on other systems, or without the
-//! right to read another user's `/proc/<pid>/fd`, the lookups return `None` and the report says
-//! that the figure was not measured.
+//! (`/proc/stat`; niced background work does not count, it yields to the measured run).
+//! Everything here is a plain read of text files; on other systems, or without the right to read
+//! another user's `/proc/<pid>/fd`, the lookups return `None` and the report says that the figure
+//! was not measured.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -46,9 +47,12 @@ fn all_pids() -> Vec<u32> {
     entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
 }
 
-/// CPU seconds used so far by `root` and every live descendant, plus whatever they have reaped.
-pub fn tree_cpu_seconds(root: u32) -> Option<f64> {
-    let root_stat = stat(root)?;
+/// `root` and every live descendant.
+pub fn tree_pids(root: u32) -> BTreeSet<u32> {
+    tree_stats(root).keys().copied().collect()
+}
+
+fn tree_stats(root: u32) -> BTreeMap<u32, ProcStat> {
     let stats: BTreeMap<u32, ProcStat> = all_pids().into_iter().filter_map(|pid| Some((pid, stat(pid)?))).collect();
     let mut tree = BTreeSet::from([root]);
     // Parents usually have lower pids, but pids wrap: iterate until nothing is added.
@@ -63,12 +67,21 @@ pub fn tree_cpu_seconds(root: u32) -> Option<f64> {
             break;
         }
     }
-    let ticks: u64 = tree
-        .iter()
-        .filter_map(|pid| if *pid == root { Some(root_stat) } else { stats.get(pid).copied() })
-        .map(|s| s.own_ticks + s.reaped_children_ticks)
-        .sum();
+    stats.into_iter().filter(|(pid, _)| tree.contains(pid)).collect()
+}
+
+/// CPU seconds used so far by `root` and every live descendant, plus whatever they have reaped.
+pub fn tree_cpu_seconds(root: u32) -> Option<f64> {
+    let root_stat = stat(root)?;
+    let mut tree = tree_stats(root);
+    tree.insert(root, root_stat);
+    let ticks: u64 = tree.values().map(|s| s.own_ticks + s.reaped_children_ticks).sum();
     Some(ticks as f64 / TICKS_PER_SECOND)
+}
+
+/// CPU seconds of process `pid`'s own threads, without its children.
+pub fn own_cpu_seconds(pid: u32) -> Option<f64> {
+    Some(stat(pid)?.own_ticks as f64 / TICKS_PER_SECOND)
 }
 
 /// CPU seconds of the children this process has reaped (k6, once it has been waited for).
@@ -124,7 +137,12 @@ fn socket_inode(link: &str) -> Option<u64> {
 /// Busy and total CPU seconds of the whole machine since boot (all cores), from `/proc/stat`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MachineCpu {
+    /// Busy at normal priority or above: everything but idle, iowait and niced time.
     pub busy_seconds: f64,
+    /// Time of niced processes (nice > 0: background builds and tests, `nice -n 19`). They yield
+    /// the CPU to normal-priority work (weight 15 against 1,024 at nice 19), so a measured run could
+    /// have had those cycles: they do not count as busy.
+    pub niced_seconds: f64,
     pub total_seconds: f64,
 }
 
@@ -134,8 +152,10 @@ pub fn parse_machine_cpu(text: &str) -> Option<MachineCpu> {
     // user nice system idle iowait irq softirq steal (guest time is already inside user).
     let total: u64 = ticks.iter().take(8).sum();
     let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+    let niced = ticks.get(1).copied().unwrap_or(0);
     Some(MachineCpu {
-        busy_seconds: (total - idle) as f64 / TICKS_PER_SECOND,
+        busy_seconds: (total - idle - niced) as f64 / TICKS_PER_SECOND,
+        niced_seconds: niced as f64 / TICKS_PER_SECOND,
         total_seconds: total as f64 / TICKS_PER_SECOND,
     })
 }
@@ -171,9 +191,9 @@ mod tests {
     }
 
     #[test]
-    fn machine_busy_time_excludes_idle_and_iowait() {
-        let cpu = parse_machine_cpu("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3").expect("cpu line");
-        assert_eq!(cpu, MachineCpu { busy_seconds: 1.5, total_seconds: 10.0 });
+    fn machine_busy_time_excludes_idle_iowait_and_niced_time() {
+        let cpu = parse_machine_cpu("cpu  100 30 50 770 50 0 0 0 0 0\ncpu0 1 2 3").expect("cpu line");
+        assert_eq!(cpu, MachineCpu { busy_seconds: 1.5, niced_seconds: 0.3, total_seconds: 10.0 });
     }
 
     #[test]

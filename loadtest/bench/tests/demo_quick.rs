@@ -3,7 +3,9 @@
 //! the four rounds and the report. It must exit 0, write result.json, report.md, report.html and
 //! the charts with a maximum passing rate per target for every mix, and leave no process it
 //! started: every one carries `ORDERS_BENCH_DEMO=<its folder>` in its environment, so none may be
-//! found afterwards. The demo uses a database of its own, dropped at the end.
+//! found afterwards. The demo uses a database of its own, dropped at the end. It puts the stack's
+//! databases under its default budgets (nextest runs it alone, see .config/nextest.toml), records
+//! them in result.json and puts the stack's own budgets back.
 
 mod support;
 
@@ -13,6 +15,16 @@ use support::{describe, read_json};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `STACK_BUDGET_METHOD`, `STACK_DB_CPUS` and `STACK_DB_MEMORY` of `stack.sh env`.
+fn stack_budgets() -> Vec<String> {
+    let output = Command::new("bash").arg(repo().join("infra/local/stack.sh")).arg("env").output().expect("stack.sh");
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    ["STACK_BUDGET_METHOD=", "STACK_DB_CPUS=", "STACK_DB_MEMORY="]
+        .iter()
+        .map(|name| text.lines().find_map(|l| l.strip_prefix("export ")?.strip_prefix(name)).unwrap_or("?").to_owned())
+        .collect()
 }
 
 fn stack_running() -> bool {
@@ -74,6 +86,7 @@ async fn drop_databases(name: &str) {
 async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
     assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
     ensure_services();
+    let budgets_before = stack_budgets();
     let out = support::scratch_dir("demo_quick");
     let db = format!("demo_test_{}", std::process::id());
     let started = std::time::Instant::now();
@@ -115,6 +128,12 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
         }
         assert_eq!(round["repeats"][0]["fairness"]["ok"], true, "{:#}", round["repeats"][0]["fairness"]);
         assert!(out.join(round["dir"].as_str().expect("dir")).join("repeat-1/load-summary.json").is_file());
+        let budget = round["budget"].as_str().expect("the budgets in words");
+        if budgets_before[0] == "none" {
+            assert!(budget.starts_with("no budgets"), "{budget}");
+        } else {
+            assert!(budget.contains(" CPU and ") && budget.ends_with("quota period)"), "{budget}");
+        }
     }
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
     assert!(report.contains("| mix | Postgres max rate | MongoDB max rate | ratio |"), "{report}");
@@ -128,4 +147,5 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
     let left = marked_processes(&out);
     assert!(left.is_empty(), "processes the demo started are still running: {left:#?}");
     assert!(stack_running(), "the stack was running before the demo, so it must be running after it");
+    assert_eq!(stack_budgets(), budgets_before, "the demo puts the stack's budgets back");
 }

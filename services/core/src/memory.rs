@@ -2,17 +2,21 @@
 //! status code without a database. It is never a stand-in for the database tests: each real
 //! backend runs the same contract suite against a real server.
 
+use crate::idempotency::IdempotencyKey;
 use crate::ids::OrderId;
 use crate::order::{Order, StatusChange};
-use crate::store::{CustomerQuery, OrderStore, PoolStatus, ProductQuery, StoreError};
+use crate::order_json::{OrderJson, OrderListJson};
+use crate::store::{CustomerQuery, KeyedInsert, OrderStore, PoolStatus, ProductQuery, Returning, StoreError};
 use crate::time::Timestamp;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     orders: Mutex<BTreeMap<OrderId, Order>>,
+    /// Idempotency keys and the order each names; only locked while `orders` is held.
+    keys: Mutex<HashMap<IdempotencyKey, (OrderId, i64)>>,
     down: AtomicBool,
 }
 
@@ -34,35 +38,47 @@ impl MemoryStore {
     }
 }
 
+fn serialise_error(error: serde_json::Error) -> StoreError {
+    StoreError::Internal(format!("could not serialise an order: {error}"))
+}
+
+fn list<'a>(orders: impl Iterator<Item = &'a Order>) -> Result<OrderListJson, StoreError> {
+    let mut list = OrderListJson::default();
+    for order in orders {
+        list.push_with(|out| serde_json::to_writer(out, order)).map_err(serialise_error)?;
+    }
+    Ok(list)
+}
+
 impl OrderStore for MemoryStore {
     fn backend(&self) -> &'static str {
         "memory"
     }
 
-    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
-        self.orders()?.get(&id).cloned().ok_or(StoreError::NotFound)
+    async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
+        let orders = self.orders()?;
+        let order = orders.get(&id).ok_or(StoreError::NotFound)?;
+        OrderJson::from_order(order).map_err(serialise_error)
     }
 
-    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         let orders = self.orders()?;
         let upper = query.before.map_or(u64::MAX, OrderId::get);
-        Ok(orders
+        let found = orders
             .values()
             .rev()
             .filter(|order| order.customer.id == query.customer && order.id.get() < upper)
-            .take(query.limit.get() as usize)
-            .cloned()
-            .collect())
+            .take(query.limit.get() as usize);
+        list(found)
     }
 
-    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let orders = self.orders()?;
-        Ok(orders
+        let found = orders
             .values()
             .filter(|order| order.items.iter().any(|item| item.product_id == query.product))
-            .take(query.limit.get() as usize)
-            .cloned()
-            .collect())
+            .take(query.limit.get() as usize);
+        list(found)
     }
 
     async fn insert(&self, order: &Order) -> Result<(), StoreError> {
@@ -74,7 +90,41 @@ impl OrderStore for MemoryStore {
         Ok(())
     }
 
-    async fn update_status(&self, id: OrderId, change: StatusChange, now: Timestamp) -> Result<Order, StoreError> {
+    async fn insert_with_key(
+        &self,
+        order: &Order,
+        key: &IdempotencyKey,
+        fingerprint: i64,
+    ) -> Result<KeyedInsert, StoreError> {
+        let mut orders = self.orders()?;
+        let mut keys = self.keys.lock().map_err(|_| StoreError::Internal("poisoned lock".into()))?;
+        if let Some((existing, stored)) = keys.get(key).and_then(|(id, stored)| Some((orders.get(id)?, *stored))) {
+            return Ok(KeyedInsert::Existing(Box::new(existing.clone()), stored));
+        }
+        if orders.contains_key(&order.id) {
+            return Err(StoreError::id_taken(order.id));
+        }
+        orders.insert(order.id, order.clone());
+        keys.insert(key.clone(), (order.id, fingerprint));
+        Ok(KeyedInsert::Inserted)
+    }
+
+    async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {
+        let _orders = self.orders()?;
+        let mut keys = self.keys.lock().map_err(|_| StoreError::Internal("poisoned lock".into()))?;
+        if keys.get(key).is_some_and(|(holder, _)| *holder == id) {
+            keys.remove(key);
+        }
+        Ok(())
+    }
+
+    async fn update_status(
+        &self,
+        id: OrderId,
+        change: StatusChange,
+        now: Timestamp,
+        returning: Returning,
+    ) -> Result<Option<Order>, StoreError> {
         let mut orders = self.orders()?;
         let order = orders.get_mut(&id).ok_or(StoreError::NotFound)?;
         if let Some(from) = change.from
@@ -84,7 +134,7 @@ impl OrderStore for MemoryStore {
         }
         order.status = change.status;
         order.updated_at = now;
-        Ok(order.clone())
+        Ok((returning == Returning::Document).then(|| order.clone()))
     }
 
     async fn ready(&self) -> Result<(), StoreError> {

@@ -1,9 +1,11 @@
 //! The `OrderStore` trait every backend implements, the typed queries it answers, its error type,
-//! and `place_order`, the one piece of create logic shared by all backends (assigning an id and
-//! retrying when a client already took it).
+//! and `place_order`, the one piece of create logic shared by all backends (assigning an id,
+//! retrying when a client already took it, and answering a retried `Idempotency-Key`).
 
+use crate::idempotency::{self, IdempotencyKey};
 use crate::ids::{CustomerId, IdGenerator, OrderId, ProductId};
 use crate::order::{NewOrder, Order, StatusChange};
+use crate::order_json::{OrderJson, OrderListJson};
 use crate::time::Timestamp;
 use std::future::Future;
 
@@ -14,9 +16,19 @@ pub enum StoreError {
     /// The id is taken, or a conditional status change found another status.
     #[error("{0}")]
     Conflict(String),
-    /// The database cannot be reached or the pool is exhausted; worth retrying.
+    /// The database cannot be reached; nothing was written; worth retrying.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// No database connection became free within `POOL_TIMEOUT_MS`; nothing was written.
+    #[error("no database connection free in time: {0}")]
+    Busy(String),
+    /// A write was sent but its answer was lost (connection dropped, durability not confirmed,
+    /// request timed out): it may or may not have been applied.
+    #[error("outcome of the write unknown: {0}")]
+    OutcomeUnknown(String),
+    /// The `Idempotency-Key` names an order created by a different request body.
+    #[error("the Idempotency-Key was used for a different request")]
+    KeyReused,
     /// Anything else; the HTTP layer logs it and tells the client only "internal".
     #[error("database error: {0}")]
     Internal(String),
@@ -82,28 +94,64 @@ pub struct PoolStatus {
     pub waiting: usize,
 }
 
+/// What a keyed insert found: the order was written, or the key already names an order (and
+/// nothing was written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyedInsert {
+    Inserted,
+    /// The order the key names, and the fingerprint of the request that created it.
+    Existing(Box<Order>, i64),
+}
+
+/// Whether a status change answers with the updated order (`Document`) or only says it happened
+/// (`Nothing`, for `Prefer: return=minimal`: the document never leaves the database).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Returning {
+    Document,
+    Nothing,
+}
+
 /// One backend. Every method is one database round trip on its success path.
+///
+/// Reads return the orders already as the API's JSON, written from what the database sends:
+/// the services answer reads without parsing a stored order and serialising it again.
 pub trait OrderStore: Send + Sync + 'static {
     /// `"postgres"` or `"mongodb"`, for logs and diagnostics.
     fn backend(&self) -> &'static str;
 
-    fn get(&self, id: OrderId) -> impl Future<Output = Result<Order, StoreError>> + Send;
+    fn get(&self, id: OrderId) -> impl Future<Output = Result<OrderJson, StoreError>> + Send;
 
-    fn by_customer(&self, query: CustomerQuery) -> impl Future<Output = Result<Vec<Order>, StoreError>> + Send;
+    fn by_customer(&self, query: CustomerQuery) -> impl Future<Output = Result<OrderListJson, StoreError>> + Send;
 
-    fn by_product(&self, query: ProductQuery) -> impl Future<Output = Result<Vec<Order>, StoreError>> + Send;
+    fn by_product(&self, query: ProductQuery) -> impl Future<Output = Result<OrderListJson, StoreError>> + Send;
 
     /// `Conflict` when the id is taken (and nothing is written).
     fn insert(&self, order: &Order) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// Stores `order` with `key` and the request's `fingerprint` in one atomic write, so that two
+    /// requests with the same key can never both write: `Existing` (nothing written) when an order
+    /// already carries `key`, `Conflict` when only the id is taken. Neither the key nor the
+    /// fingerprint is part of the order read back.
+    fn insert_with_key(
+        &self,
+        order: &Order,
+        key: &IdempotencyKey,
+        fingerprint: i64,
+    ) -> impl Future<Output = Result<KeyedInsert, StoreError>> + Send;
+
+    /// Removes `key` from order `id` (a key past the retention window), so it can name a new order.
+    fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// Sets the status and `updated_at`; `NotFound`, or `Conflict` when `change.from` is given
-    /// and differs from the current status.
+    /// and differs from the current status. The result is `Some` exactly when `returning` is
+    /// `Document`.
     fn update_status(
         &self,
         id: OrderId,
         change: StatusChange,
         now: Timestamp,
-    ) -> impl Future<Output = Result<Order, StoreError>> + Send;
+        returning: Returning,
+    ) -> impl Future<Output = Result<Option<Order>, StoreError>> + Send;
 
     /// Succeeds when the database answers.
     fn ready(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
@@ -117,20 +165,53 @@ pub trait OrderStore: Send + Sync + 'static {
 /// How often `place_order` draws a new id after finding the drawn one taken.
 const MAX_ID_ATTEMPTS: usize = 16;
 
-/// Stores a new order: with the client's id (`Conflict` if taken), or with a generated one,
-/// drawing the next id when a client already used it.
-pub async fn place_order<S: OrderStore>(store: &S, ids: &IdGenerator, new: NewOrder) -> Result<Order, StoreError> {
-    let now = Timestamp::now();
-    if let Some(id) = new.requested_id() {
-        let order = new.into_order(id, now);
-        store.insert(&order).await?;
-        return Ok(order);
+/// What `place_order` did: stored a new order, or found the same request already stored under its
+/// `Idempotency-Key` and answers with the order as it was created then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placed {
+    Created(Order),
+    Replayed(Order),
+}
+
+impl Placed {
+    pub fn order(&self) -> &Order {
+        match self {
+            Placed::Created(order) | Placed::Replayed(order) => order,
+        }
     }
-    let mut order = new.into_order(ids.next_id(), now);
+}
+
+/// Stores a new order: with the client's id (`Conflict` if taken), or with a generated one,
+/// drawing the next id when a client already used it. With a `key`, the key is stored with the
+/// order; a key that already names an order within the retention window answers that order
+/// (`Replayed`) when the body is the same, and `KeyReused` when it differs.
+pub async fn place_order<S: OrderStore>(
+    store: &S,
+    ids: &IdGenerator,
+    new: NewOrder,
+    key: Option<&IdempotencyKey>,
+) -> Result<Placed, StoreError> {
+    let now = Timestamp::now();
+    let mut order = new.clone().into_order(new.requested_id().unwrap_or_else(|| ids.next_id()), now);
+    let fingerprint = if key.is_some() { idempotency::fingerprint(&new) } else { 0 };
+    // Each round either stores, answers, or changes something (the id, or an expired key).
     for _ in 0..MAX_ID_ATTEMPTS {
-        match store.insert(&order).await {
-            Err(StoreError::Conflict(_)) => order.id = ids.next_id(),
-            result => return result.map(|()| order),
+        let outcome = match key {
+            None => store.insert(&order).await.map(|()| KeyedInsert::Inserted),
+            Some(key) => store.insert_with_key(&order, key, fingerprint).await,
+        };
+        match outcome {
+            Ok(KeyedInsert::Inserted) => return Ok(Placed::Created(order)),
+            Ok(KeyedInsert::Existing(existing, stored)) => match key {
+                Some(key) if idempotency::expired(&existing, now) => store.forget_key(key, existing.id).await?,
+                _ => {
+                    return idempotency::original_answer(new, fingerprint, existing.as_ref(), stored)
+                        .map(Placed::Replayed)
+                        .ok_or(StoreError::KeyReused);
+                }
+            },
+            Err(StoreError::Conflict(_)) if new.requested_id().is_none() => order.id = ids.next_id(),
+            Err(error) => return Err(error),
         }
     }
     Err(StoreError::Internal(format!("no free order id after {MAX_ID_ATTEMPTS} attempts")))

@@ -6,8 +6,8 @@
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct Timestamp(i64);
 
 impl Timestamp {
@@ -58,15 +58,63 @@ impl Timestamp {
     }
 }
 
-impl fmt::Display for Timestamp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+/// Length of `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub const RFC3339_LEN: usize = 24;
+
+impl Timestamp {
+    /// The civil fields: year, month, day, hour, minute, second, millisecond.
+    fn fields(self) -> [i64; 7] {
         let days = self.0.div_euclid(86_400_000);
         let ms_of_day = self.0.rem_euclid(86_400_000);
         let (year, month, day) = civil_from_days(days);
         let (hour, rest) = (ms_of_day / 3_600_000, ms_of_day % 3_600_000);
         let (minute, rest) = (rest / 60_000, rest % 60_000);
         let (second, milli) = (rest / 1000, rest % 1000);
+        [year, month, day, hour, minute, second, milli]
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ` as ASCII bytes without going through `fmt` (it is written once
+    /// per timestamp of every response); `None` for years outside 0..=9999, which `Display`
+    /// writes instead.
+    pub fn rfc3339_bytes(self) -> Option<[u8; RFC3339_LEN]> {
+        let [year, month, day, hour, minute, second, milli] = self.fields();
+        if !(0..=9999).contains(&year) {
+            return None;
+        }
+        let mut out = *b"0000-00-00T00:00:00.000Z";
+        let mut put = |end: usize, mut value: i64, digits: usize| {
+            for position in (end - digits..end).rev() {
+                out[position] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        put(4, year, 4);
+        put(7, month, 2);
+        put(10, day, 2);
+        put(13, hour, 2);
+        put(16, minute, 2);
+        put(19, second, 2);
+        put(23, milli, 3);
+        Some(out)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(bytes) = self.rfc3339_bytes() {
+            return f.write_str(std::str::from_utf8(&bytes).map_err(|_| fmt::Error)?);
+        }
+        let [year, month, day, hour, minute, second, milli] = self.fields();
         write!(f, "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
+    }
+}
+
+impl serde::Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.rfc3339_bytes() {
+            Some(bytes) => serializer.serialize_str(std::str::from_utf8(&bytes).map_err(serde::ser::Error::custom)?),
+            None => serializer.collect_str(self),
+        }
     }
 }
 
@@ -128,6 +176,24 @@ mod tests {
         assert_eq!(Timestamp::from_millis(0).to_string(), "1970-01-01T00:00:00.000Z");
         assert_eq!(Timestamp::from_millis(1_795_946_400_123).to_string(), "2026-11-29T10:00:00.123Z");
         assert_eq!(Timestamp::from_millis(951_782_400_000).to_string(), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn the_fast_form_equals_the_formatted_one_and_years_beyond_four_digits_still_format() {
+        let mut millis = -62_167_219_200_000_i64 - 86_400_000; // the last day of year -1
+        while millis < 253_402_300_800_000 + 86_400_000 {
+            let ts = Timestamp::from_millis(millis);
+            let [year, month, day, hour, minute, second, milli] = ts.fields();
+            let formatted = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z");
+            assert_eq!(ts.to_string(), formatted);
+            match ts.rfc3339_bytes() {
+                Some(bytes) => assert_eq!(bytes.as_slice(), formatted.as_bytes()),
+                None => assert!(!(0..=9999).contains(&year), "{formatted}"),
+            }
+            assert_eq!(serde_json::to_string(&ts).expect("serialise"), format!("\"{formatted}\""));
+            millis += 86_399_999 * 41 + 7;
+        }
+        assert_eq!(Timestamp::from_millis(253_402_300_800_000).to_string(), "10000-01-01T00:00:00.000Z");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Small validated value types: bounded text, e-mail, note, currency and country codes, bounded
 //! integers. Each has one constructor that checks the rules of DESIGN.md, and serde goes through
 //! it too, so a value read back from a database is checked exactly like one from a request.
+//! Serialising writes the text as it is (no copy into a `String` on the way out).
 
 use std::fmt;
 
@@ -12,8 +13,8 @@ fn check_no_nul(text: &str) -> Result<(), Reason> {
 }
 
 /// Text of `MIN..=MAX` Unicode scalar values without U+0000.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct Text<const MIN: usize, const MAX: usize>(String);
 
 impl<const MIN: usize, const MAX: usize> Text<MIN, MAX> {
@@ -39,8 +40,8 @@ pub type Name = Text<1, 200>;
 pub type Sku = Text<1, 64>;
 
 /// An e-mail address: 3..254 characters with exactly one `@`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct Email(String);
 
 impl Email {
@@ -63,8 +64,8 @@ impl Email {
 }
 
 /// Free text of at most 256 KiB of UTF-8; used to make documents large.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct Note(String);
 
 impl Note {
@@ -85,8 +86,8 @@ impl Note {
 }
 
 /// Exactly `N` ASCII capital letters (ISO 4217 currency: 3, ISO 3166 country: 2).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct Code<const N: usize>(String);
 
 impl<const N: usize> Code<N> {
@@ -147,6 +148,11 @@ macro_rules! string_conversions {
                 f.write_str(&self.0)
             }
         }
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
     )*};
 }
 
@@ -165,6 +171,12 @@ impl<const MIN: usize, const MAX: usize> From<Text<MIN, MAX>> for String {
     }
 }
 
+impl<const MIN: usize, const MAX: usize> serde::Serialize for Text<MIN, MAX> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
 impl<const N: usize> TryFrom<String> for Code<N> {
     type Error = Reason;
     fn try_from(text: String) -> Result<Self, Reason> {
@@ -175,6 +187,12 @@ impl<const N: usize> TryFrom<String> for Code<N> {
 impl<const N: usize> From<Code<N>> for String {
     fn from(value: Code<N>) -> String {
         value.0
+    }
+}
+
+impl<const N: usize> serde::Serialize for Code<N> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
     }
 }
 

@@ -1,10 +1,39 @@
 //! Settings every service shares (`BIND_ADDR`, `RUST_LOG`, `LOG_FORMAT`, `REQUEST_TIMEOUT_MS`,
-//! `MAX_BODY_BYTES`), parsed by clap from flags or the environment. Each binary flattens
-//! `HttpConfig` into its own settings; nothing else in the project reads `std::env`.
+//! `MAX_BODY_BYTES`, `POOL_TIMEOUT_MS`, `SHUTDOWN_TIMEOUT_MS`), parsed by clap from flags or the
+//! environment. Each binary flattens `HttpConfig` into its own settings; nothing else in the
+//! project reads `std::env`. `DatabaseLimits` carries the two that the stores apply, so both
+//! services shed load the same way from the same numbers.
 
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
 use std::time::Duration;
+
+/// Default of `REQUEST_TIMEOUT_MS`.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
+/// Default of `POOL_TIMEOUT_MS`: short enough that a database that is down, or a pool that stays
+/// exhausted, answers 503 within a second.
+pub const DEFAULT_POOL_TIMEOUT_MS: u64 = 500;
+/// Default of `SHUTDOWN_TIMEOUT_MS`.
+pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 10_000;
+
+/// What each store enforces, identically on both backends: how long a request may wait for a
+/// database connection (a free pooled one, or a new one being opened) before it gets 503, and how
+/// long one statement or command may run on the database before the database itself stops it
+/// (`statement_timeout`, `maxTimeMS`), so a request that timed out stops costing the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatabaseLimits {
+    pub pool_timeout: Duration,
+    pub statement_timeout: Duration,
+}
+
+impl Default for DatabaseLimits {
+    fn default() -> Self {
+        Self {
+            pool_timeout: Duration::from_millis(DEFAULT_POOL_TIMEOUT_MS),
+            statement_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -34,15 +63,39 @@ pub struct HttpConfig {
     #[arg(long = "log-format", env = "LOG_FORMAT", value_name = "LOG_FORMAT", default_value = "text")]
     pub log_format: LogFormat,
 
-    /// A request still running after this many milliseconds gets 503 `unavailable`.
+    /// A request still running after this many milliseconds gets 503 `unavailable`; the database
+    /// stops a statement or command running this long (`statement_timeout`, `maxTimeMS`).
     #[arg(
         long = "request-timeout-ms",
         env = "REQUEST_TIMEOUT_MS",
         value_name = "REQUEST_TIMEOUT_MS",
-        default_value_t = 10_000,
-        value_parser = clap::value_parser!(u64).range(1..)
+        default_value_t = DEFAULT_REQUEST_TIMEOUT_MS,
+        value_parser = clap::value_parser!(u64).range(1..=86_400_000)
     )]
     pub request_timeout_ms: u64,
+
+    /// Longest wait for a database connection (a free pooled one, or a new one being opened);
+    /// past it the request gets 503 `unavailable` with Retry-After. Same default on both services.
+    #[arg(
+        long = "pool-timeout-ms",
+        env = "POOL_TIMEOUT_MS",
+        value_name = "POOL_TIMEOUT_MS",
+        default_value_t = DEFAULT_POOL_TIMEOUT_MS,
+        value_parser = clap::value_parser!(u64).range(1..=86_400_000)
+    )]
+    pub pool_timeout_ms: u64,
+
+    /// On SIGTERM or Ctrl-C: readiness turns 503, every accepted connection gets its answers
+    /// (keep-alive ones are closed after their current response), and the process exits at the
+    /// latest this many milliseconds after the signal.
+    #[arg(
+        long = "shutdown-timeout-ms",
+        env = "SHUTDOWN_TIMEOUT_MS",
+        value_name = "SHUTDOWN_TIMEOUT_MS",
+        default_value_t = DEFAULT_SHUTDOWN_TIMEOUT_MS,
+        value_parser = clap::value_parser!(u64).range(1..=86_400_000)
+    )]
+    pub shutdown_timeout_ms: u64,
 
     /// Request bodies larger than this get 413 `payload_too_large`.
     #[arg(
@@ -60,14 +113,29 @@ impl HttpConfig {
         Duration::from_millis(self.request_timeout_ms)
     }
 
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_timeout_ms)
+    }
+
+    /// The limits each store applies: `POOL_TIMEOUT_MS`, and `REQUEST_TIMEOUT_MS` as the
+    /// database-side deadline.
+    pub fn database_limits(&self) -> DatabaseLimits {
+        DatabaseLimits {
+            pool_timeout: Duration::from_millis(self.pool_timeout_ms),
+            statement_timeout: self.request_timeout(),
+        }
+    }
+
     /// Settings for tests and embedding: an ephemeral port on loopback and the defaults.
     pub fn for_tests() -> Self {
         Self {
             bind_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             rust_log: "warn".into(),
             log_format: LogFormat::Text,
-            request_timeout_ms: 10_000,
+            request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             max_body_bytes: 1_048_576,
+            pool_timeout_ms: DEFAULT_POOL_TIMEOUT_MS,
+            shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
         }
     }
 }

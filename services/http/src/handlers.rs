@@ -1,93 +1,130 @@
 //! One short handler per endpoint: extract, parse, one store call, respond. Generic over the
 //! store so both services (and the in-memory test store) share every line.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Shed};
 use crate::extract::{JsonBody, ListParams, PathId};
 use crate::metrics::Metrics;
-use axum::Json;
+use crate::serve::Draining;
+use crate::shedding::Shedding;
+use crate::write_headers::{IdempotencyKeyHeader, PREFERENCE_APPLIED, Prefer, RETURN_MINIMAL};
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use orders_core::{
-    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, Order, OrderId, OrderStore, ProductId, ProductQuery,
+    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, OrderId, OrderStore, ProductId, ProductQuery, Returning,
     StatusChange, Timestamp, place_order,
 };
-use serde::Serialize;
 use std::sync::Arc;
 
-/// What every handler can reach: the store, the id generator and the metrics registry.
+/// What every handler can reach: the store, the id generator, the metrics registry and the count
+/// of shed requests.
 pub struct AppState<S> {
     pub store: Arc<S>,
     pub ids: Arc<IdGenerator>,
     pub metrics: Arc<Metrics>,
+    pub shedding: Arc<Shedding>,
 }
 
 impl<S> Clone for AppState<S> {
     fn clone(&self) -> Self {
-        Self { store: self.store.clone(), ids: self.ids.clone(), metrics: self.metrics.clone() }
+        Self {
+            store: self.store.clone(),
+            ids: self.ids.clone(),
+            metrics: self.metrics.clone(),
+            shedding: self.shedding.clone(),
+        }
     }
 }
 
-#[derive(Serialize)]
-pub struct OrderList {
-    pub orders: Vec<Order>,
+/// A 200 whose body the store already wrote as JSON (reads are never parsed and serialised again).
+fn json_response(body: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
 }
 
 pub async fn get_order<S: OrderStore>(
     State(app): State<AppState<S>>,
     PathId(id): PathId<OrderId>,
-) -> Result<Json<Order>, ApiError> {
-    Ok(Json(app.store.get(id).await?))
+) -> Result<Response, ApiError> {
+    Ok(json_response(app.store.get(id).await?.into_bytes()))
 }
 
 pub async fn orders_by_customer<S: OrderStore>(
     State(app): State<AppState<S>>,
     PathId(customer): PathId<CustomerId>,
     params: ListParams,
-) -> Result<Json<OrderList>, ApiError> {
+) -> Result<Response, ApiError> {
     let query = CustomerQuery { customer, limit: params.limit_or(Limit::CUSTOMER_DEFAULT), before: params.before_id };
-    Ok(Json(OrderList { orders: app.store.by_customer(query).await? }))
+    Ok(json_response(app.store.by_customer(query).await?.into_body()))
 }
 
 pub async fn orders_by_product<S: OrderStore>(
     State(app): State<AppState<S>>,
     PathId(product): PathId<ProductId>,
     params: ListParams,
-) -> Result<Json<OrderList>, ApiError> {
+) -> Result<Response, ApiError> {
     let query = ProductQuery { product, limit: params.limit_or(Limit::PRODUCT_DEFAULT) };
-    Ok(Json(OrderList { orders: app.store.by_product(query).await? }))
+    Ok(json_response(app.store.by_product(query).await?.into_body()))
 }
 
+/// 201 with `Location` and the order; a request repeated with its `Idempotency-Key` gets the same
+/// answer as the first one.
 pub async fn create_order<S: OrderStore>(
     State(app): State<AppState<S>>,
+    prefer: Prefer,
+    IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Response, ApiError> {
     let new_order = NewOrder::parse(&body)?;
-    let order = place_order(app.store.as_ref(), &app.ids, new_order).await?;
-    let location = format!("/orders/{}", order.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(order)))
+    let placed = place_order(app.store.as_ref(), &app.ids, new_order, key.as_ref()).await?;
+    let order = placed.order();
+    let location = (header::LOCATION, format!("/orders/{}", order.id));
+    if prefer.minimal {
+        return Ok((StatusCode::CREATED, [location, (PREFERENCE_APPLIED, minimal())]).into_response());
+    }
+    Ok((StatusCode::CREATED, [location], Json(order)).into_response())
 }
 
+/// 200 with the updated order, or 204 with `Prefer: return=minimal` (then the document is not even
+/// read back from the database).
 pub async fn update_status<S: OrderStore>(
     State(app): State<AppState<S>>,
     PathId(id): PathId<OrderId>,
+    prefer: Prefer,
     JsonBody(body): JsonBody,
-) -> Result<Json<Order>, ApiError> {
+) -> Result<Response, ApiError> {
     let change = StatusChange::parse(&body)?;
-    Ok(Json(app.store.update_status(id, change, Timestamp::now()).await?))
+    let returning = if prefer.minimal { Returning::Nothing } else { Returning::Document };
+    match app.store.update_status(id, change, Timestamp::now(), returning).await? {
+        Some(order) => Ok(Json(order).into_response()),
+        None if prefer.minimal => Ok((StatusCode::NO_CONTENT, [(PREFERENCE_APPLIED, RETURN_MINIMAL)]).into_response()),
+        None => Err(ApiError::Internal("the store returned no document".into())),
+    }
+}
+
+fn minimal() -> String {
+    RETURN_MINIMAL.to_str().unwrap_or("return=minimal").to_owned()
 }
 
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(serde_json::json!({"status": "ok"}))
 }
 
-pub async fn readyz<S: OrderStore>(State(app): State<AppState<S>>) -> Result<Json<serde_json::Value>, ApiError> {
+/// 503 once the server drains (so load balancers stop sending), else whether the database answers.
+pub async fn readyz<S: OrderStore>(
+    State(app): State<AppState<S>>,
+    draining: Option<Extension<Draining>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    if draining.is_some_and(|Extension(draining)| draining.is_set()) {
+        return Err(ApiError::unavailable(Shed::ShuttingDown, "draining"));
+    }
     app.store.ready().await?;
     Ok(Json(serde_json::json!({"status": "ready", "backend": app.store.backend()})))
 }
 
 pub async fn metrics<S: OrderStore>(State(app): State<AppState<S>>) -> impl IntoResponse {
-    let text = app.metrics.render(app.store.backend(), app.store.pool_status());
+    let mut text = app.metrics.render(app.store.backend(), app.store.pool_status());
+    text.push_str(&app.shedding.render());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text)
 }
 

@@ -1,41 +1,97 @@
-//! Middleware every request passes through: `observe` records the latency histogram and a debug
-//! log line per request, `time_limit` turns a request that runs past `REQUEST_TIMEOUT_MS` into a
-//! 503, `panic_response` turns a panic into a 500 with the usual error shape, and
-//! `remember_route` carries the matched route template out to `observe` (so metrics are labelled
-//! `/orders/{id}`, never one series per id).
+//! `Observe`: the one middleware every request passes through, applied to every route and the
+//! fallback after routing (so the matched route template is in the request). It sets the body
+//! limit (`MAX_BODY_BYTES`), turns a request that runs past `REQUEST_TIMEOUT_MS` into a 503 and a
+//! panicking handler into a 500 with the usual error shape, then records the latency histogram
+//! (labelled `/orders/{id}`, never one series per id; `unmatched` for unknown paths), counts a
+//! shed request by its reason (`Shed`, timed-out requests included) and writes a debug log line. One hand-written layer instead of a stack of `from_fn` layers: every layer axum
+//! stacks on a route boxes the service and its future again on every request.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Shed};
 use crate::metrics::Metrics;
-use axum::extract::{MatchedPath, Request, State};
-use axum::middleware::Next;
+use crate::shedding::Shedding;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 use std::any::Any;
+use std::convert::Infallible;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use tower::{Layer, Service};
 
-pub async fn observe(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().clone();
-    let response = next.run(request).await;
-    let elapsed = started.elapsed();
-    let route = response.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str);
-    metrics.record(route, method.as_str(), response.status().as_u16(), elapsed);
-    tracing::debug!(%method, route, status = response.status().as_u16(), micros = elapsed.as_micros() as u64, "request");
-    response
+#[derive(Debug, Clone)]
+pub struct ObserveLayer {
+    metrics: Arc<Metrics>,
+    shedding: Arc<Shedding>,
+    time_limit: Duration,
+    body_limit: usize,
 }
 
-pub async fn remember_route(matched: Option<MatchedPath>, request: Request, next: Next) -> Response {
-    let mut response = next.run(request).await;
-    if let Some(matched) = matched {
-        response.extensions_mut().insert(matched);
+impl ObserveLayer {
+    pub fn new(metrics: Arc<Metrics>, shedding: Arc<Shedding>, time_limit: Duration, body_limit: usize) -> Self {
+        Self { metrics, shedding, time_limit, body_limit }
     }
-    response
 }
 
-pub async fn time_limit(limit: Duration, request: Request, next: Next) -> Response {
-    match tokio::time::timeout(limit, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => ApiError::Unavailable(format!("request took longer than {} ms", limit.as_millis())).into_response(),
+impl<S> Layer<S> for ObserveLayer {
+    type Service = Observe<S>;
+
+    fn layer(&self, inner: S) -> Observe<S> {
+        Observe { inner, settings: self.clone() }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Observe<S> {
+    inner: S,
+    settings: ObserveLayer,
+}
+
+impl<S> Service<Request> for Observe<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let started = Instant::now();
+        DefaultBodyLimit::max(self.settings.body_limit).apply(&mut request);
+        let route = request.extensions().get::<MatchedPath>().cloned();
+        let method = request.method().clone();
+        let metrics = self.settings.metrics.clone();
+        let shedding = self.settings.shedding.clone();
+        let time_limit = self.settings.time_limit;
+        let called = std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request)));
+        Box::pin(async move {
+            let outcome = match called {
+                Ok(future) => AssertUnwindSafe(tokio::time::timeout(time_limit, future)).catch_unwind().await,
+                Err(panic) => Err(panic),
+            };
+            let response = match outcome {
+                Ok(Ok(Ok(response))) => response,
+                Ok(Ok(Err(infallible))) => match infallible {},
+                Ok(Err(_elapsed)) => ApiError::timed_out(time_limit, &method).into_response(),
+                Err(panic) => panic_response(panic),
+            };
+            if let Some(reason) = response.extensions().get::<Shed>() {
+                shedding.record(*reason);
+            }
+            let elapsed = started.elapsed();
+            let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+            let status = response.status().as_u16();
+            metrics.record(route, method.as_str(), status, elapsed);
+            tracing::debug!(%method, route, status, micros = elapsed.as_micros() as u64, "request");
+            Ok(response)
+        })
     }
 }
 

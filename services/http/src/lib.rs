@@ -2,7 +2,9 @@
 //! of DESIGN.md (`routes`), short handlers over any `OrderStore` (`handlers`), the one error type
 //! and its JSON shape (`error`), request extractors that turn bad input into that shape
 //! (`extract`), the shared settings (`config`), logging (`telemetry`), Prometheus metrics
-//! (`metrics`), the OpenAPI document (`openapi`) and serving with graceful shutdown (`serve`).
+//! (`metrics`) with the count of shed requests (`shedding`), the headers of the write endpoints
+//! (`write_headers`: `Prefer`, `Idempotency-Key`), the OpenAPI document (`openapi`) and serving
+//! with a drain that answers every accepted connection (`serve`).
 
 pub mod config;
 pub mod error;
@@ -13,9 +15,11 @@ pub mod metrics;
 pub mod openapi;
 pub mod routes;
 pub mod serve;
+pub mod shedding;
 pub mod telemetry;
+pub mod write_headers;
 
-pub use config::{HttpConfig, LogFormat};
+pub use config::{DatabaseLimits, HttpConfig, LogFormat};
 pub use error::ApiError;
 pub use routes::app;
-pub use serve::{Server, serve, shutdown_signal};
+pub use serve::{Draining, Server, serve, shutdown_signal};

@@ -1,23 +1,26 @@
-//! The router: the API table of DESIGN.md, line for line, plus the layers every request passes
-//! through (metrics and tracing, request timeout, panic guard, body limit).
+//! The router: the API table of DESIGN.md, line for line, plus the one layer every request passes
+//! through (`layers::Observe`: body limit, request timeout, panic guard, metrics and tracing).
 
 use crate::config::HttpConfig;
 use crate::handlers::{self, AppState};
-use crate::layers;
+use crate::layers::ObserveLayer;
 use crate::metrics::Metrics;
+use crate::shedding::Shedding;
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::middleware;
 use axum::routing::{get, patch, post};
 use orders_core::{IdGenerator, OrderStore};
 use std::sync::Arc;
-use tower_http::catch_panic::CatchPanicLayer;
 
 pub fn app<S: OrderStore>(store: Arc<S>, config: &HttpConfig) -> Router {
-    let state = AppState { store, ids: Arc::new(IdGenerator::new()), metrics: Arc::new(Metrics::new()) };
-    let metrics = state.metrics.clone();
-    let timeout = config.request_timeout();
+    let state = AppState {
+        store,
+        ids: Arc::new(IdGenerator::new()),
+        metrics: Arc::new(Metrics::new()),
+        shedding: Arc::new(Shedding::default()),
+    };
     let body_limit = usize::try_from(config.max_body_bytes).unwrap_or(usize::MAX);
+    let observe =
+        ObserveLayer::new(state.metrics.clone(), state.shedding.clone(), config.request_timeout(), body_limit);
 
     Router::new()
         .route("/orders", post(handlers::create_order::<S>))
@@ -32,10 +35,7 @@ pub fn app<S: OrderStore>(store: Arc<S>, config: &HttpConfig) -> Router {
         .route("/openapi.json", get(handlers::openapi))
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .fallback(handlers::not_found)
-        .route_layer(middleware::from_fn(layers::remember_route))
-        .layer(DefaultBodyLimit::max(body_limit))
-        .layer(CatchPanicLayer::custom(layers::panic_response))
-        .layer(middleware::from_fn(move |request, next| layers::time_limit(timeout, request, next)))
-        .layer(middleware::from_fn_with_state(metrics, layers::observe))
+        // Applied to every route and the fallback after routing, so the matched route is known.
+        .layer(observe)
         .with_state(state)
 }

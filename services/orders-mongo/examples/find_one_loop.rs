@@ -1,8 +1,11 @@
 //! The baseline for `orders-mongo`'s GET by id: the same `find_one({_id})` the service runs,
 //! straight from the driver with no HTTP in between, from `CONCURRENCY` tasks sharing one client
-//! whose pool has `POOL` connections, for `SECONDS`. Prints finds per second.
+//! whose pool has `POOL` connections, for `SECONDS`. Prints finds per second. With `--drop` it
+//! drops database `DB` instead (`scripts/service-bench.sh` cleans up with it: the local stack has
+//! no mongo shell).
 //!
 //! `cargo run --release -p orders-mongo --example find_one_loop -- URI DB POOL CONCURRENCY SECONDS MAX_ID`
+//! `cargo run --release -p orders-mongo --example find_one_loop -- URI DB --drop`
 
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
@@ -14,8 +17,14 @@ use std::time::{Duration, Instant};
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [uri, db, drop] = args.as_slice()
+        && drop == "--drop"
+    {
+        Client::with_uri_str(uri).await?.database(db).drop().await?;
+        return Ok(());
+    }
     let [uri, db, pool, concurrency, seconds, max_id] = args.as_slice() else {
-        return Err("usage: find_one_loop URI DB POOL CONCURRENCY SECONDS MAX_ID".into());
+        return Err("usage: find_one_loop URI DB POOL CONCURRENCY SECONDS MAX_ID | find_one_loop URI DB --drop".into());
     };
     let (pool, concurrency, seconds, max_id): (u32, u64, u64, u64) =
         (pool.parse()?, concurrency.parse()?, seconds.parse()?, max_id.parse()?);

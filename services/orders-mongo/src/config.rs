@@ -6,7 +6,7 @@
 use clap::builder::BoolValueParser;
 use clap::{ArgAction, Args, Parser};
 use mongodb::options::{Acknowledgment, ConnectionString, WriteConcern};
-use orders_http::HttpConfig;
+use orders_http::{DatabaseLimits, HttpConfig};
 
 /// Everything `orders-mongo` reads at start-up.
 #[derive(Debug, Clone, Parser)]
@@ -28,7 +28,7 @@ pub struct Config {
 pub struct MongoConfig {
     /// MongoDB connection string. MONGO_POOL_SIZE, MONGO_WRITE_CONCERN and MONGO_JOURNAL override
     /// the URI's `maxPoolSize`, `w` and `journal`; without `serverSelectionTimeoutMS` in the URI a
-    /// request waits at most 5 s for a reachable server.
+    /// request waits at most POOL_TIMEOUT_MS for a reachable server.
     #[arg(
         long = "mongodb-uri",
         env = "MONGODB_URI",
@@ -76,6 +76,18 @@ pub struct MongoConfig {
         value_parser = BoolValueParser::new()
     )]
     pub journal: bool,
+
+    /// `POOL_TIMEOUT_MS` and the command deadline (`maxTimeMS`), from the shared settings
+    /// (`Config::store`).
+    #[arg(skip)]
+    pub limits: DatabaseLimits,
+}
+
+impl Config {
+    /// The store's settings with the shared limits (`POOL_TIMEOUT_MS`, `REQUEST_TIMEOUT_MS`).
+    pub fn store(&self) -> MongoConfig {
+        MongoConfig { limits: self.http.database_limits(), ..self.mongo.clone() }
+    }
 }
 
 impl MongoConfig {
@@ -91,7 +103,14 @@ impl MongoConfig {
 
     /// The defaults (majority, journal on, pool of 16) against `uri` and database `db`.
     pub fn new(uri: impl Into<String>, db: impl Into<String>) -> Self {
-        Self { uri: uri.into(), db: db.into(), pool_size: 16, write_concern: Acknowledgment::Majority, journal: true }
+        Self {
+            uri: uri.into(),
+            db: db.into(),
+            pool_size: 16,
+            write_concern: Acknowledgment::Majority,
+            journal: true,
+            limits: DatabaseLimits::default(),
+        }
     }
 }
 

@@ -8,6 +8,12 @@ use mongodb::bson::{Bson, DateTime, Document, doc};
 use orders_core::values::{Bounded, Code, Email, Note, Text};
 use orders_core::{Customer, CustomerId, Item, Order, OrderId, ProductId, Shipping, Status, Timestamp};
 
+/// The field that holds a keyed insert's `Idempotency-Key`: stored beside the order's fields,
+/// never read into the order (so never returned by the API).
+pub const IDEMPOTENCY_KEY: &str = "idempotency_key";
+/// The fingerprint of the request that stored the key (see `orders_core::idempotency`).
+pub const IDEMPOTENCY_FINGERPRINT: &str = "idempotency_fingerprint";
+
 /// A document that is not an order of this service, or an order BSON cannot hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("order document field `{field}`: {reason}")]
@@ -115,6 +121,7 @@ pub fn from_document(document: &Document) -> Result<Order, DocumentError> {
         created_at: root.date("created_at")?,
         updated_at: root.date("updated_at")?,
     };
+    root.read.extend([IDEMPOTENCY_KEY, IDEMPOTENCY_FINGERPRINT]);
     root.finish()?;
     Ok(order)
 }

@@ -1,7 +1,8 @@
 //! How a driver error becomes a `StoreError`: anything that says "the database cannot be reached
 //! right now" (network, server selection, a cleared pool, a stepping-down primary, an unmet write
 //! concern) is `Unavailable`, so clients get 503 with `Retry-After`; everything else is
-//! `Internal`. Also recognises the duplicate-key error of an insert.
+//! `Internal`. For a command that writes, a network error or an unmet write concern leaves the
+//! write's outcome unknown (`write_error`). Also recognises the duplicate-key error of an insert.
 
 use mongodb::error::{Error, ErrorKind, WriteFailure};
 use orders_core::StoreError;
@@ -31,6 +32,18 @@ pub fn store_error(error: Error) -> StoreError {
         StoreError::Unavailable(describe(&error))
     } else {
         StoreError::Internal(describe(&error))
+    }
+}
+
+/// `store_error` for a command that writes: a connection lost without an answer (the write may
+/// have been applied just before) or a write concern error (applied, durability not confirmed)
+/// is `OutcomeUnknown`. A server error reply means the write was not applied.
+pub fn write_error(error: Error) -> StoreError {
+    match error.kind.as_ref() {
+        ErrorKind::Io(_) | ErrorKind::Write(WriteFailure::WriteConcernError(_)) => {
+            StoreError::OutcomeUnknown(describe(&error))
+        }
+        _ => store_error(error),
     }
 }
 

@@ -19,8 +19,9 @@ pub const COLLECTION: &str = "orders";
 #[error("migrations/mongo/indexes.json: {0}")]
 pub struct SpecError(String);
 
-/// The index models of the migration file; each index has exactly a `name` and a `key`, so no
-/// option in the file can be silently ignored.
+/// The index models of the migration file; each index has a `name` and a `key`, and may have
+/// `unique` and a `partialFilterExpression` (the `Idempotency-Key` index); any other option is an
+/// error, so none in the file can be silently ignored.
 pub fn index_models() -> Result<Vec<IndexModel>, SpecError> {
     // Deserialising straight into a BSON document keeps the key order, which an index key needs.
     let command: Document = serde_json::from_str(SPEC).map_err(|error| SpecError(error.to_string()))?;
@@ -37,14 +38,29 @@ pub fn index_models() -> Result<Vec<IndexModel>, SpecError> {
 
 fn index_model(spec: &Bson) -> Result<IndexModel, SpecError> {
     let spec = spec.as_document().ok_or_else(|| SpecError("each index must be an object".into()))?;
-    if let Some(key) = spec.keys().find(|key| !matches!(key.as_str(), "name" | "key")) {
+    if let Some(key) =
+        spec.keys().find(|key| !matches!(key.as_str(), "name" | "key" | "unique" | "partialFilterExpression"))
+    {
         return Err(SpecError(format!("unexpected index option `{key}`")));
     }
     let name = spec.get_str("name").map_err(|_| SpecError("each index needs a \"name\"".into()))?;
     let keys = spec.get_document("key").map_err(|_| SpecError(format!("index {name} needs a \"key\" object")))?;
     let keys: Document =
         keys.iter().map(|(field, kind)| Ok((field.clone(), key_kind(name, field, kind)?))).collect::<Result<_, _>>()?;
-    let options = IndexOptions::builder().name(name.to_owned()).build();
+    let unique = match spec.get("unique") {
+        None => None,
+        Some(Bson::Boolean(unique)) => Some(*unique),
+        Some(other) => return Err(SpecError(format!("index {name}: `unique` must be true or false, not {other}"))),
+    };
+    let partial = match spec.get("partialFilterExpression") {
+        None => None,
+        Some(Bson::Document(filter)) => Some(filter.clone()),
+        Some(other) => {
+            return Err(SpecError(format!("index {name}: `partialFilterExpression` must be an object, not {other}")));
+        }
+    };
+    let options =
+        IndexOptions::builder().name(name.to_owned()).unique(unique).partial_filter_expression(partial).build();
     Ok(IndexModel::builder().keys(keys).options(options).build())
 }
 
@@ -82,11 +98,17 @@ mod tests {
     }
 
     #[test]
-    fn the_migration_file_holds_the_two_indexes_of_the_design_in_key_order() {
+    fn the_migration_file_holds_the_indexes_of_the_design_in_key_order() {
         let models = index_models().expect("the spec parses");
         let names: Vec<_> = models.iter().map(|m| m.options.as_ref().and_then(|o| o.name.clone())).collect();
-        assert_eq!(names, [Some("orders_customer".to_owned()), Some("orders_items".to_owned())]);
+        let expected = ["orders_customer", "orders_items", "orders_idempotency_key"].map(|n| Some(n.to_owned()));
+        assert_eq!(names, expected);
         assert_eq!(keys_and_directions(&models[0]), [("customer.id".to_owned(), 1), ("_id".to_owned(), -1)]);
         assert_eq!(keys_and_directions(&models[1]), [("items.product_id".to_owned(), 1)]);
+        let keyed = models[2].options.as_ref().expect("options");
+        assert_eq!(keyed.unique, Some(true));
+        let filter = keyed.partial_filter_expression.as_ref().expect("partial: documents without a key stay out");
+        assert_eq!(filter.get_document("idempotency_key").map(|f| f.contains_key("$exists")), Ok(true));
+        assert_eq!(models[0].options.as_ref().and_then(|o| o.unique), None, "the others stay plain");
     }
 }

@@ -1,5 +1,6 @@
-//! The order service on MongoDB: its settings (`config`), the BSON shape of an order (`document`),
-//! the `OrderStore` on the official driver (`store`), the indexes from `migrations/mongo`
+//! The order service on MongoDB: its settings (`config`), the BSON shape of an order (`document`)
+//! and its JSON written straight from raw BSON on reads (`raw_json`), the `OrderStore` on the
+//! official driver (`store`), the indexes from `migrations/mongo`
 //! (`indexes`), how driver errors map to store errors (`error`), pool figures from the driver's
 //! pool events (`pool`) and the `/diagnostics` report (`diagnostics`). The HTTP API itself is the
 //! shared `orders-http` crate.
@@ -10,6 +11,7 @@ pub mod document;
 pub mod error;
 pub mod indexes;
 pub mod pool;
+pub mod raw_json;
 pub mod store;
 
 pub use config::{Config, MongoConfig};

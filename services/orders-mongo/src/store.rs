@@ -3,29 +3,32 @@
 //! write concern (`w` from `MONGO_WRITE_CONCERN`, `j` from `MONGO_JOURNAL`, set on the client, so
 //! the collection and every write inherit it).
 //! Each method is one command on its success path; filters are built only from typed ids, limits
-//! and statuses, never from request text.
+//! and statuses, never from request text. Every command first takes a permit of the
+//! `ConnectionGate` (at most `MONGO_POOL_SIZE` at once, waited for at most `POOL_TIMEOUT_MS`) and
+//! carries `maxTimeMS` = `REQUEST_TIMEOUT_MS` where the command has one, so the server stops work
+//! nobody waits for. A keyed insert stores its `Idempotency-Key` in the document
+//! (`IDEMPOTENCY_KEY`, under a unique partial index that documents without a key never enter).
+//! Reads fetch raw BSON and write the API's JSON straight from it (`raw_json`).
 
 use crate::config::MongoConfig;
 use crate::diagnostics;
-use crate::document::{date, from_document, status_of, to_document};
-use crate::error::{describe, is_duplicate_key, is_unavailable, store_error};
+use crate::document::{IDEMPOTENCY_FINGERPRINT, IDEMPOTENCY_KEY, date, from_document, status_of, to_document};
+use crate::error::{describe, is_duplicate_key, is_unavailable, store_error, write_error};
 use crate::indexes::{self, COLLECTION};
-use crate::pool::PoolCounters;
-use futures_util::TryStreamExt;
-use mongodb::bson::{Document, doc};
+use crate::pool::ConnectionGate;
+use crate::raw_json::{order_json, push_order};
+use mongodb::bson::{Document, RawDocumentBuf, doc};
 use mongodb::options::{ClientOptions, ReturnDocument};
 use mongodb::{Client, Collection, Cursor, Database};
 use orders_core::{
-    CustomerQuery, Order, OrderId, OrderStore, PoolStatus, ProductQuery, StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus,
+    ProductQuery, Returning, StatusChange, StoreError, Timestamp,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long `connect` waits for a server that is still starting.
 pub const STARTUP_WAIT: Duration = Duration::from_secs(30);
-/// Server selection timeout when the URI does not set `serverSelectionTimeoutMS`: a request (or a
-/// readiness probe) fails with 503 after this long instead of the driver's default 30 s.
-const SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a conditional status change is tried when its status keeps changing underneath it.
 const MAX_STATUS_ATTEMPTS: usize = 3;
 
@@ -33,8 +36,14 @@ const MAX_STATUS_ATTEMPTS: usize = 3;
 pub struct MongoStore {
     db: Database,
     orders: Collection<Document>,
-    pool: Arc<PoolCounters>,
-    max_pool_size: u32,
+    /// The same collection, read as raw BSON (no `Document` built per read).
+    raw_orders: Collection<RawDocumentBuf>,
+    gate: Arc<ConnectionGate>,
+    /// `maxTimeMS` of every command that takes one.
+    max_time: Duration,
+    /// `POOL_TIMEOUT_MS` and the server selection timeout in effect, for `/diagnostics`.
+    pool_timeout: Duration,
+    server_selection_timeout: Duration,
 }
 
 /// Why the service could not start on MongoDB.
@@ -55,13 +64,16 @@ impl MongoStore {
     /// The index build is the first write, so a write concern the deployment cannot satisfy (a
     /// `w` above the number of members, an unknown tag) stops start-up here.
     pub async fn connect(config: &MongoConfig) -> Result<Self, ConnectError> {
-        let pool = Arc::new(PoolCounters::default());
+        let gate = Arc::new(ConnectionGate::new(config.pool_size as usize, config.limits.pool_timeout));
         let mut options = ClientOptions::parse(&config.uri).await.map_err(ConnectError::Options)?;
         options.app_name.get_or_insert_with(|| "orders-mongo".to_owned());
-        options.server_selection_timeout.get_or_insert(SERVER_SELECTION_TIMEOUT);
+        // Without a reachable server a command waits this long (the driver's default is 30 s):
+        // with the server down, a request gets 503 within POOL_TIMEOUT_MS, and while requests
+        // wait the driver re-checks the server every 500 ms, so they find it again that fast.
+        let server_selection_timeout = *options.server_selection_timeout.get_or_insert(config.limits.pool_timeout);
         options.max_pool_size = Some(config.pool_size);
         options.write_concern = Some(config.write_concern());
-        options.cmap_event_handler = Some(pool.event_handler());
+        options.cmap_event_handler = Some(gate.event_handler());
         let client = Client::with_options(options).map_err(ConnectError::Options)?;
         let db = client.database(&config.db);
         wait_for_server(&db).await?;
@@ -71,7 +83,16 @@ impl MongoStore {
             j: config.journal,
             source,
         })?;
-        Ok(Self { db, orders, pool, max_pool_size: config.pool_size })
+        let raw_orders = orders.clone_with_type();
+        Ok(Self {
+            db,
+            orders,
+            raw_orders,
+            gate,
+            max_time: config.limits.statement_timeout,
+            pool_timeout: config.limits.pool_timeout,
+            server_selection_timeout,
+        })
     }
 
     /// The database this store works in (tests drop it when they are done).
@@ -101,9 +122,13 @@ async fn wait_for_server(db: &Database) -> Result<(), ConnectError> {
     }
 }
 
-async fn collect_orders(cursor: Cursor<Document>) -> Result<Vec<Order>, StoreError> {
-    let documents: Vec<Document> = cursor.try_collect().await.map_err(store_error)?;
-    documents.iter().map(|document| from_document(document).map_err(internal)).collect()
+/// The list body, written document by document from the cursor's batch buffer.
+async fn collect_orders(mut cursor: Cursor<RawDocumentBuf>) -> Result<OrderListJson, StoreError> {
+    let mut list = OrderListJson::default();
+    while cursor.advance().await.map_err(store_error)? {
+        push_order(&mut list, cursor.current()).map_err(internal)?;
+    }
+    Ok(list)
 }
 
 fn internal(error: impl std::fmt::Display) -> StoreError {
@@ -115,59 +140,118 @@ impl OrderStore for MongoStore {
         "mongodb"
     }
 
-    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
-        match self.orders.find_one(doc! {"_id": id.as_i64()}).await.map_err(store_error)? {
-            Some(document) => from_document(&document).map_err(internal),
+    async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
+        let _permit = self.gate.acquire().await?;
+        let found = self.raw_orders.find_one(doc! {"_id": id.as_i64()}).max_time(self.max_time).await;
+        match found.map_err(store_error)? {
+            Some(document) => order_json(&document).map(OrderJson::from_stored).map_err(internal),
             None => Err(StoreError::NotFound),
         }
     }
 
-    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         let mut filter = doc! {"customer.id": query.customer.as_i64()};
         if let Some(before) = query.before {
             filter.insert("_id", doc! {"$lt": before.as_i64()});
         }
+        let _permit = self.gate.acquire().await?;
         let cursor = self
-            .orders
+            .raw_orders
             .find(filter)
             .sort(doc! {"_id": -1})
             .limit(i64::from(query.limit.get()))
+            .max_time(self.max_time)
             .await
             .map_err(store_error)?;
         collect_orders(cursor).await
     }
 
-    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let filter = doc! {"items.product_id": query.product.as_i64()};
-        let cursor = self.orders.find(filter).limit(i64::from(query.limit.get())).await.map_err(store_error)?;
-        collect_orders(cursor).await
+        let _permit = self.gate.acquire().await?;
+        let find = self.raw_orders.find(filter).limit(i64::from(query.limit.get())).max_time(self.max_time);
+        collect_orders(find.await.map_err(store_error)?).await
     }
 
     async fn insert(&self, order: &Order) -> Result<(), StoreError> {
         let document = to_document(order).map_err(internal)?;
+        let _permit = self.gate.acquire().await?;
         match self.orders.insert_one(document).await {
             Ok(_) => Ok(()),
             Err(error) if is_duplicate_key(&error) => Err(StoreError::id_taken(order.id)),
-            Err(error) => Err(store_error(error)),
+            Err(error) => Err(write_error(error)),
         }
     }
 
-    async fn update_status(&self, id: OrderId, change: StatusChange, now: Timestamp) -> Result<Order, StoreError> {
+    async fn insert_with_key(
+        &self,
+        order: &Order,
+        key: &IdempotencyKey,
+        fingerprint: i64,
+    ) -> Result<KeyedInsert, StoreError> {
+        let mut document = to_document(order).map_err(internal)?;
+        document.insert(IDEMPOTENCY_KEY, key.as_str());
+        document.insert(IDEMPOTENCY_FINGERPRINT, fingerprint);
+        let _permit = self.gate.acquire().await?;
+        match self.orders.insert_one(document).await {
+            Ok(_) => return Ok(KeyedInsert::Inserted),
+            Err(error) if is_duplicate_key(&error) => {}
+            Err(error) => return Err(write_error(error)),
+        }
+        // Failure path only: the id or the key is taken (a duplicate is only reported once the
+        // other insert committed, so it is visible now); the key's order tells which.
+        let existing = self
+            .orders
+            .find_one(doc! {IDEMPOTENCY_KEY: key.as_str()})
+            .max_time(self.max_time)
+            .await
+            .map_err(store_error)?;
+        let Some(document) = existing else { return Err(StoreError::id_taken(order.id)) };
+        let stored = document.get_i64(IDEMPOTENCY_FINGERPRINT).unwrap_or_default();
+        from_document(&document).map(|existing| KeyedInsert::Existing(Box::new(existing), stored)).map_err(internal)
+    }
+
+    async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {
+        let filter = doc! {"_id": id.as_i64(), IDEMPOTENCY_KEY: key.as_str()};
+        let _permit = self.gate.acquire().await?;
+        self.orders
+            .update_one(filter, doc! {"$unset": {IDEMPOTENCY_KEY: "", IDEMPOTENCY_FINGERPRINT: ""}})
+            .await
+            .map(drop)
+            .map_err(write_error)
+    }
+
+    async fn update_status(
+        &self,
+        id: OrderId,
+        change: StatusChange,
+        now: Timestamp,
+        returning: Returning,
+    ) -> Result<Option<Order>, StoreError> {
         let mut filter = doc! {"_id": id.as_i64()};
         if let Some(from) = change.from {
             filter.insert("status", from.as_str());
         }
         let update = doc! {"$set": {"status": change.status.as_str(), "updated_at": date(now)}};
+        let _permit = self.gate.acquire().await?;
         let mut attempts = 0;
         loop {
-            let updated = self
-                .orders
-                .find_one_and_update(filter.clone(), update.clone())
-                .return_document(ReturnDocument::After)
-                .await
-                .map_err(store_error)?;
-            if let Some(document) = updated {
-                return from_document(&document).map_err(internal);
+            let updated = match returning {
+                Returning::Document => self
+                    .orders
+                    .find_one_and_update(filter.clone(), update.clone())
+                    .return_document(ReturnDocument::After)
+                    .max_time(self.max_time)
+                    .await
+                    .map_err(write_error)?
+                    .map(|document| from_document(&document).map(Some).map_err(internal)),
+                Returning::Nothing => {
+                    let result = self.orders.update_one(filter.clone(), update.clone()).await.map_err(write_error)?;
+                    (result.matched_count > 0).then_some(Ok(None))
+                }
+            };
+            if let Some(answer) = updated {
+                return answer;
             }
             let Some(expected) = change.from else {
                 return Err(StoreError::NotFound);
@@ -178,6 +262,7 @@ impl OrderStore for MongoStore {
                 .orders
                 .find_one(doc! {"_id": id.as_i64()})
                 .projection(doc! {"_id": 0, "status": 1})
+                .max_time(self.max_time)
                 .await
                 .map_err(store_error)?;
             let Some(document) = current else {
@@ -187,21 +272,35 @@ impl OrderStore for MongoStore {
             attempts += 1;
             // The status can have become `from` between the two commands; then try again rather
             // than answer "has status paid, not paid".
-            if current != expected || attempts == MAX_STATUS_ATTEMPTS {
+            if current != expected {
                 return Err(StoreError::status_differs(id, current, expected));
+            }
+            if attempts == MAX_STATUS_ATTEMPTS {
+                return Err(StoreError::Conflict(format!(
+                    "order {id} changed its status concurrently {MAX_STATUS_ATTEMPTS} times; retry"
+                )));
             }
         }
     }
 
     async fn ready(&self) -> Result<(), StoreError> {
+        let _permit = self.gate.acquire().await?;
         self.db.run_command(doc! {"ping": 1}).await.map(drop).map_err(store_error)
     }
 
     async fn diagnostics(&self) -> Result<serde_json::Value, StoreError> {
-        diagnostics::collect(&self.db, &self.orders, self.max_pool_size).await
+        let _permit = self.gate.acquire().await?;
+        let mut report = diagnostics::collect(&self.db, &self.orders, self.gate.status().max_size as u32).await?;
+        if let Some(settings) = report.get_mut("settings").and_then(serde_json::Value::as_object_mut) {
+            let millis = |d: Duration| serde_json::json!(d.as_millis() as u64);
+            settings.insert("pool_timeout_ms".into(), millis(self.pool_timeout));
+            settings.insert("max_time_ms".into(), millis(self.max_time));
+            settings.insert("server_selection_timeout_ms".into(), millis(self.server_selection_timeout));
+        }
+        Ok(report)
     }
 
     fn pool_status(&self) -> PoolStatus {
-        self.pool.status(self.max_pool_size)
+        self.gate.status()
     }
 }

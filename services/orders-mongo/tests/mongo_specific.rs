@@ -7,7 +7,7 @@ mod common;
 use common::{fresh_store, mongodb_uri, unique_db_name};
 use mongodb::bson::{Bson, Document, doc};
 use orders_core::sample::order_body;
-use orders_core::{NewOrder, Order, OrderId, OrderStore, StoreError, Timestamp};
+use orders_core::{NewOrder, Order, OrderId, OrderStore, Returning, StoreError, Timestamp};
 use orders_mongo::{MongoConfig, MongoStore};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
@@ -71,8 +71,15 @@ async fn every_operation_is_one_command_on_its_success_path() {
             "by_customer" => assert_eq!(test.store.by_customer(customer).await.expect("by customer").len(), 24),
             "by_product" => assert_eq!(test.store.by_product(product).await.expect("by product").len(), 10),
             "insert" => test.store.insert(&sample_order(31)).await.expect("insert"),
-            "update_status" => drop(test.store.update_status(id, paid, Timestamp::now()).await.expect("update")),
-            _ => drop(test.store.update_status(id, shipped, Timestamp::now()).await.expect("conditional update")),
+            "update_status" => {
+                drop(test.store.update_status(id, paid, Timestamp::now(), Returning::Document).await.expect("update"))
+            }
+            _ => drop(
+                test.store
+                    .update_status(id, shipped, Timestamp::now(), Returning::Document)
+                    .await
+                    .expect("conditional update"),
+            ),
         }
         let operations = profiled_operations(&test.store).await;
         recorded.push((step, operations[seen..].to_vec()));
@@ -85,7 +92,7 @@ async fn every_operation_is_one_command_on_its_success_path() {
 }
 
 #[tokio::test]
-async fn start_up_creates_both_indexes_and_a_second_start_is_a_no_op() {
+async fn start_up_creates_the_indexes_and_a_second_start_is_a_no_op() {
     let test = fresh_store().await;
     let config = MongoConfig::new(mongodb_uri(), test.store.database().name());
     MongoStore::connect(&config).await.expect("connecting again reapplies the same indexes");
@@ -94,7 +101,15 @@ async fn start_up_creates_both_indexes_and_a_second_start_is_a_no_op() {
         let cursor = raw_orders(&test.store).list_indexes().await.expect("list indexes");
         cursor.try_collect::<Vec<_>>().await.expect("indexes").into_iter().map(|model| model.keys).collect()
     };
-    assert_eq!(indexes, [doc! {"_id": 1}, doc! {"customer.id": 1, "_id": -1}, doc! {"items.product_id": 1}]);
+    assert_eq!(
+        indexes,
+        [
+            doc! {"_id": 1},
+            doc! {"customer.id": 1, "_id": -1},
+            doc! {"items.product_id": 1},
+            doc! {"idempotency_key": 1}
+        ]
+    );
 }
 
 #[tokio::test]
@@ -250,4 +265,36 @@ fn the_binary_starts_serves_readiness_and_stops_on_sigterm() {
     assert_eq!(ready.1.status, 200);
     assert_eq!(ready.1.json["backend"], "mongodb");
     assert!(status.success(), "exit after SIGTERM: {status:?}");
+}
+
+#[tokio::test]
+async fn reads_and_status_changes_carry_max_time_ms_from_the_request_timeout() {
+    use futures_util::TryStreamExt;
+    use orders_core::{Status, StatusChange};
+    let test = fresh_store().await;
+    test.store.insert(&sample_order(3)).await.expect("insert");
+    test.store.database().run_command(doc! {"profile": 2}).await.expect("profiler on");
+    let id = OrderId::new(3).expect("id");
+    test.store.get(id).await.expect("get");
+    let paid = StatusChange { status: Status::Paid, from: None };
+    test.store.update_status(id, paid, Timestamp::now(), Returning::Document).await.expect("update");
+    test.store.database().run_command(doc! {"profile": 0}).await.expect("profiler off");
+    let namespace = format!("{}.orders", test.store.database().name());
+    let profile = test.store.database().collection::<Document>("system.profile");
+    let entries: Vec<Document> =
+        profile.find(doc! {"ns": namespace}).await.expect("profile").try_collect().await.expect("entries");
+    assert!(entries.len() >= 2, "{entries:?}");
+    for entry in &entries {
+        let command = entry.get_document("command").expect("command");
+        assert_eq!(
+            command
+                .get("maxTimeMS")
+                .and_then(Bson::as_i64)
+                .or_else(|| command.get_i32("maxTimeMS").ok().map(i64::from)),
+            Some(10_000),
+            "{entry}"
+        );
+    }
+    let settings = test.store.diagnostics().await.expect("diagnostics")["settings"].clone();
+    assert_eq!((settings["max_time_ms"].clone(), settings["pool_timeout_ms"].clone()), (json!(10_000), json!(500)));
 }

@@ -4,7 +4,7 @@
 //! variable and lists the allowed values.
 
 use clap::{Args, Parser, ValueEnum};
-use orders_http::HttpConfig;
+use orders_http::{DatabaseLimits, HttpConfig};
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -64,6 +64,17 @@ pub struct PgConfig {
     /// `synchronous_commit` on every pooled connection; unset keeps the server's (`on` by default).
     #[arg(long = "pg-synchronous-commit", env = "PG_SYNCHRONOUS_COMMIT", value_name = "PG_SYNCHRONOUS_COMMIT")]
     pub synchronous_commit: Option<SynchronousCommit>,
+
+    /// `POOL_TIMEOUT_MS` and the statement timeout, from the shared settings (`Config::store`).
+    #[arg(skip)]
+    pub limits: DatabaseLimits,
+}
+
+impl Config {
+    /// The store's settings with the shared limits (`POOL_TIMEOUT_MS`, `REQUEST_TIMEOUT_MS`).
+    pub fn store(&self) -> PgConfig {
+        PgConfig { limits: self.http.database_limits(), ..self.pg.clone() }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -117,6 +128,7 @@ impl PgConfig {
             plan_cache_mode: None,
             statement_mode: StatementMode::Prepared,
             synchronous_commit: None,
+            limits: DatabaseLimits::default(),
         }
     }
 }

@@ -12,6 +12,7 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 const SETTINGS: &[&str] = &[
     "plan_cache_mode",
     "synchronous_commit",
+    "statement_timeout",
     "fsync",
     "full_page_writes",
     "wal_level",
@@ -49,6 +50,7 @@ async fn settings(client: &Client, config: &PgConfig) -> Result<Value, tokio_pos
     // The statement mode is the client's choice; Postgres cannot report it, so say what we use.
     settings.insert("statement_mode".into(), json!(setting_name(config.statement_mode)));
     settings.insert("pool_size".into(), json!(config.pool_size));
+    settings.insert("pool_timeout_ms".into(), json!(config.limits.pool_timeout.as_millis() as u64));
     Ok(Value::Object(settings))
 }
 

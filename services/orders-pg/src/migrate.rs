@@ -9,6 +9,7 @@ use tokio_postgres::Client;
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_orders", include_str!("../../../migrations/postgres/0001_orders.sql")),
     ("0002_extensions", include_str!("../../../migrations/postgres/0002_extensions.sql")),
+    ("0003_idempotency_key", include_str!("../../../migrations/postgres/0003_idempotency_key.sql")),
 ];
 
 /// The secondary indexes of `0001_orders.sql` as (name, statement), each statement exactly as in

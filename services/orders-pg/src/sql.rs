@@ -34,23 +34,78 @@ pub const INSERT_ORDER: Statement = Statement {
     types: &[Type::INT8, Type::JSONB],
 };
 
-/// One statement: set status and updated_at when the order exists and (if `$4` is given) has
-/// status `$4`; returns the new document, or no row.
+/// With an `Idempotency-Key` (`$3`) and the request's fingerprint (`$4`), in one statement: the
+/// insert (nothing when the id or the key is taken), and if it wrote nothing, the order that
+/// already carries the key with its fingerprint. One row with a NULL document: inserted. One row
+/// with a document: the key's order. No row: the id is taken, or another request with this key
+/// committed after this statement's snapshot (`ORDER_BY_KEY` tells which).
+pub const INSERT_ORDER_WITH_KEY: Statement = Statement {
+    text: "WITH inserted AS ( \
+               INSERT INTO orders (id, doc, idempotency_key, idempotency_fingerprint) VALUES ($1, $2, $3, $4) \
+               ON CONFLICT DO NOTHING RETURNING id) \
+           SELECT NULL::jsonb, NULL::bigint FROM inserted \
+           UNION ALL \
+           SELECT doc, idempotency_fingerprint FROM orders \
+           WHERE idempotency_key = $3 AND NOT EXISTS (SELECT 1 FROM inserted)",
+    types: &[Type::INT8, Type::JSONB, Type::TEXT, Type::INT8],
+};
+
+/// Only after `INSERT_ORDER_WITH_KEY` returned no row.
+pub const ORDER_BY_KEY: Statement = Statement {
+    text: "SELECT doc, idempotency_fingerprint FROM orders WHERE idempotency_key = $1",
+    types: &[Type::TEXT],
+};
+
+/// Releases a key past its retention window from the order that holds it.
+pub const FORGET_KEY: Statement = Statement {
+    text: "UPDATE orders SET idempotency_key = NULL, idempotency_fingerprint = NULL \
+           WHERE id = $1 AND idempotency_key = $2",
+    types: &[Type::INT8, Type::TEXT],
+};
+
+/// One statement for every outcome of a status change: the `UPDATE` (when the order exists and,
+/// if `$4` is given, has status `$4`), and only when it changed nothing, the current status. One
+/// row with a document: updated. One row with a status: the order has that status. No row: no
+/// such order. The fallback `SELECT` reads the statement's snapshot, so in a race it can report
+/// the status `$4` that a concurrent change has just replaced; the store then tries again.
 pub const UPDATE_STATUS: Statement = Statement {
-    text: "UPDATE orders \
-           SET doc = jsonb_set(jsonb_set(doc, '{status}', to_jsonb($2::text)), '{updated_at}', to_jsonb($3::text)) \
-           WHERE id = $1 AND ($4::text IS NULL OR doc->>'status' = $4::text) \
-           RETURNING doc",
+    text: "WITH updated AS ( \
+               UPDATE orders \
+               SET doc = jsonb_set(jsonb_set(doc, '{status}', to_jsonb($2::text)), '{updated_at}', to_jsonb($3::text)) \
+               WHERE id = $1 AND ($4::text IS NULL OR doc->>'status' = $4::text) \
+               RETURNING doc) \
+           SELECT doc, NULL::text FROM updated \
+           UNION ALL \
+           SELECT NULL::jsonb, doc->>'status' FROM orders WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM updated)",
     types: &[Type::INT8, Type::TEXT, Type::TEXT, Type::TEXT],
 };
 
-/// Only after `UPDATE_STATUS` returned no row: tells "missing" from "other status".
-pub const CURRENT_STATUS: Statement =
-    Statement { text: "SELECT doc->>'status' FROM orders WHERE id = $1", types: &[Type::INT8] };
+/// `UPDATE_STATUS` for `Prefer: return=minimal`: the same rows, but the document never leaves the
+/// database (a row with a NULL status means updated).
+pub const UPDATE_STATUS_MINIMAL: Statement = Statement {
+    text: "WITH updated AS ( \
+               UPDATE orders \
+               SET doc = jsonb_set(jsonb_set(doc, '{status}', to_jsonb($2::text)), '{updated_at}', to_jsonb($3::text)) \
+               WHERE id = $1 AND ($4::text IS NULL OR doc->>'status' = $4::text) \
+               RETURNING 1) \
+           SELECT NULL::jsonb, NULL::text FROM updated \
+           UNION ALL \
+           SELECT NULL::jsonb, doc->>'status' FROM orders WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM updated)",
+    types: &[Type::INT8, Type::TEXT, Type::TEXT, Type::TEXT],
+};
 
 /// Every statement a request may run, for reading back their plan-cache counters.
-pub const REQUEST_STATEMENTS: [&Statement; 6] =
-    [&GET_ORDER, &ORDERS_BY_CUSTOMER, &ORDERS_BY_PRODUCT, &INSERT_ORDER, &UPDATE_STATUS, &CURRENT_STATUS];
+pub const REQUEST_STATEMENTS: [&Statement; 9] = [
+    &GET_ORDER,
+    &ORDERS_BY_CUSTOMER,
+    &ORDERS_BY_PRODUCT,
+    &INSERT_ORDER,
+    &INSERT_ORDER_WITH_KEY,
+    &ORDER_BY_KEY,
+    &FORGET_KEY,
+    &UPDATE_STATUS,
+    &UPDATE_STATUS_MINIMAL,
+];
 
 /// Runs `statement` in `mode` and returns its rows.
 pub async fn query(

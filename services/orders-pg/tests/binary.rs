@@ -62,6 +62,8 @@ fn a_bad_setting_stops_start_up_with_a_message_naming_it() {
         ("BIND_ADDR", "not-an-address"),
         ("LOG_FORMAT", "xml"),
         ("REQUEST_TIMEOUT_MS", "soon"),
+        ("POOL_TIMEOUT_MS", "0"),
+        ("SHUTDOWN_TIMEOUT_MS", "later"),
         ("MAX_BODY_BYTES", "-1"),
         ("RUST_LOG", "info,[="),
     ] {
@@ -91,6 +93,8 @@ fn help_lists_every_setting() {
         "RUST_LOG",
         "LOG_FORMAT",
         "REQUEST_TIMEOUT_MS",
+        "POOL_TIMEOUT_MS",
+        "SHUTDOWN_TIMEOUT_MS",
         "MAX_BODY_BYTES",
         "DATABASE_URL",
         "PG_POOL_SIZE",

@@ -21,7 +21,7 @@ async fn insert_orders(store: &PgStore, count: u64) {
     for n in 0..count {
         let body = order_body(n % 7 + 1, [n + 1, n + 2, n + 3]);
         let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
-        place_order(store, &ids, new).await.expect("insert");
+        place_order(store, &ids, new, None).await.expect("insert");
     }
 }
 
@@ -125,4 +125,16 @@ async fn diagnostics_explain_table_activity_and_both_product_plans() {
         assert_eq!(nodes.first().and_then(Value::as_str), Some("Limit"), "{kind}: {nodes:?}");
         assert!(plans[kind]["total_cost"].is_number(), "{kind} has a cost");
     }
+}
+
+#[tokio::test]
+async fn request_connections_carry_the_request_timeout_as_statement_timeout() {
+    let url = orders_pg::testing::fresh_database().await;
+    let default = store(&url, |_| {}).await;
+    let settings = default.diagnostics().await.expect("diagnostics")["settings"].clone();
+    assert_eq!(settings["statement_timeout"], "10s", "REQUEST_TIMEOUT_MS by default");
+    assert_eq!(settings["pool_timeout_ms"], 500);
+    let short = store(&url, |c| c.limits.statement_timeout = std::time::Duration::from_millis(250)).await;
+    let settings = short.diagnostics().await.expect("diagnostics")["settings"].clone();
+    assert_eq!(settings["statement_timeout"], "250ms");
 }

@@ -29,6 +29,10 @@ macro_rules! api_contract_tests {
             operator_objects_where_an_id_belongs_are_422,
             unknown_paths_and_methods_use_the_error_shape,
             operational_endpoints_answer,
+            prefer_return_minimal_answers_without_a_body,
+            an_idempotency_key_replays_the_original_201,
+            concurrent_retries_with_one_key_make_one_order,
+            metrics_count_shed_requests_by_reason,
         );
     };
     (@tests $spawn_app:path; $($name:ident),* $(,)?) => {
@@ -288,4 +292,117 @@ pub async fn operational_endpoints_answer(app: &TestApp) {
     assert_eq!(diagnostics.status, 200, "{}", diagnostics.text);
     assert!(diagnostics.json["backend"].is_string());
     assert!(diagnostics.json["pool"]["max_size"].is_u64());
+}
+
+const MINIMAL: (&str, &str) = ("prefer", "return=minimal");
+
+pub async fn prefer_return_minimal_answers_without_a_body(app: &TestApp) {
+    let body = order_body(random_id(), [1, 2, 3]);
+    let created = app.json_with(Method::POST, "/orders", &[MINIMAL], &body).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(created.text, "", "no body with return=minimal");
+    assert_eq!(created.headers["preference-applied"], "return=minimal");
+    let location = created.headers["location"].to_str().expect("location").to_owned();
+    let stored = app.get(&location).await;
+    assert_eq!((stored.status, stored.json["status"].clone()), (200, json!("pending")), "{}", stored.text);
+
+    let status = format!("{location}/status");
+    let patched = app
+        .json_with(
+            Method::PATCH,
+            &status,
+            &[("prefer", "respond-async, return=minimal")],
+            &json!({"status": "paid", "from": "pending"}),
+        )
+        .await;
+    assert_eq!((patched.status, patched.text.as_str()), (204, ""));
+    assert_eq!(patched.headers["preference-applied"], "return=minimal");
+    let after = app.get(&location).await.json;
+    assert_eq!(after["status"], "paid");
+    assert!(after["updated_at"].as_str() >= stored.json["updated_at"].as_str());
+
+    let conflict =
+        app.json_with(Method::PATCH, &status, &[MINIMAL], &json!({"status": "shipped", "from": "pending"})).await;
+    assert_error(&conflict, 409, "conflict");
+    assert!(!conflict.headers.contains_key("preference-applied"), "errors keep their body");
+    let missing = format!("/orders/{}/status", random_id());
+    assert_error(
+        &app.json_with(Method::PATCH, &missing, &[MINIMAL], &json!({"status": "paid"})).await,
+        404,
+        "not_found",
+    );
+
+    let full = app.json_with(Method::POST, "/orders", &[("prefer", "return=representation")], &body).await;
+    assert_eq!(full.status, 201);
+    assert!(full.json["id"].is_u64(), "return=representation is the default answer: {}", full.text);
+    assert!(!full.headers.contains_key("preference-applied"));
+    let patched = app
+        .json_with(Method::PATCH, &format!("/orders/{}/status", full.json["id"]), &[], &json!({"status": "paid"}))
+        .await;
+    assert_eq!((patched.status, patched.json["status"].clone()), (200, json!("paid")));
+}
+
+pub async fn an_idempotency_key_replays_the_original_201(app: &TestApp) {
+    let customer = random_id();
+    let key = format!("key-{}", random_id());
+    let body = order_body(customer, [1, 2, 3]);
+    let with_key = |headers: &'static [(&'static str, &'static str)]| {
+        let mut all = headers.to_vec();
+        all.push(("idempotency-key", key.as_str()));
+        all
+    };
+    let first = app.json_with(Method::POST, "/orders", &with_key(&[]), &body).await;
+    assert_eq!(first.status, 201, "{}", first.text);
+    assert!(first.json.get("idempotency_key").is_none(), "the key is not part of the order: {}", first.text);
+    let again = app.json_with(Method::POST, "/orders", &with_key(&[]), &body).await;
+    assert_eq!((again.status, &again.json), (201, &first.json), "the same key and body get the original answer");
+    assert_eq!(again.headers["location"], first.headers["location"]);
+
+    let id = first.json["id"].as_u64().expect("id");
+    let shipped = app.patch_json(&format!("/orders/{id}/status"), &json!({"status": "shipped"})).await;
+    assert_eq!(shipped.status, 200);
+    let later = app.json_with(Method::POST, "/orders", &with_key(&[]), &body).await;
+    assert_eq!((later.status, &later.json), (201, &first.json), "the original 201, even after a status change");
+    let minimal = app.json_with(Method::POST, "/orders", &with_key(&[MINIMAL]), &body).await;
+    assert_eq!((minimal.status, minimal.text.as_str()), (201, ""));
+    assert_eq!(minimal.headers["location"], first.headers["location"]);
+    assert_eq!(app.get(&format!("/orders/{id}")).await.json["status"], "shipped", "a replay writes nothing");
+
+    let mut changed = body.clone();
+    changed["items"][0]["quantity"] = json!(9);
+    let reused = app.json_with(Method::POST, "/orders", &with_key(&[]), &changed).await;
+    assert_error(&reused, 422, "validation_failed");
+    assert_eq!(detail_fields(&reused), ["Idempotency-Key"]);
+    assert_eq!(ids(&app.get(&format!("/customers/{customer}/orders")).await), [id], "still one order");
+
+    for bad in ["two words", &"k".repeat(256)] {
+        let reply = app.json_with(Method::POST, "/orders", &[("idempotency-key", bad)], &body).await;
+        assert_error(&reply, 400, "bad_request");
+    }
+    let twice =
+        app.json_with(Method::POST, "/orders", &[("idempotency-key", "a"), ("idempotency-key", "b")], &body).await;
+    assert_error(&twice, 400, "bad_request");
+    let without = create(app, &body).await;
+    assert_ne!(without["id"], first.json["id"], "without a key every POST is a new order");
+}
+
+pub async fn concurrent_retries_with_one_key_make_one_order(app: &TestApp) {
+    let customer = random_id();
+    let key = format!("key-{}", random_id());
+    let body = order_body(customer, [4, 5, 6]);
+    let headers = [("idempotency-key", key.as_str())];
+    let replies = crate::join_all((0..8).map(|_| app.json_with(Method::POST, "/orders", &headers, &body))).await;
+    for reply in &replies {
+        assert_eq!(reply.status, 201, "{}", reply.text);
+        assert_eq!(reply.json, replies[0].json, "every retry answers the same order");
+    }
+    assert_eq!(ids(&app.get(&format!("/customers/{customer}/orders")).await).len(), 1, "one order");
+}
+
+pub async fn metrics_count_shed_requests_by_reason(app: &TestApp) {
+    let metrics = app.get("/metrics").await;
+    for reason in ["database_unavailable", "pool_timeout", "request_timeout", "shutting_down"] {
+        let series = format!(r#"http_requests_shed_total{{reason="{reason}"}} "#);
+        assert!(metrics.text.contains(&series), "{series} in {}", metrics.text);
+    }
 }

@@ -5,7 +5,7 @@
 use orders_core::OrderStore;
 use orders_http::{HttpConfig, Server, app};
 use reqwest::Method;
-use reqwest::header::{CONTENT_TYPE, HeaderMap};
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,9 +60,22 @@ impl TestApp {
 
     /// Any request, with raw body bytes and an optional content type.
     pub async fn send(&self, method: Method, path: &str, content_type: Option<&str>, body: Vec<u8>) -> Reply {
+        let headers: Vec<(&str, &str)> = content_type.map(|value| ("content-type", value)).into_iter().collect();
+        self.send_with(method, path, &headers, body).await
+    }
+
+    /// A JSON request with extra headers (`Prefer`, `Idempotency-Key`).
+    pub async fn json_with(&self, method: Method, path: &str, headers: &[(&str, &str)], body: &Value) -> Reply {
+        let mut all = vec![("content-type", "application/json")];
+        all.extend_from_slice(headers);
+        self.send_with(method, path, &all, body.to_string().into_bytes()).await
+    }
+
+    /// Any request, with raw body bytes and the given headers.
+    pub async fn send_with(&self, method: Method, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Reply {
         let mut request = self.client.request(method, format!("{}{path}", self.base_url)).body(body);
-        if let Some(content_type) = content_type {
-            request = request.header(CONTENT_TYPE, content_type);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         let response = request.send().await.expect("request reaches the service");
         let status = response.status().as_u16();

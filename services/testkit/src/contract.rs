@@ -4,8 +4,9 @@
 
 use orders_core::sample::order_body;
 use orders_core::{
-    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, Order, OrderId, OrderStore, ProductId, ProductQuery,
-    Status, StatusChange, StoreError, Timestamp, place_order,
+    CustomerId, CustomerQuery, IdGenerator, IdempotencyKey, KeyedInsert, Limit, NewOrder, Order, OrderId,
+    OrderListJson, OrderStore, Placed, ProductId, ProductQuery, Returning, Status, StatusChange, StoreError, Timestamp,
+    place_order,
 };
 use serde_json::{Value, json};
 
@@ -25,6 +26,11 @@ macro_rules! store_contract_tests {
             place_order_draws_a_new_id_when_the_generated_one_is_taken,
             big_documents_round_trip,
             ready_and_diagnostics_answer,
+            status_update_returning_nothing_writes_the_same,
+            a_keyed_insert_writes_once_and_finds_its_key_again,
+            an_expired_key_names_a_new_order,
+            concurrent_requests_with_one_key_make_one_order,
+            concurrent_conditional_updates_report_the_status_they_met,
         );
     };
     (@tests $fresh_store:path; $($name:ident),* $(,)?) => {
@@ -57,8 +63,14 @@ fn customer_query(customer: u64, limit: u64, before: Option<u64>) -> CustomerQue
     }
 }
 
-fn ids(orders: &[Order]) -> Vec<u64> {
-    orders.iter().map(|order| order.id.get()).collect()
+/// The ids of a list, after checking that every entry parses as a valid order.
+fn ids(list: &OrderListJson) -> Vec<u64> {
+    list.to_orders().expect("the store's JSON holds valid orders").iter().map(|order| order.id.get()).collect()
+}
+
+/// `get`, parsed back into an `Order` (which checks every field of the store's JSON).
+async fn get<S: OrderStore>(store: &S, id: u64) -> Order {
+    store.get(oid(id)).await.expect("get").to_order().expect("the store's JSON is a valid order")
 }
 
 fn oid(id: u64) -> OrderId {
@@ -71,7 +83,7 @@ pub async fn insert_then_get_returns_the_same_order<S: OrderStore>(store: &S) {
     body["status"] = json!("paid");
     let written = order_from(json!(41), body);
     store.insert(&written).await.expect("insert");
-    assert_eq!(store.get(oid(41)).await.expect("get"), written);
+    assert_eq!(get(store, 41).await, written);
 }
 
 pub async fn get_of_a_missing_id_is_not_found<S: OrderStore>(store: &S) {
@@ -83,7 +95,7 @@ pub async fn insert_of_a_taken_id_conflicts_and_keeps_the_original<S: OrderStore
     store.insert(&original).await.expect("insert");
     let intruder = order(5, 2, [4, 5, 6]);
     assert_eq!(store.insert(&intruder).await, Err(StoreError::id_taken(oid(5))));
-    assert_eq!(store.get(oid(5)).await.expect("get"), original);
+    assert_eq!(get(store, 5).await, original);
 }
 
 pub async fn customer_orders_are_newest_first_with_limit_and_before<S: OrderStore>(store: &S) {
@@ -109,7 +121,7 @@ pub async fn product_orders_contain_the_product_up_to_the_limit<S: OrderStore>(s
     let mut found = ids(&store.by_product(query(12, 10)).await.expect("search"));
     found.sort_unstable();
     assert_eq!(found, [1, 2, 3]);
-    let limited = store.by_product(query(12, 2)).await.expect("search");
+    let limited = store.by_product(query(12, 2)).await.expect("search").to_orders().expect("valid orders");
     assert_eq!(limited.len(), 2);
     assert!(limited.iter().all(|order| order.items.iter().any(|item| item.product_id.get() == 12)));
     assert_eq!(ids(&store.by_product(query(21, 10)).await.expect("search")), [4]);
@@ -121,12 +133,12 @@ pub async fn status_update_sets_status_and_updated_at<S: OrderStore>(store: &S) 
     store.insert(&original).await.expect("insert");
     let later = Timestamp::parse("2026-12-01T08:30:00.250Z").expect("timestamp");
     let change = StatusChange { status: Status::Shipped, from: None };
-    let updated = store.update_status(oid(11), change, later).await.expect("update");
+    let updated = store.update_status(oid(11), change, later, Returning::Document).await.expect("update").expect("doc");
     assert_eq!(updated.status, Status::Shipped);
     assert_eq!(updated.updated_at, later);
     assert_eq!(updated.created_at, original.created_at);
     assert_eq!(Order { status: original.status, updated_at: original.updated_at, ..updated.clone() }, original);
-    assert_eq!(store.get(oid(11)).await.expect("get"), updated);
+    assert_eq!(get(store, 11).await, updated);
 }
 
 pub async fn conditional_status_update_checks_the_current_status<S: OrderStore>(store: &S) {
@@ -134,21 +146,26 @@ pub async fn conditional_status_update_checks_the_current_status<S: OrderStore>(
     let now = Timestamp::now();
     let wrong = StatusChange { status: Status::Shipped, from: Some(Status::Paid) };
     assert_eq!(
-        store.update_status(oid(12), wrong, now).await,
+        store.update_status(oid(12), wrong, now, Returning::Document).await,
         Err(StoreError::status_differs(oid(12), Status::Pending, Status::Paid))
     );
-    assert_eq!(store.get(oid(12)).await.expect("get").status, Status::Pending, "a failed update changes nothing");
+    assert_eq!(get(store, 12).await.status, Status::Pending, "a failed update changes nothing");
     let right = StatusChange { status: Status::Paid, from: Some(Status::Pending) };
-    assert_eq!(store.update_status(oid(12), right, now).await.expect("update").status, Status::Paid);
+    let updated = store.update_status(oid(12), right, now, Returning::Document).await.expect("update");
+    assert_eq!(updated.map(|order| order.status), Some(Status::Paid));
     let same = StatusChange { status: Status::Paid, from: Some(Status::Paid) };
-    assert_eq!(store.update_status(oid(12), same, now).await.expect("idempotent update").status, Status::Paid);
+    let again = store.update_status(oid(12), same, now, Returning::Document).await.expect("idempotent update");
+    assert_eq!(again.map(|order| order.status), Some(Status::Paid));
 }
 
 pub async fn status_update_of_a_missing_order_is_not_found<S: OrderStore>(store: &S) {
     let now = Timestamp::now();
     for from in [None, Some(Status::Pending)] {
         let change = StatusChange { status: Status::Paid, from };
-        assert_eq!(store.update_status(oid(77), change, now).await, Err(StoreError::NotFound), "from {from:?}");
+        for returning in [Returning::Document, Returning::Nothing] {
+            let result = store.update_status(oid(77), change, now, returning).await;
+            assert_eq!(result, Err(StoreError::NotFound), "from {from:?}, {returning:?}");
+        }
     }
 }
 
@@ -159,10 +176,11 @@ pub async fn place_order_draws_a_new_id_when_the_generated_one_is_taken<S: Order
     store.insert(&order(FROZEN + 1, 1, [1, 2, 3])).await.expect("insert");
     let body = order_body(2, [4, 5, 6]);
     let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
-    let placed = place_order(store, &ids, new).await.expect("placed");
+    let placed = place_order(store, &ids, new, None).await.expect("placed");
+    let Placed::Created(placed) = placed else { panic!("a new order, not a replay: {placed:?}") };
     assert_eq!(placed.id.get(), FROZEN + 2);
-    assert_eq!(store.get(placed.id).await.expect("get"), placed);
-    assert_eq!(store.get(oid(FROZEN)).await.expect("get").customer.id.get(), 1, "the taken order is untouched");
+    assert_eq!(get(store, placed.id.get()).await, placed);
+    assert_eq!(get(store, FROZEN).await.customer.id.get(), 1, "the taken order is untouched");
 }
 
 pub async fn big_documents_round_trip<S: OrderStore>(store: &S) {
@@ -180,7 +198,7 @@ pub async fn big_documents_round_trip<S: OrderStore>(store: &S) {
     body["note"] = json!("x".repeat(100_000));
     let big = order_from(json!(90), body);
     store.insert(&big).await.expect("insert");
-    assert_eq!(store.get(oid(90)).await.expect("get"), big);
+    assert_eq!(get(store, 90).await, big);
     let query = ProductQuery { product: ProductId::new(40).expect("id"), limit: Limit::new(10).expect("limit") };
     assert_eq!(ids(&store.by_product(query).await.expect("search")), [90]);
 }
@@ -190,4 +208,107 @@ pub async fn ready_and_diagnostics_answer<S: OrderStore>(store: &S) {
     let report = store.diagnostics().await.expect("diagnostics");
     assert_eq!(report["backend"], json!(store.backend()));
     assert!(store.pool_status().max_size >= 1, "the pool has a size");
+}
+
+pub async fn status_update_returning_nothing_writes_the_same<S: OrderStore>(store: &S) {
+    store.insert(&order(13, 1, [1, 2, 3])).await.expect("insert");
+    let later = Timestamp::parse("2026-12-01T08:30:00.250Z").expect("timestamp");
+    let change = StatusChange { status: Status::Delivered, from: Some(Status::Pending) };
+    assert_eq!(store.update_status(oid(13), change, later, Returning::Nothing).await, Ok(None));
+    let stored = get(store, 13).await;
+    assert_eq!((stored.status, stored.updated_at), (Status::Delivered, later));
+    let again = store.update_status(oid(13), change, later, Returning::Nothing).await;
+    assert_eq!(again, Err(StoreError::status_differs(oid(13), Status::Delivered, Status::Pending)));
+}
+
+fn key(text: &str) -> IdempotencyKey {
+    IdempotencyKey::parse(text).expect("key")
+}
+
+pub async fn a_keyed_insert_writes_once_and_finds_its_key_again<S: OrderStore>(store: &S) {
+    let first = order(21, 1, [1, 2, 3]);
+    assert_eq!(store.insert_with_key(&first, &key("k-1"), -42).await, Ok(KeyedInsert::Inserted));
+    assert_eq!(get(store, 21).await, first, "the key is not part of the order");
+    let retry = order(22, 1, [1, 2, 3]);
+    assert_eq!(
+        store.insert_with_key(&retry, &key("k-1"), 7).await,
+        Ok(KeyedInsert::Existing(Box::new(first.clone()), -42))
+    );
+    assert_eq!(store.get(oid(22)).await, Err(StoreError::NotFound), "nothing written under a known key");
+    let other_key_same_id = order(21, 2, [4, 5, 6]);
+    assert_eq!(store.insert_with_key(&other_key_same_id, &key("k-2"), 1).await, Err(StoreError::id_taken(oid(21))));
+    assert_eq!(store.insert_with_key(&order(23, 1, [1, 2, 3]), &key("k-2"), 1).await, Ok(KeyedInsert::Inserted));
+    store.insert(&order(24, 1, [1, 2, 3])).await.expect("an insert without a key is unchanged");
+    store.insert(&order(25, 1, [1, 2, 3])).await.expect("and keyless orders never collide on their key");
+    let shipped = StatusChange { status: Status::Shipped, from: None };
+    store.update_status(oid(21), shipped, Timestamp::now(), Returning::Nothing).await.expect("update");
+    let found = store.insert_with_key(&order(26, 1, [1, 2, 3]), &key("k-1"), 0).await.expect("lookup");
+    let KeyedInsert::Existing(found, -42) = found else { panic!("the key still names order 21: {found:?}") };
+    assert_eq!((found.id, found.status), (oid(21), Status::Shipped), "the key survives a status change");
+}
+
+pub async fn an_expired_key_names_a_new_order<S: OrderStore>(store: &S) {
+    let old = order_from(json!(31), order_body(1, [1, 2, 3]));
+    let long_ago = Timestamp::parse("2020-01-01T00:00:00.000Z").expect("timestamp");
+    let old = Order { created_at: long_ago, updated_at: long_ago, ..old };
+    let body = order_body(1, [1, 2, 3]);
+    let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
+    let fingerprint = orders_core::idempotency::fingerprint(&new);
+    store.insert_with_key(&old, &key("old-key"), fingerprint).await.expect("insert");
+    let placed = place_order(store, &IdGenerator::new(), new, Some(&key("old-key"))).await.expect("placed");
+    let Placed::Created(placed) = placed else { panic!("an expired key makes a new order: {placed:?}") };
+    assert_ne!(placed.id, oid(31));
+    assert_eq!(get(store, 31).await, old, "the old order stays");
+    let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
+    let again = place_order(store, &IdGenerator::new(), new, Some(&key("old-key"))).await.expect("replayed");
+    assert_eq!(again, Placed::Replayed(placed));
+}
+
+pub async fn concurrent_requests_with_one_key_make_one_order<S: OrderStore>(store: &S) {
+    let generator = IdGenerator::new();
+    let body = order_body(4242, [1, 2, 3]);
+    let same_key = key("same-key");
+    let attempts = (0..8).map(|_| {
+        let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
+        place_order(store, &generator, new, Some(&same_key))
+    });
+    let results = crate::join_all(attempts).await;
+    let orders: Vec<Order> = results.iter().map(|r| r.as_ref().expect("placed").order().clone()).collect();
+    let created = results.iter().filter(|r| matches!(r, Ok(Placed::Created(_)))).count();
+    assert_eq!(created, 1, "exactly one request writes: {results:?}");
+    assert!(orders.iter().all(|order| *order == orders[0]), "every request answers the same order");
+    let stored = store.by_customer(customer_query(4242, 100, None)).await.expect("list");
+    assert_eq!(ids(&stored), [orders[0].id.get()], "one order in the database");
+    let mut changed = body.clone();
+    changed["items"][0]["quantity"] = json!(7);
+    let new = NewOrder::parse(changed.to_string().as_bytes()).expect("valid");
+    assert_eq!(place_order(store, &generator, new, Some(&same_key)).await, Err(StoreError::KeyReused));
+}
+
+pub async fn concurrent_conditional_updates_report_the_status_they_met<S: OrderStore>(store: &S) {
+    store.insert(&order(41, 1, [1, 2, 3])).await.expect("insert");
+    // Two flippers race pending -> paid -> pending; a 409 must name a status other than `from`.
+    let flip = |from: Status, to: Status| async move {
+        let mut conflicts = Vec::new();
+        for _ in 0..100 {
+            let change = StatusChange { status: to, from: Some(from) };
+            match store.update_status(oid(41), change, Timestamp::now(), Returning::Nothing).await {
+                Ok(_) => {}
+                Err(StoreError::Conflict(message)) => conflicts.push(message),
+                Err(other) => panic!("unexpected {other:?}"),
+            }
+        }
+        conflicts
+    };
+    let flippers =
+        [flip(Status::Pending, Status::Paid), flip(Status::Paid, Status::Pending), flip(Status::Pending, Status::Paid)];
+    for conflicts in crate::join_all(flippers).await {
+        for message in conflicts.iter().filter(|message| !message.contains("changed its status concurrently")) {
+            let (said_current, said_expected) = message
+                .strip_prefix("order 41 has status ")
+                .and_then(|rest| rest.split_once(", not "))
+                .expect("conflict message");
+            assert_ne!(said_current, said_expected, "a 409 saying {message:?}");
+        }
+    }
 }

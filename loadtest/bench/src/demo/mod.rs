@@ -5,13 +5,19 @@
 //! everything it started, also on an error or Ctrl-C: the services, k6, and the stack if it was
 //! not running before. About ten minutes on two cores; `--quick` takes under three.
 //!
+//! The databases run under equal resource budgets (`crate::budget`: by default an eighth of the
+//! cores and a quarter of the memory each, printed at the start): given to `stack.sh start` when
+//! the demo starts the stack, applied with `stack.sh budget` to a running stack and put back
+//! afterwards. Where budgets are not available, it says so and the report says "no budgets".
+//!
 //! Every process it starts carries `ORDERS_BENCH_DEMO=<report folder>` in its environment, so a
 //! test (or a person) can check that none is left.
 
 mod profile;
 mod services;
-mod stack;
+pub mod stack;
 
+use crate::budget::{self, BudgetArgs};
 use crate::databases::Databases;
 use crate::round::result::RatePlan;
 use crate::round::verdict::PassMark;
@@ -58,6 +64,10 @@ pub struct DemoArgs {
     /// Do not build: use the service binaries next to this orders-bench binary.
     #[arg(long = "no-build")]
     pub no_build: bool,
+    /// Equal budgets for the two databases [default: an eighth of the cores and a quarter of the
+    /// memory each, at least 0.1 CPU and 1 GiB, at most 4 GiB; `none` runs without].
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 }
 
 impl DemoArgs {
@@ -83,7 +93,13 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
         Staircase::Fixed(plan) => return Ok(plan),
         Staircase::Probed { probe, step_seconds } => (probe, step_seconds),
     };
-    let spec = RoundSpec { name: format!("{} probe", spec.name), plan: probe, repeats: 1, ..spec.clone() };
+    let spec = RoundSpec {
+        name: format!("{} probe", spec.name),
+        plan: probe,
+        repeats: 1,
+        poll_interval: Duration::from_secs_f64(probe.step_seconds),
+        ..spec.clone()
+    };
     let probed = round::run_round(&spec, setup, &dir.join("probe")).await?;
     let knees: Vec<f64> = ["pg", "mongo"].iter().filter_map(|t| profile::knee(&probed, t)).collect();
     if knees.is_empty() {
@@ -104,12 +120,20 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
 struct Started {
     stack: Option<stack::Stack>,
     services: Vec<Service>,
+    /// Budgets applied to a stack the demo did not start, to be put back.
+    budget: Option<budget::Applied>,
 }
 
 impl Started {
     async fn stop(&mut self) {
         for service in &mut self.services {
             service.stop().await;
+        }
+        if let Some(applied) = self.budget.take() {
+            eprintln!("demo: putting the stack's budgets back ({})", applied.previous());
+            if let Err(error) = applied.restore().await {
+                eprintln!("demo: {error:#}");
+            }
         }
         if let Some(stack) = self.stack.take() {
             eprintln!("demo: stopping the local stack it started");
@@ -175,28 +199,60 @@ fn with_database(url: &str, name: &str) -> String {
     format!("{server}/{name}{}", query.map(|q| format!("?{q}")).unwrap_or_default())
 }
 
-/// Restarts a service that has not answered `/diagnostics` for 20 s since the last round: after an
-/// overload a service can stay stuck on it (seen with a debug build of orders-mongo, whose driver
-/// pool took a minute and more to recover), and the next round would wait for it or fail.
-async fn revive(services: &mut [Service], client: &crate::diagnostics::Client) -> Result<()> {
-    for service in services.iter_mut() {
-        let answered = tokio::time::timeout(Duration::from_secs(20), async {
-            while client.fetch(&service.url).await.is_err() {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        })
-        .await;
-        if answered.is_err() {
+/// The databases' budget for this run, printed: the flags over the default for this machine
+/// (`budget::demo_default`), and the reason when the run goes without (`None`: it has one).
+fn choose_budget(
+    flags: &BudgetArgs,
+    stack_env: &std::collections::BTreeMap<String, String>,
+) -> Result<(budget::Budget, Option<String>)> {
+    let (cores, memory) = (crate::procstat::cores(), budget::machine_memory());
+    let wanted = budget::demo_default(cores, memory).overridden_by(flags);
+    let source = if flags.given() {
+        "from --db-cpus/--db-memory".to_owned()
+    } else {
+        format!(
+            "the default for {cores} cores and {}: --db-cpus/--db-memory choose others, none runs without",
+            memory.map_or("unknown memory".into(), budget::human_bytes)
+        )
+    };
+    match budget::stack_method(stack_env) {
+        _ if wanted.is_none() => {
             eprintln!(
-                "demo: {} has not answered /diagnostics for 20 s since the last round (still stuck on the overload); \
-                 restarting it (see {})",
-                service.name,
-                service.log.display()
+                "demo: NO BUDGETS (--db-cpus none --db-memory none): the databases share the machine with the load path"
             );
-            service.restart().await?;
+            Ok((wanted, Some("switched off with --db-cpus none --db-memory none".into())))
+        }
+        Ok(method) => {
+            eprintln!("demo: database budgets: {wanted} ({method}; {source})");
+            Ok((wanted, None))
+        }
+        Err(why) if flags.given() => bail!("database budgets were asked for, but they are not available here: {why}"),
+        Err(why) => {
+            eprintln!(
+                "demo: NO BUDGETS: {why}. The databases share the machine with the load path, so the limits found may \
+                 be the machine's; the report says so"
+            );
+            Ok((budget::Budget::NONE, Some(why)))
         }
     }
-    client.wait_ready(Duration::from_secs(60)).await
+}
+
+/// Applies the budget to a stack the demo did not start. Its servers' caches were sized when they
+/// started; when the default memory budget is too small for them, the demo keeps their memory as
+/// it is, and says so, rather than refuse to run (an explicit --db-memory is refused instead).
+async fn apply_to_running(stack: &stack::Stack, wanted: budget::Budget, flags: &BudgetArgs) -> Result<budget::Applied> {
+    let first = budget::Applied::apply(stack.clone(), wanted).await;
+    match first {
+        Err(error) if flags.db_memory.is_none() && wanted.memory != budget::Cap::Unlimited => {
+            let cpu_only = budget::Budget { cpus: wanted.cpus, memory: budget::Cap::Unlimited };
+            eprintln!(
+                "demo: note: {error:#}\ndemo: keeping the servers' memory unlimited and applying {cpu_only}; restart the \
+                 stack with a memory budget (stack.sh stop, then run the demo again) to size their caches for it"
+            );
+            budget::Applied::apply(stack.clone(), cpu_only).await
+        }
+        outcome => outcome,
+    }
 }
 
 /// Everything between starting and stopping; returns the summary table.
@@ -212,12 +268,18 @@ async fn body(
     }
     let profile = args.profile();
     let stack = stack::Stack::new(repo, marker.clone());
+    let (wanted, budget_note) = choose_budget(&args.budget, &stack.env().await?)?;
     if stack.running().await? {
-        eprintln!("demo: the local stack is running; it will be left running");
+        eprintln!("demo: the local stack is running; it will be left running (and its budgets put back)");
+        if budget_note.is_none() {
+            started.budget =
+                Some(apply_to_running(&stack::Stack::new(repo, marker.clone()), wanted, &args.budget).await?);
+        }
     } else {
-        eprintln!("demo: starting the local stack (bash infra/local/stack.sh start)");
+        let flags = if budget_note.is_none() { wanted.stack_args() } else { Vec::new() };
+        eprintln!("demo: starting the local stack (bash infra/local/stack.sh start {})", flags.join(" "));
         started.stack = Some(stack::Stack::new(repo, marker.clone()));
-        stack.start().await?;
+        stack.start(&flags).await?;
     }
     let env = stack.env().await?;
     let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
@@ -271,6 +333,8 @@ async fn body(
         script: repo.join(crate::repo::SCRIPT),
         manifest: manifest.clone(),
         extra_env: vec![marker.clone()],
+        fleet: None,
+        budget_note,
     };
     let seed = SeedArgs {
         seed: 1,
@@ -294,17 +358,16 @@ async fn body(
             mark: PassMark::default(),
             early_stop: true,
             allow_mismatch: false,
-            poll_interval: Duration::from_secs(2),
+            // The runner samples the databases about once per step (set once the staircase is known).
+            poll_interval: Duration::from_secs(1),
             vu_budget_ms: 200,
             settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
             reseed: Some(seed.clone()),
             generator: round::launch::Generator::Native,
         };
-        if !rounds.is_empty() {
-            revive(&mut started.services, &client).await?;
-        }
         let dir = out.join(mix.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
         spec.plan = staircase(&profile, &spec, &setup, &dir).await?;
+        spec.poll_interval = Duration::from_secs_f64(spec.plan.step_seconds);
         let result = round::run_round(&spec, &setup, &dir).await?;
         crate::report::write(&dir, &[(dir.clone(), result.clone())])?;
         rounds.push((dir, result));
@@ -338,6 +401,7 @@ mod tests {
             db_name: "orders_demo".into(),
             bin_dir: None,
             no_build: false,
+            budget: BudgetArgs::default(),
         };
         let quick = args(true).profile();
         assert_eq!((quick.orders, quick.repeats), (2_000, 1));
@@ -345,5 +409,21 @@ mod tests {
         let full = DemoArgs { repeats: Some(5), step_duration: Some(6.0), ..args(false) }.profile();
         assert_eq!((full.orders, full.repeats), (100_000, 5));
         assert!(matches!(full.staircase, Staircase::Probed { step_seconds, .. } if step_seconds == 6.0));
+    }
+
+    #[test]
+    fn without_a_way_to_set_budgets_the_default_runs_without_and_explicit_flags_fail() {
+        let env = |method: &str| {
+            [("STACK_BUDGET_METHOD", method), ("STACK_BUDGET_NOTE", "not root, and no systemd user manager")]
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .into_iter()
+                .collect()
+        };
+        let (budget, why) = choose_budget(&BudgetArgs::default(), &env("none")).expect("runs");
+        assert_eq!((budget, why.as_deref()), (budget::Budget::NONE, Some("not root, and no systemd user manager")));
+        let asked = BudgetArgs { db_cpus: Some(budget::Cap::At(0.5)), db_memory: None };
+        assert!(choose_budget(&asked, &env("none")).is_err());
+        let (budget, why) = choose_budget(&asked, &env("cgroup-v1")).expect("budgets");
+        assert_eq!((budget.cpus, why), (budget::Cap::At(0.5), None));
     }
 }

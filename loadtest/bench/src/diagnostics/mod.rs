@@ -3,6 +3,7 @@
 //! settings) into types. A field a service does not report becomes `None`/empty rather than an
 //! error, so a report from an older or differently configured service still renders.
 
+pub mod probe;
 pub mod snapshot;
 
 use anyhow::{Context, Result, bail};

@@ -131,12 +131,32 @@ impl Api {
     }
 
     pub async fn stop(&self) -> Result<()> {
-        let body = json!({"data": {"type": "status", "id": "default", "attributes": {"stopped": true}}});
+        self.set_status(json!({"stopped": true}), "stop").await
+    }
+
+    /// Starts a run that was launched with `--paused`.
+    pub async fn resume(&self) -> Result<()> {
+        self.set_status(json!({"paused": false}), "resume").await
+    }
+
+    async fn set_status(&self, attributes: Value, what: &str) -> Result<()> {
+        let body = json!({"data": {"type": "status", "id": "default", "attributes": attributes}});
         let response = self.http.patch(format!("{}/status", self.base)).json(&body).send().await?;
         if !response.status().is_success() {
-            bail!("k6 API refused to stop the run: {}", response.status());
+            bail!("k6 API refused to {what} the run: {}", response.status());
         }
         Ok(())
+    }
+
+    /// True once a run launched with `--paused` has initialised its VUs and waits to be resumed
+    /// (k6's execution status 4, "paused before run").
+    pub async fn paused_and_ready(&self) -> Result<bool> {
+        let response = self.http.get(format!("{}/status", self.base)).send().await?;
+        if !response.status().is_success() {
+            bail!("k6 API: {}", response.status());
+        }
+        let body: Value = response.json().await?;
+        Ok(body["data"]["attributes"]["status"].as_u64() == Some(4))
     }
 }
 

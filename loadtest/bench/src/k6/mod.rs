@@ -5,6 +5,7 @@
 //! a free loopback port for live figures (`live`). `summary` reads what it writes at the end.
 
 pub mod live;
+pub mod merge;
 pub mod summary;
 
 use anyhow::{Context, Result, bail};
@@ -40,6 +41,8 @@ pub struct Launch<'a> {
     pub env: Vec<(String, String)>,
     /// stdout and stderr of k6.
     pub log: &'a Path,
+    /// Further flags of `k6 run` (an execution segment, `--paused`).
+    pub args: Vec<String>,
 }
 
 pub struct Running {
@@ -55,6 +58,7 @@ pub fn spawn(launch: Launch<'_>) -> Result<Running> {
     command
         .args(["run", "--no-usage-report", "--no-color", "--quiet", "--address"])
         .arg(format!("127.0.0.1:{port}"))
+        .args(&launch.args)
         .arg(launch.script)
         .envs(launch.env)
         .stdin(Stdio::null())

@@ -1,12 +1,14 @@
 //! `orders-bench report DIR...`: reads the `result.json` of round (or demo) folders and writes one
 //! report: `report.md`, a self-contained `report.html` (charts inline), the SVG charts under
-//! `charts/`, and a `result.json` holding every round. First the answer (maximum passing rate per
-//! mix and target, their ratio), then findings F1–F3 of STUDIES.md seen or not, then per round the
-//! charts, steps and the figures that explain them. A round that ran despite a failed fairness gate
-//! is named at the very top.
+//! `charts/`, and a `result.json` holding every round. First the databases' budgets and the answer
+//! (maximum passing rate per mix and target, their ratio, and in words what set the limits), then
+//! findings F1–F3 of STUDIES.md seen or not, then per round the charts, steps and the figures that
+//! explain them. A round that ran despite a failed fairness gate is named at the very top.
 
 mod doc;
+mod evidence;
 mod findings;
+mod fleet;
 mod format;
 mod sections;
 mod summary;
@@ -150,6 +152,7 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
         mark.p95_ms,
         mark.max_failed_rate * 100.0
     )));
+    blocks.extend(summary::budget_paragraph(rounds));
     blocks.push(Block::Heading(2, "Maximum passing rate".into()));
     blocks.push(max_rate_block(rounds));
     blocks.extend(summary::blocks(rounds));
@@ -171,16 +174,23 @@ fn max_rate_block(rounds: &[&RoundResult]) -> Block {
                 format::max_rate(pg, r.plan.start_rate),
                 format::max_rate(mongo, r.plan.start_rate),
                 format::ratio(pg, mongo),
+                summary::limit_words(r),
             ]
         })
         .collect();
     Block::Table {
-        header: vec!["mix".into(), "Postgres max rate".into(), "MongoDB max rate".into(), "ratio".into()],
+        header: vec![
+            "mix".into(),
+            "Postgres max rate".into(),
+            "MongoDB max rate".into(),
+            "ratio".into(),
+            "what set the limits".into(),
+        ],
         rows,
     }
 }
 
-/// The "mix | Postgres max rate | MongoDB max rate | ratio" table as Markdown.
+/// The "mix | Postgres max rate | MongoDB max rate | ratio | what set the limits" table as Markdown.
 pub fn max_rate_table(rounds: &[RoundResult]) -> String {
     let refs: Vec<&RoundResult> = rounds.iter().collect();
     doc::markdown(&[max_rate_block(&refs)]).trim_end().to_owned()

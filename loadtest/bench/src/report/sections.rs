@@ -1,6 +1,7 @@
 //! The section of one round in a report: what was offered and with which settings, the two charts,
 //! the steps of every repeat, the figures that explain the result (PostgreSQL, MongoDB) and who
-//! used the CPU, with what limited each target where it first failed. Values of several repeats
+//! used the CPU, with what limited each target where it first failed and the per-step figures that
+//! verdict rests on (`evidence`). Values of several repeats
 //! share a cell, separated by " / ".
 
 use super::doc::Block;
@@ -365,14 +366,17 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
         ));
         blocks.push(Block::List(stalls));
     }
+    blocks.extend(super::fleet::blocks(round));
     blocks.push(Block::Heading(3, "What explains it".into()));
     blocks.push(pg_table(round));
     blocks.push(mongo_table(round));
     blocks.push(Block::Heading(3, "CPU".into()));
+    blocks.extend(super::evidence::budget_paragraph(round));
     blocks.push(cpu_table(round));
     let limits = limits(round);
     if !limits.is_empty() {
         blocks.push(Block::List(limits));
     }
+    blocks.extend(super::evidence::blocks(round));
     blocks
 }

@@ -1,4 +1,6 @@
 //! The part of a report's head that says whether the maximum rates compare the databases at all:
+//! the databases' budgets, in words what set each row's limits (the headline's last column:
+//! "not database-limited" unless both databases were proven at their budgets in most repeats),
 //! CPU seconds per 1,000 requests of each database and service (the cost of a request, which
 //! stays comparable when the machine, not a database, set the limit), what limited each target
 //! where it first failed, and a warning for rounds in which both targets failed at the same step
@@ -44,19 +46,25 @@ pub fn kind_name(kind: LimitKind) -> &'static str {
         LimitKind::LoadGenerator => "load generator",
         LimitKind::Service => "service",
         LimitKind::Database => "database",
+        LimitKind::Machine => "machine",
         LimitKind::NotCpu => "not CPU",
         LimitKind::Unknown => "unknown",
     }
 }
 
-/// "load generator ×2, database ×1" over the repeats.
-fn limits(round: &RoundResult, target: &str) -> String {
+fn kind_counts(round: &RoundResult, target: &str) -> BTreeMap<&'static str, usize> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for repeat in &round.repeats {
         if let Some(limit) = repeat.cpu.limits.get(target) {
             *counts.entry(kind_name(limit.kind)).or_default() += 1;
         }
     }
+    counts
+}
+
+/// "load generator ×2, database ×1" over the repeats.
+fn limits(round: &RoundResult, target: &str) -> String {
+    let counts = kind_counts(round, target);
     if counts.is_empty() {
         return NONE.into();
     }
@@ -71,6 +79,30 @@ fn pair(round: &RoundResult, database: &str, service: &str) -> String {
     match (per_1k(round, database), per_1k(round, service)) {
         (None, None) => NONE.into(),
         (db, svc) => format!("{} + {}", format::seconds(db, 3), format::seconds(svc, 3)),
+    }
+}
+
+/// The headline's words on what set a round's limits: "both databases, at their budgets" when
+/// each target's database was proven the limit in more than half of the repeats, else "not
+/// database-limited" and what was.
+pub fn limit_words(round: &RoundResult) -> String {
+    let mut limited = Vec::new();
+    let mut not = Vec::new();
+    for (target, label) in [("pg", "PostgreSQL"), ("mongo", "MongoDB")] {
+        let counts = kind_counts(round, target);
+        let database = counts.get("database").copied().unwrap_or(0);
+        if counts.is_empty() {
+            not.push(format!("{label} never failed (the staircase ended first)"));
+        } else if database * 2 > round.repeats.len() {
+            limited.push(label);
+        } else {
+            not.push(format!("{label}: {}", limits(round, target)));
+        }
+    }
+    match (limited.len(), not.is_empty()) {
+        (2, _) => "both databases, at their budgets".into(),
+        (0, _) => format!("**not database-limited**: {}", not.join("; ")),
+        _ => format!("**not database-limited**: {} (the {} database was)", not.join("; "), limited.join(", ")),
     }
 }
 
@@ -111,11 +143,33 @@ pub fn shared_limit(rounds: &[&RoundResult]) -> Vec<String> {
                     let kinds = ["pg", "mongo"].map(|t| r.cpu.limits.get(t).map(|l| l.kind));
                     first("pg").is_some()
                         && first("pg") == first("mongo")
-                        && kinds.iter().all(|k| matches!(k, Some(LimitKind::LoadGenerator | LimitKind::Service)))
+                        && kinds.iter().all(|k| {
+                            matches!(k, Some(LimitKind::LoadGenerator | LimitKind::Service | LimitKind::Machine))
+                        })
                 })
         })
         .map(|round| format!("`{}`", round.name))
         .collect()
+}
+
+/// The budgets the rounds ran under, in one paragraph.
+pub fn budget_paragraph(rounds: &[&RoundResult]) -> Option<Block> {
+    let mut labels: Vec<&str> = rounds.iter().filter_map(|r| r.budget.as_deref()).collect();
+    labels.dedup();
+    let text = match labels.as_slice() {
+        [] => return None,
+        [one] if one.starts_with("no budgets") => format!(
+            "**No budgets**: {one}. A limit found may be the machine's; the last column of the table says which \
+             rows are not database-limited."
+        ),
+        [one] if one.starts_with("UNEQUAL") => format!("**{one}**: the databases did not get the same resources."),
+        [one] => format!(
+            "**Database budgets**: {one}, like two equal database machines; the load generator, both services \
+             and the runner share the rest of this machine."
+        ),
+        several => format!("**Database budgets differ between rounds**: {}.", several.join("; ")),
+    };
+    Some(Block::Paragraph(text))
 }
 
 pub fn blocks(rounds: &[&RoundResult]) -> Vec<Block> {
@@ -124,10 +178,10 @@ pub fn blocks(rounds: &[&RoundResult]) -> Vec<Block> {
     if !shared.is_empty() {
         blocks.push(Block::Paragraph(format!(
             "**The machine, not a database, set these limits** in {}: in every repeat both targets first failed at \
-             the same step while the CPU was (nearly) saturated and the load generator or a service used more of it \
-             than the database did. They shared the cores with each other and with the load generator, so those rows \
-             measure this machine; \
-             compare the CPU per request below, or give each database a machine of its own (infra/).",
+             the same step while the CPU was (nearly) saturated and no database was at its budget. They shared the \
+             cores with each other and with the load generator, so those rows measure this machine; compare the \
+             CPU per request below, give the databases smaller budgets (--db-cpus), or give each database a machine \
+             of its own (infra/).",
             shared.join(", ")
         )));
     }

@@ -81,6 +81,7 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
         files: BTreeMap::new(),
         notes: Vec::new(),
         load_generator: summary.load_generator.clone(),
+        fleet: None,
     }
 }
 
@@ -112,6 +113,7 @@ fn round(mix: &str, weights: &[(&str, u32)], fair: bool) -> RoundResult {
         }),
         machine: Machine { cores: 2, os: "Linux test".into() },
         fairness_overridden: !fair,
+        budget: None,
         repeats,
         max_rate,
         dir: ".".into(),
@@ -160,7 +162,7 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
 #[test]
 fn rounds_limited_by_the_shared_machine_are_called_out() {
     use crate::round::cpu::{Limit, LimitKind};
-    let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new() };
+    let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new(), evidence: None };
     let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
     for repeat in &mut shop.repeats {
         repeat.cpu.limits.insert("pg".into(), limit(LimitKind::LoadGenerator));
@@ -171,4 +173,41 @@ fn rounds_limited_by_the_shared_machine_are_called_out() {
     assert!(table.contains("| load generator ×2 / service ×2 |"), "{table}");
     shop.repeats[1].cpu.limits.insert("pg".into(), limit(LimitKind::Database));
     assert!(summary::shared_limit(&[&shop]).is_empty(), "a database limit is a real result");
+}
+
+#[test]
+fn the_headline_says_in_words_which_rows_are_not_database_limited() {
+    use crate::round::cpu::{Limit, LimitKind};
+    let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new(), evidence: None };
+    let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    shop.budget = Some("0.25 CPU and 4.0 GiB each (cgroup v1, 10 ms quota period)".into());
+    for repeat in &mut shop.repeats {
+        repeat.cpu.limits.insert("pg".into(), limit(LimitKind::Database));
+        repeat.cpu.limits.insert("mongo".into(), limit(LimitKind::Database));
+    }
+    assert_eq!(summary::limit_words(&shop), "both databases, at their budgets");
+    let table = max_rate_table(std::slice::from_ref(&shop));
+    assert!(table.contains("| ratio | what set the limits |"), "{table}");
+    assert!(table.contains("| 1.00 | both databases, at their budgets |"), "{table}");
+
+    shop.repeats[0].cpu.limits.insert("pg".into(), limit(LimitKind::Machine));
+    assert_eq!(
+        summary::limit_words(&shop),
+        "**not database-limited**: PostgreSQL: database ×1, machine ×1 (the MongoDB database was)",
+        "a database limit in half the repeats is not a majority"
+    );
+    for repeat in &mut shop.repeats {
+        repeat.cpu.limits.clear();
+    }
+    assert_eq!(
+        summary::limit_words(&shop),
+        "**not database-limited**: PostgreSQL never failed (the staircase ended first); MongoDB never failed (the \
+         staircase ended first)"
+    );
+
+    let head = doc::markdown(&summary::budget_paragraph(&[&shop]).into_iter().collect::<Vec<_>>());
+    assert!(head.contains("**Database budgets**: 0.25 CPU and 4.0 GiB each"), "{head}");
+    shop.budget = Some("no budgets (not root)".into());
+    let head = doc::markdown(&summary::budget_paragraph(&[&shop]).into_iter().collect::<Vec<_>>());
+    assert!(head.starts_with("**No budgets**: no budgets (not root)."), "{head}");
 }

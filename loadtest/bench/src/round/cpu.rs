@@ -1,16 +1,26 @@
-//! Who used the CPU during a run, when the databases, services and k6 share this machine: each
-//! component is found by the port it listens on (services by their URL, databases by theirs; k6 is
-//! our child), sampled every half second from `/proc`, and reported as CPU seconds, average cores
-//! and CPU seconds per 1,000 requests (a database and its service per request of their target, k6
-//! per request of both). Per step, the cores each used let the report say what limited a target at
-//! the step it first failed: when the machine was saturated, the largest of k6, the target's
-//! service and its database; when it was not, something other than CPU (disk flushes, locks).
+//! Who used the CPU during a run, when the databases, services and the load generator share this
+//! machine: each component is found by the port it listens on (services by their URL, databases by
+//! theirs; k6 is our child), sampled every half second, and reported as CPU seconds, average cores
+//! and CPU seconds per 1,000 requests (a database and its service per request of their target, the
+//! load generator and the runner per request of both).
+//!
+//! A database in a cgroup of its own (a budget of `infra/local/stack.sh`) is measured by the
+//! kernel's accounting of that cgroup (`crate::cgroup`): exact CPU time, and per step the share of
+//! its quota periods it was throttled in and the seconds it lost to throttling, beside its budget.
+//! Everything else comes from `/proc` (a process tree's user + system time, the machine's busy
+//! time). The runner is this process's own threads. Per step, these figures let `limit` name what
+//! limited a target where it first failed.
 
+use crate::budget::record::DbBudget;
+use crate::cgroup::{self, Placement, Reading};
 use crate::k6::summary::OfferedStep;
 use crate::procstat;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Instant;
+
+pub use super::limit::{Limit, LimitKind};
+use super::load_generator::GeneratorSummary;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -18,6 +28,8 @@ pub enum Role {
     Database,
     Service,
     LoadGenerator,
+    /// `orders-bench` itself: its live readings, the databases' figures, the CPU sampling.
+    Runner,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,28 +77,92 @@ pub fn locate(name: &str, role: Role, target: &str, url: &str) -> Component {
     Component { name: name.into(), role, target: Some(target.into()), pid, note }
 }
 
+/// The runner: this process's own threads (not its children: k6 and the demo's services are
+/// measured as themselves).
+pub fn runner() -> Component {
+    Component { name: RUNNER.into(), role: Role::Runner, target: None, pid: Some(std::process::id()), note: None }
+}
+
+pub const RUNNER: &str = "orders-bench";
+
+/// A database's cgroup, and whether its counters are the server's alone.
+struct Account {
+    placement: Placement,
+    dedicated: bool,
+}
+
 struct Sample {
     at: f64,
     machine_busy: Option<f64>,
     cpu: Vec<Option<f64>>,
+    kernel: Vec<Option<Reading>>,
 }
 
 pub struct Sampler {
     pub components: Vec<Component>,
     samples: Vec<Sample>,
     origin: Instant,
+    accounts: Vec<Option<Account>>,
 }
 
 impl Sampler {
-    /// `origin`: the moment k6 was started; sample times are seconds after it.
+    /// `origin`: the moment the load generator was started; sample times are seconds after it.
     pub fn new(components: Vec<Component>, origin: Instant) -> Self {
-        Self { components, samples: Vec::new(), origin }
+        let accounts = components
+            .iter()
+            .map(|c| {
+                let pid = c.pid.filter(|_| c.role == Role::Database)?;
+                let placement = cgroup::placement(pid)?;
+                let dedicated = placement.holds_only(&procstat::tree_pids(pid));
+                Some(Account { placement, dedicated })
+            })
+            .collect();
+        Self { components, samples: Vec::new(), origin, accounts }
+    }
+
+    fn account(&self, index: usize) -> Option<&Account> {
+        self.accounts.get(index).and_then(Option::as_ref)
     }
 
     pub fn sample(&mut self) {
-        let cpu = self.components.iter().map(|c| c.pid.and_then(procstat::tree_cpu_seconds)).collect();
+        let kernel: Vec<Option<Reading>> =
+            (0..self.components.len()).map(|i| self.account(i).map(|a| a.placement.read())).collect();
+        let cpu = self
+            .components
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pid = c.pid?;
+                match (c.role, self.account(i), kernel[i]) {
+                    (Role::Runner, _, _) => procstat::own_cpu_seconds(pid),
+                    (_, Some(account), Some(reading)) if account.dedicated && reading.usage_seconds.is_some() => {
+                        reading.usage_seconds
+                    }
+                    _ => procstat::tree_cpu_seconds(pid),
+                }
+            })
+            .collect();
         let machine_busy = procstat::machine_cpu().map(|m| m.busy_seconds);
-        self.samples.push(Sample { at: self.origin.elapsed().as_secs_f64(), machine_busy, cpu });
+        self.samples.push(Sample { at: self.origin.elapsed().as_secs_f64(), machine_busy, cpu, kernel });
+    }
+
+    /// The budget every database ran under, as the kernel reported it at the last sample.
+    pub fn budgets(&self) -> BTreeMap<String, DbBudget> {
+        let last = self.samples.last();
+        self.components
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.role == Role::Database)
+            .map(|(i, c)| {
+                let reading = last.and_then(|s| s.kernel.get(i).copied().flatten()).unwrap_or_default();
+                let budget = match (self.account(i), c.pid) {
+                    (Some(account), _) => DbBudget::from_kernel(&account.placement, &reading, account.dedicated),
+                    (None, Some(_)) => DbBudget::not_here("its cgroup could not be read"),
+                    (None, None) => DbBudget::not_here(c.note.as_deref().unwrap_or("not measured")),
+                };
+                (c.name.clone(), budget)
+            })
+            .collect()
     }
 
     /// Linear interpolation of a cumulative series at `at`, clamped to the sampled span.
@@ -105,14 +181,44 @@ impl Sampler {
         Some(a.1 + (b.1 - a.1) * (at - a.0) / (b.0 - a.0).max(1e-9))
     }
 
+    /// The largest sampled value between `from` and `to`.
+    fn max_in(&self, from: f64, to: f64, pick: impl Fn(&Sample) -> Option<f64>) -> Option<f64> {
+        self.samples.iter().filter(|s| s.at >= from && s.at <= to).filter_map(pick).reduce(f64::max)
+    }
+
+    /// A database's kernel figures over one step.
+    fn database_step(&self, index: usize, from: f64, to: f64) -> Option<DbStep> {
+        self.account(index).filter(|a| a.dedicated)?;
+        let kernel = |pick: fn(&Reading) -> Option<f64>| {
+            move |s: &Sample| s.kernel.get(index).copied().flatten().and_then(|r| pick(&r))
+        };
+        let delta = |pick: fn(&Reading) -> Option<f64>| {
+            Some(self.value_at(to, kernel(pick))? - self.value_at(from, kernel(pick))?)
+        };
+        let span = (to - from).max(1e-9);
+        let periods = delta(|r| r.periods.map(|p| p as f64));
+        let throttled = delta(|r| r.throttled_periods.map(|p| p as f64));
+        Some(DbStep {
+            cores: delta(|r| r.usage_seconds).map(|s| s / span),
+            budget_cores: self.value_at(to, kernel(|r| r.quota_cores)),
+            periods,
+            throttled_share: throttled.zip(periods).filter(|(_, p)| *p >= 1.0).map(|(t, p)| (t / p).clamp(0.0, 1.0)),
+            throttled_seconds: delta(|r| r.throttled_seconds),
+            memory_peak_bytes: self.max_in(from, to, kernel(|r| r.memory_bytes.map(|b| b as f64))),
+            memory_limit_bytes: self.value_at(to, kernel(|r| r.memory_limit_bytes.map(|b| b as f64))),
+        })
+    }
+
     /// The report: `k6_seconds` is k6's exact total when known (it is reaped before the last
-    /// sample); `scenario_start` is when the first step began, seconds after the origin.
+    /// sample); `scenario_start` is when the first step began, seconds after the origin;
+    /// `generator` the load generator's own per-step figures, when its summary has them.
     pub fn report(
         &self,
         k6_seconds: Option<f64>,
         scenario_start: f64,
         steps: &[OfferedStep],
         requests: &BTreeMap<String, u64>,
+        generator: Option<&GeneratorSummary>,
     ) -> CpuReport {
         let (Some(first), Some(last)) = (self.samples.first(), self.samples.last()) else {
             return CpuReport::default();
@@ -154,13 +260,27 @@ impl Sampler {
                 let rate = |pick: &dyn Fn(&Sample) -> Option<f64>| {
                     Some((self.value_at(to, pick)? - self.value_at(from, pick)?) / span)
                 };
-                let cores = self
+                let cores: BTreeMap<String, f64> = self
                     .components
                     .iter()
                     .enumerate()
                     .filter_map(|(i, c)| Some((c.name.clone(), rate(&|x: &Sample| x.cpu[i])?)))
                     .collect();
-                StepCpu { step: index, rate: s.rate, machine_busy_cores: rate(&|x: &Sample| x.machine_busy), cores }
+                let databases = self
+                    .components
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| Some((c.name.clone(), self.database_step(i, from, to)?)))
+                    .collect();
+                StepCpu {
+                    step: index,
+                    rate: s.rate,
+                    machine_busy_cores: rate(&|x: &Sample| x.machine_busy),
+                    components_cores: Some(cores.values().sum()),
+                    cores,
+                    databases,
+                    generator: generator.and_then(|g| g.step(index, span)),
+                }
             })
             .collect();
         CpuReport {
@@ -171,6 +291,8 @@ impl Sampler {
             components,
             steps: step_cpu,
             limits: BTreeMap::new(),
+            budgets: self.budgets(),
+            probe: None,
         }
     }
 }
@@ -187,6 +309,12 @@ pub struct CpuReport {
     pub steps: Vec<StepCpu>,
     /// Per target, what limited it at its first failing step.
     pub limits: BTreeMap<String, Limit>,
+    /// Per database, the budget it ran under (from the kernel).
+    #[serde(default)]
+    pub budgets: BTreeMap<String, DbBudget>,
+    /// What the runner's own sampling of the databases cost.
+    #[serde(default)]
+    pub probe: Option<crate::diagnostics::probe::ProbeCost>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -204,74 +332,44 @@ pub struct ComponentCpu {
 pub struct StepCpu {
     pub step: usize,
     pub rate: u32,
+    /// Busy cores of the whole machine (`/proc/stat`), everything on it included.
     pub machine_busy_cores: Option<f64>,
+    /// The measured components' cores added up (can exceed `machine_busy_cores` only when the two
+    /// sources disagree; `limit` then uses the larger).
+    #[serde(default)]
+    pub components_cores: Option<f64>,
     /// Cores used by each component during the step.
     pub cores: BTreeMap<String, f64>,
+    /// The kernel's figures of each database in a cgroup of its own.
+    #[serde(default)]
+    pub databases: BTreeMap<String, DbStep>,
+    /// The load generator's own figures for the step, when its summary has them.
+    #[serde(default)]
+    pub generator: Option<GeneratorStep>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitKind {
-    LoadGenerator,
-    Service,
-    Database,
-    /// The machine had idle CPU: the target waited on something else (disk flushes, locks).
-    NotCpu,
-    Unknown,
+/// A database over one step, from its cgroup's counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DbStep {
+    pub cores: Option<f64>,
+    /// Its CPU quota, cores (`None`: unlimited).
+    pub budget_cores: Option<f64>,
+    /// Quota periods in which it had work (the kernel counts only those).
+    pub periods: Option<f64>,
+    /// Share of those periods in which it was throttled, 0..1.
+    pub throttled_share: Option<f64>,
+    /// Time its threads waited for the next period, summed over its CPUs.
+    pub throttled_seconds: Option<f64>,
+    pub memory_peak_bytes: Option<f64>,
+    pub memory_limit_bytes: Option<f64>,
 }
 
+/// The load generator's own report of a step: its CPU and how late it sent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Limit {
-    pub step: usize,
-    pub rate: u32,
-    pub kind: LimitKind,
-    pub text: String,
-}
-
-/// Saturated: at least this share of all cores busy (queues, and so latency, grow well before a
-/// machine is 100% busy; a step's average also hides its busiest moments).
-const SATURATED: f64 = 0.8;
-
-/// What limited `target` at the step it first failed, from that step's CPU.
-pub fn limit(target: &str, step: &StepCpu, components: &[Component], cores: usize) -> Limit {
-    let find = |role: Role| {
-        components
-            .iter()
-            .find(|c| c.role == role && (role == Role::LoadGenerator || c.target.as_deref() == Some(target)))
-            .and_then(|c| Some((c.name.clone(), step.cores.get(&c.name).copied()?)))
-    };
-    let parts: Vec<(LimitKind, (String, f64))> = [
-        (LimitKind::LoadGenerator, find(Role::LoadGenerator)),
-        (LimitKind::Service, find(Role::Service)),
-        (LimitKind::Database, find(Role::Database)),
-    ]
-    .into_iter()
-    .filter_map(|(kind, part)| Some((kind, part?)))
-    .collect();
-    let shares: Vec<String> = parts.iter().map(|(_, (name, c))| format!("{name} {c:.2}")).collect();
-    let (kind, text) = match step.machine_busy_cores {
-        None => (LimitKind::Unknown, "machine CPU not measured".to_owned()),
-        Some(busy) if busy >= SATURATED * cores as f64 => {
-            let top = parts.iter().max_by(|a, b| a.1.1.total_cmp(&b.1.1));
-            let kind = top.map_or(LimitKind::Unknown, |(kind, _)| *kind);
-            let who = top.map_or("unknown".to_owned(), |(_, (name, _))| name.clone());
-            (
-                kind,
-                format!(
-                    "the machine was (nearly) saturated ({busy:.2} of {cores} cores busy) and {who} used most [{}]",
-                    shares.join(", ")
-                ),
-            )
-        }
-        Some(busy) => (
-            LimitKind::NotCpu,
-            format!(
-                "only {busy:.2} of {cores} cores were busy, so it waited on something else [{}]",
-                shares.join(", ")
-            ),
-        ),
-    };
-    Limit { step: step.step, rate: step.rate, kind, text }
+pub struct GeneratorStep {
+    pub kind: String,
+    pub cores: Option<f64>,
+    pub schedule_lag_p99_ms: Option<f64>,
 }
 
 #[cfg(test)]
@@ -286,47 +384,6 @@ mod tests {
         assert_eq!(local_port("http://127.0.0.1:8080/"), Some(8080));
         assert_eq!(local_port("http://10.0.0.5:8080"), None);
         assert_eq!(local_port("no url"), None);
-    }
-
-    fn parts() -> Vec<Component> {
-        let c = |name: &str, role, target: Option<&str>| Component {
-            name: name.into(),
-            role,
-            target: target.map(str::to_owned),
-            pid: Some(1),
-            note: None,
-        };
-        vec![
-            c("postgres", Role::Database, Some("pg")),
-            c("orders-pg", Role::Service, Some("pg")),
-            c("mongod", Role::Database, Some("mongo")),
-            c("k6", Role::LoadGenerator, None),
-        ]
-    }
-
-    fn step(busy: f64, k6: f64, service: f64, db: f64) -> StepCpu {
-        let cores = [("k6", k6), ("orders-pg", service), ("postgres", db), ("mongod", 0.5)];
-        StepCpu {
-            step: 3,
-            rate: 400,
-            machine_busy_cores: Some(busy),
-            cores: cores.iter().map(|(n, c)| ((*n).to_owned(), *c)).collect(),
-        }
-    }
-
-    #[test]
-    fn a_saturated_machine_blames_the_largest_of_k6_service_and_database() {
-        assert_eq!(limit("pg", &step(1.95, 0.9, 0.2, 0.4), &parts(), 2).kind, LimitKind::LoadGenerator);
-        assert_eq!(limit("pg", &step(1.95, 0.3, 0.6, 0.4), &parts(), 2).kind, LimitKind::Service);
-        let db = limit("pg", &step(1.9, 0.3, 0.2, 0.9), &parts(), 2);
-        assert_eq!((db.kind, db.rate), (LimitKind::Database, 400));
-        assert!(db.text.contains("postgres 0.90"), "{}", db.text);
-    }
-
-    #[test]
-    fn idle_cores_mean_the_limit_was_not_cpu() {
-        assert_eq!(limit("pg", &step(1.5, 0.3, 0.2, 0.4), &parts(), 2).kind, LimitKind::NotCpu);
-        assert_eq!(limit("pg", &step(1.6, 0.3, 0.2, 0.4), &parts(), 2).kind, LimitKind::Database, "80% counts");
     }
 
     #[test]
@@ -345,7 +402,7 @@ mod tests {
             std::hint::black_box(spin.elapsed());
         }
         sampler.sample();
-        let report = sampler.report(None, 0.0, &[], &BTreeMap::from([("pg".to_owned(), 2000)]));
+        let report = sampler.report(None, 0.0, &[], &BTreeMap::from([("pg".to_owned(), 2000)]), None);
         let me = &report.components[0];
         assert!(me.cpu_seconds.is_some_and(|s| s >= 0.0), "{me:?}");
         assert_eq!(me.per_1k_requests, me.cpu_seconds.map(|s| s / 2.0));

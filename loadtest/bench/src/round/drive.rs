@@ -1,14 +1,16 @@
 //! The load run of one repeat: the generator's process (`launch`: the native one, or k6 with the
 //! round's staircase in its environment), the live loop (every half second: CPU samples, the
 //! generator's live figures for the progress lines, the dropped iterations per moment and the
-//! early stop) and the `/diagnostics` poller beside it.
+//! early stop) and beside it the runner's own sampling of both databases, about once per step
+//! (`diagnostics::probe`; the services' `/diagnostics` are left alone while they are measured).
 
 use super::cpu::{self, Component, Role, Sampler};
 use super::launch;
 use super::{RoundSpec, Setup};
+use crate::diagnostics::probe::{Probe, ProbeCost};
 use crate::diagnostics::{self, Pair};
 use crate::k6::live::{EarlyStop, LiveView};
-use crate::procstat;
+use crate::{fleet, procstat};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,25 +35,28 @@ pub struct Driven {
     pub drop_samples: Vec<(f64, BTreeMap<String, u64>)>,
     pub sampler: Sampler,
     pub polled: Vec<Pair>,
+    /// With `--followers`: this machine's segment and the other machines' reports.
+    pub fleet: Option<fleet::leader::Collected>,
+    /// What the runner's own sampling of the databases cost.
+    pub probe: ProbeCost,
 }
 
-/// Diagnostics polled in the background until `stop` fires.
-fn spawn_poller(
-    client: diagnostics::Client,
+/// The runner's samples of both databases, taken in the background until `stop` fires.
+fn spawn_probe(
+    mut probe: Probe,
     every: Duration,
     origin: Instant,
     polled: Arc<Mutex<Vec<Pair>>>,
-) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<ProbeCost>) {
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         loop {
             tokio::select! {
-                _ = &mut stopped => return,
+                _ = &mut stopped => return probe.finish(),
                 _ = tokio::time::sleep(every) => {}
             }
-            if let Ok(pair) = client.pair(origin.elapsed().as_secs_f64()).await
-                && let Ok(mut list) = polled.lock()
-            {
+            let pair = probe.sample(origin.elapsed().as_secs_f64()).await;
+            if let Ok(mut list) = polled.lock() {
                 list.push(pair);
             }
         }
@@ -100,27 +105,44 @@ pub async fn run(
         cpu::locate("orders-pg", Role::Service, "pg", &setup.pg_url),
         cpu::locate("mongod", Role::Database, "mongo", &setup.databases.mongodb_uri),
         cpu::locate("orders-mongo", Role::Service, "mongo", &setup.mongo_url),
+        cpu::runner(),
     ];
+    let probe = Probe::connect(&setup.databases, client.clone(), spec.poll_interval).await;
 
+    // With other load machines, every k6 starts paused and all are resumed at the same moment.
+    let fleet = match &setup.fleet {
+        Some(fleet) => Some(fleet::leader::Started::begin(fleet, &env, &setup.manifest, label).await?),
+        None => None,
+    };
+    let args = fleet.as_ref().map(fleet::leader::Started::k6_args).unwrap_or_default();
     let reaped_before = procstat::own_reaped_children_seconds();
-    let origin = Instant::now();
-    let mut running = launch::spawn(spec.generator, spec, setup, env, summary_path, log_path, origin)?;
+    // The native generator's origin is its start; k6's (with followers) the common resume.
+    let spawned = Instant::now();
+    let extras = launch::K6Extras { env, args };
+    let mut running = launch::spawn(spec.generator, spec, setup, extras, summary_path, log_path, spawned)?;
+    let late_ms = match (&fleet, running.k6()) {
+        (Some(fleet), Some(k6)) => fleet.release(k6, log_path).await?,
+        _ => 0.0,
+    };
+    let origin = if fleet.is_some() { Instant::now() } else { spawned };
     let mut sampler = Sampler::new(components, origin);
     sampler.components.push(Component {
         name: spec.generator.process_name().into(),
         role: Role::LoadGenerator,
         target: None,
-        pid: running.child.id(),
+        pid: running.pid(),
         note: None,
     });
     sampler.sample();
     let polled = Arc::new(Mutex::new(Vec::new()));
-    let (stop_polling, poller) = spawn_poller(client.clone(), spec.poll_interval, origin, polled.clone());
+    let (stop_polling, poller) = spawn_probe(probe, spec.poll_interval, origin, polled.clone());
 
     let rates = spec.plan.rates();
     let targets: Vec<String> = TARGETS.iter().map(|t| (*t).to_owned()).collect();
     let mut early = EarlyStop::default();
-    let (mut scenario_start, mut reported_step, mut stopped_early) = (None::<f64>, 0usize, false);
+    // A released (paused) k6 starts its scenarios at `origin`; otherwise estimated from its counts.
+    let released = fleet.as_ref().map(|_| 0.0);
+    let (mut scenario_start, mut reported_step, mut stopped_early) = (released, 0usize, false);
     let mut last_view = LiveView::default();
     let mut drop_samples: Vec<(f64, BTreeMap<String, u64>)> = Vec::new();
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
@@ -133,7 +155,7 @@ pub async fn run(
     );
     let status = loop {
         tokio::select! {
-            status = running.child.wait() => break status.with_context(|| format!("waiting for {generator}"))?,
+            status = running.child().wait() => break status.with_context(|| format!("waiting for {generator}"))?,
             _ = ticker.tick() => {
                 sampler.sample();
                 let Ok(view) = running.view().await else { continue };
@@ -158,6 +180,9 @@ pub async fn run(
                     if let Err(error) = running.stop().await {
                         eprintln!("{label} could not stop {generator} early ({error:#}); it runs to the last step");
                     }
+                    if let Some(fleet) = &fleet {
+                        fleet.stop().await;
+                    }
                 }
                 last_view = view;
             }
@@ -167,11 +192,27 @@ pub async fn run(
     let load_seconds = procstat::own_reaped_children_seconds().zip(reaped_before).map(|(after, before)| after - before);
     sampler.sample();
     let _ = stop_polling.send(());
-    let _ = poller.await;
+    let probe = poller.await.unwrap_or_default();
     let polled: Vec<Pair> = polled.lock().map(|list| list.clone()).unwrap_or_default();
+    let fleet = match fleet {
+        Some(fleet) => Some(fleet.collect(late_ms, spec.settle).await?),
+        None => None,
+    };
     if reported_step < rates.len() && !stopped_early {
         let rate = rates.get(reported_step).copied().unwrap_or(0);
         eprintln!("{label} {} (figures of the last moment)", progress_line(&last_view, reported_step, rate));
     }
-    Ok(Driven { status, origin, exited_at, load_seconds, scenario_start, stopped_early, drop_samples, sampler, polled })
+    Ok(Driven {
+        status,
+        origin,
+        exited_at,
+        load_seconds,
+        scenario_start,
+        stopped_early,
+        drop_samples,
+        sampler,
+        polled,
+        fleet,
+        probe,
+    })
 }

@@ -46,50 +46,68 @@ impl Generator {
 
 /// What the native generator's progress lines said so far.
 #[derive(Default)]
-struct Progress {
+pub struct Progress {
     view: LiveView,
     /// When step 0 began, seconds after the origin (from the first line's `t`).
     scenario_start: Option<f64>,
 }
 
-enum Channel {
-    Native { progress: Arc<Mutex<Progress>>, stdin: Option<tokio::process::ChildStdin> },
-    K6(k6::live::Api),
-}
-
-pub struct Running {
-    pub child: tokio::process::Child,
-    channel: Channel,
+/// The generator's process and how to talk to it.
+pub enum Running {
+    Native { child: tokio::process::Child, progress: Arc<Mutex<Progress>>, stdin: Option<tokio::process::ChildStdin> },
+    K6(k6::Running),
 }
 
 impl Running {
+    pub fn child(&mut self) -> &mut tokio::process::Child {
+        match self {
+            Self::Native { child, .. } => child,
+            Self::K6(running) => &mut running.child,
+        }
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            Self::Native { child, .. } => child.id(),
+            Self::K6(running) => running.child.id(),
+        }
+    }
+
+    /// k6's process and API (for the execution segments of `--followers`).
+    pub fn k6(&mut self) -> Option<&mut k6::Running> {
+        match self {
+            Self::Native { .. } => None,
+            Self::K6(running) => Some(running),
+        }
+    }
+
     /// The live figures now.
     pub async fn view(&self) -> Result<LiveView> {
-        match &self.channel {
-            Channel::Native { progress, .. } => {
+        match self {
+            Self::Native { progress, .. } => {
                 Ok(progress.lock().map_err(|_| anyhow::anyhow!("progress lock"))?.view.clone())
             }
-            Channel::K6(api) => api.view().await,
+            Self::K6(running) => running.api.view().await,
         }
     }
 
     /// When step 0 began, seconds after `origin`, if the generator said so.
     pub fn scenario_start(&self) -> Option<f64> {
-        match &self.channel {
-            Channel::Native { progress, .. } => progress.lock().ok()?.scenario_start,
-            Channel::K6(_) => None,
+        match self {
+            Self::Native { progress, .. } => progress.lock().ok()?.scenario_start,
+            Self::K6(_) => None,
         }
     }
 
     /// Ends the run early; the generator still writes its summary.
     pub async fn stop(&mut self) -> Result<()> {
-        match &mut self.channel {
-            Channel::Native { stdin, .. } => {
+        match self {
+            Self::Native { stdin, .. } => {
                 let pipe = stdin.as_mut().context("the generator's stdin is closed")?;
                 pipe.write_all(b"stop\n").await.context("telling the generator to stop")?;
                 pipe.flush().await.context("telling the generator to stop")
             }
-            Channel::K6(api) => api.stop().await,
+            Self::K6(running) => running.api.stop().await,
         }
     }
 }
@@ -121,21 +139,27 @@ fn native_args(spec: &RoundSpec, setup: &Setup, summary: &Path) -> Vec<String> {
     ]
 }
 
-/// Starts the generator: `k6_env` is k6's environment (ignored by the native one), `log` gets
-/// its stderr (k6: stdout too).
+/// What k6 needs that the native generator does not: its environment and further flags (an
+/// execution segment, `--paused`).
+pub struct K6Extras {
+    pub env: Vec<(String, String)>,
+    pub args: Vec<String>,
+}
+
+/// Starts the generator; `log` gets its stderr (k6: stdout too).
 pub fn spawn(
     generator: Generator,
     spec: &RoundSpec,
     setup: &Setup,
-    k6_env: Vec<(String, String)>,
+    k6: K6Extras,
     summary: &Path,
     log: &Path,
     origin: Instant,
 ) -> Result<Running> {
     match generator {
         Generator::K6 => {
-            let running = k6::spawn(k6::Launch { binary: &setup.k6, script: &setup.script, env: k6_env, log })?;
-            Ok(Running { child: running.child, channel: Channel::K6(running.api) })
+            let launch = k6::Launch { binary: &setup.k6, script: &setup.script, env: k6.env, log, args: k6.args };
+            Ok(Running::K6(k6::spawn(launch)?))
         }
         Generator::Native => {
             let binary = native_binary()?;
@@ -167,7 +191,7 @@ pub fn spawn(
                 });
             }
             let stdin = child.stdin.take();
-            Ok(Running { child, channel: Channel::Native { progress, stdin } })
+            Ok(Running::Native { child, progress, stdin })
         }
     }
 }
@@ -212,6 +236,8 @@ mod tests {
             script: PathBuf::new(),
             manifest: PathBuf::from("/d/dataset.json"),
             extra_env: Vec::new(),
+            fleet: None,
+            budget_note: None,
         };
         let args = native_args(&spec, &setup, Path::new("/r/load-summary.json")).join(" ");
         assert_eq!(

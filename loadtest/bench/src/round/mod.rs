@@ -1,9 +1,12 @@
 //! `orders-bench round`: one mix, repeated (default three times). Each repeat optionally reseeds
 //! identical data into both databases (`--reseed`, as study S1 did before every round), passes the
 //! fairness gate, snapshots both services' `/diagnostics`, drives both at the same moment with one
-//! k6 run up a staircase of arrival rates (polling diagnostics and CPU meanwhile, and stopping once
-//! every target has failed), snapshots again, and judges every step against the pass mark. The
-//! round folder gets the raw files, `result.json`, `report.md`/`report.html` and the charts.
+//! k6 run up a staircase of arrival rates (sampling the databases from its own connections about
+//! once per step and CPU every half second meanwhile, and stopping once every target has failed),
+//! snapshots again, and judges every step against the pass mark. With `--db-cpus`/`--db-memory`
+//! it first puts the local stack's databases under equal budgets (and puts back the old ones
+//! afterwards). The round folder gets the raw files, `result.json`, `report.md`/`report.html` and
+//! the charts.
 
 mod counts;
 pub mod cpu;
@@ -11,6 +14,8 @@ mod drive;
 pub mod explain;
 pub mod fairness;
 pub mod launch;
+pub mod limit;
+mod load_generator;
 mod repeat;
 pub mod result;
 pub mod stall;
@@ -68,9 +73,10 @@ pub struct LoadArgs {
     /// says so at the top.
     #[arg(long = "allow-mismatch")]
     pub allow_mismatch: bool,
-    /// Seconds between `/diagnostics` polls during a run (the GIN pending list is seen this way).
-    #[arg(long = "poll-interval", default_value = "2s", value_parser = parse_seconds)]
-    pub poll_interval: f64,
+    /// Seconds between the runner's samples of both databases during a run (pending list, table
+    /// counters, WAL; from its own connections) [default: once per step].
+    #[arg(long = "poll-interval", value_parser = parse_seconds)]
+    pub poll_interval: Option<f64>,
 }
 
 impl LoadArgs {
@@ -165,8 +171,12 @@ pub struct RoundArgs {
     /// Where the databases are (reseeding, exact counts, WAL; CPU when they are local).
     #[command(flatten)]
     pub databases: crate::databases::Databases,
+    /// Equal budgets for the databases, when they are the local stack's [default: leave them as
+    /// they are; the report says what they were].
+    #[command(flatten)]
+    pub budget: crate::budget::BudgetArgs,
     /// The load generator: orders-bench's own (`native`, cheap enough to share the machine with the
-    /// databases) or k6 with loadtest/k6/orders.js.
+    /// databases) or k6 with loadtest/k6/orders.js (what load droplets and --followers use).
     #[arg(long, value_enum, default_value_t = launch::Generator::Native)]
     pub generator: launch::Generator,
     /// The k6 binary, with --generator k6 [default: the local stack's .venv/bin/k6, else k6 on the PATH].
@@ -178,6 +188,11 @@ pub struct RoundArgs {
     /// Folder for the round's files [default: results/<timestamp>-<name>].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Agents (`orders-bench agent`) on other load machines, as base URLs, e.g.
+    /// `http://10.110.0.7:9400,http://10.110.0.8:9400`: every repeat then runs in k6 execution
+    /// segments, this machine's and one per agent, started together and merged into one result.
+    #[arg(long, value_delimiter = ',')]
+    pub followers: Vec<String>,
 }
 
 /// One round to run: what to offer and how to judge it.
@@ -210,6 +225,10 @@ pub struct Setup {
     pub manifest: PathBuf,
     /// Extra environment for k6 (the demo marks every process it starts).
     pub extra_env: Vec<(String, String)>,
+    /// Other load machines that share every repeat's load (`--followers`).
+    pub fleet: Option<crate::fleet::leader::Fleet>,
+    /// Why the databases run without budgets, when the caller knows (the report says it).
+    pub budget_note: Option<String>,
 }
 
 /// `20261130T101500Z`, for folder names.
@@ -222,6 +241,9 @@ fn folder_name(name: &str) -> String {
 }
 
 pub async fn run(args: RoundArgs) -> Result<()> {
+    if !args.followers.is_empty() && args.generator != launch::Generator::K6 {
+        bail!("--followers runs k6 execution segments on every load machine: add --generator k6");
+    }
     let name = args.name.clone().unwrap_or_else(|| args.mix.clone());
     let repo = crate::repo::root().ok();
     let script = match (&args.script, &repo) {
@@ -253,7 +275,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         mark: args.load.pass_mark(),
         early_stop: !args.load.run_all_steps,
         allow_mismatch: args.load.allow_mismatch,
-        poll_interval: Duration::from_secs_f64(args.load.poll_interval),
+        poll_interval: Duration::from_secs_f64(args.load.poll_interval.unwrap_or(args.load.step_duration)),
         vu_budget_ms: args.load.vu_budget_ms,
         settle: Duration::from_secs(90),
         reseed,
@@ -270,12 +292,27 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         script,
         manifest,
         extra_env: Vec::new(),
+        fleet: (!args.followers.is_empty()).then(|| crate::fleet::leader::Fleet { followers: args.followers.clone() }),
+        budget_note: None,
     };
     let out = match &args.out {
         Some(out) => out.clone(),
-        None => repo.unwrap_or_default().join("results").join(format!("{}-{}", folder_stamp(), folder_name(&name))),
+        None => {
+            repo.clone().unwrap_or_default().join("results").join(format!("{}-{}", folder_stamp(), folder_name(&name)))
+        }
     };
-    let round = run_round(&spec, &setup, &out).await?;
+    let budget = match (&args.budget, &repo) {
+        (flags, Some(repo)) if flags.given() => {
+            Some(crate::budget::apply_to_round(flags, &setup.databases, repo).await?)
+        }
+        (flags, None) if flags.given() => bail!("--db-cpus/--db-memory need the repository's infra/local/stack.sh"),
+        _ => None,
+    };
+    let round = run_round(&spec, &setup, &out).await;
+    if let Some(budget) = budget {
+        budget.restore().await?;
+    }
+    let round = round?;
     crate::report::write(&out, &[(out.clone(), round)])?;
     println!("report: {}", out.join("report.md").display());
     Ok(())
@@ -315,6 +352,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         approx_doc_bytes: m.approx_doc_bytes,
     });
     let mix_weights = repeat::mix_weights(out, &repeats);
+    let budget = repeats.first().map(|r| crate::budget::record::label(&r.cpu.budgets, setup.budget_note.as_deref()));
     let round = RoundResult {
         name: spec.name.clone(),
         mix: spec.mix.clone(),
@@ -326,6 +364,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         data_set,
         machine: Machine::this(),
         fairness_overridden: repeats.iter().any(|r| !r.fairness.ok),
+        budget,
         repeats,
         max_rate,
         dir: ".".into(),

@@ -4,12 +4,14 @@
 //! explaining figures and the CPU report (the load run itself is `drive`). Raw files go to
 //! `repeat-<n>/`.
 
-use super::cpu;
 use super::drive::{self, Driven, TARGETS};
 use super::fairness::{self, Fairness};
+use super::limit;
+use super::load_generator::GeneratorSummary;
 use super::result::{RepeatResult, TargetResult};
 use super::verdict::{drops_per_step, judge_target, max_passing_rate};
 use super::{RoundSpec, Setup, counts, explain, stall};
+use crate::budget::record;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::diagnostics::{self, Pair};
 use crate::k6::summary::{LoadGenerator, Summary};
@@ -104,6 +106,8 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         drop_samples,
         sampler,
         polled,
+        fleet,
+        probe,
     } = driven;
     // PostgreSQL backends report their counters at most once a second: let the last second land.
     tokio::time::sleep(STATS_LAG).await;
@@ -139,6 +143,8 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         files.insert(key.to_owned(), format!("{rel}/{file}"));
     }
 
+    // Several load machines: judge the merged summary, with every machine's drops.
+    let fleet = fleet.map(|f| f.combine(&dir, &summary_path, &drop_samples, scenario_start)).transpose()?;
     let generator = spec.generator.process_name();
     let summary = Summary::read(&summary_path).with_context(|| {
         format!("{generator} exited with {status} without a usable summary; see {}", log_path.display())
@@ -148,8 +154,11 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     for (name, target) in &summary.targets {
         let samples: Vec<(f64, u64)> =
             drop_samples.iter().map(|(t, d)| (*t, d.get(name).copied().unwrap_or(0))).collect();
-        let drops = (!samples.is_empty() && scenario_start.is_some())
-            .then(|| drops_per_step(&samples, start, &target.steps, target.dropped_iterations));
+        let drops = match &fleet {
+            Some(fleet) => Some(fleet.drops(name)),
+            None => (!samples.is_empty() && scenario_start.is_some())
+                .then(|| drops_per_step(&samples, start, &target.steps, target.dropped_iterations)),
+        };
         judged.insert(name.clone(), judge_target(target, summary.run_seconds, &spec.mark, drops.as_deref()));
     }
     stall::review(&mut judged, &summary, &spec.mark);
@@ -181,11 +190,14 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         explain.pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi);
     }
     let requests: BTreeMap<String, u64> = TARGETS.iter().map(|t| ((*t).to_owned(), summary.requests(t))).collect();
-    let mut cpu = sampler.report(load_seconds, start, &summary.offered.steps, &requests);
+    let generator_figures = GeneratorSummary::read(&summary_path);
+    let mut cpu = sampler.report(load_seconds, start, &summary.offered.steps, &requests, generator_figures.as_ref());
+    cpu.probe = Some(probe);
+    record::add_engine_caches(&mut cpu.budgets, &after);
     for (name, target) in &target_results {
         let failed = target.steps.iter().find(|s| s.complete && !s.passed);
         if let Some(step_cpu) = failed.and_then(|f| cpu.steps.iter().find(|s| s.step == f.step)) {
-            let limit = cpu::limit(name, step_cpu, &sampler.components, cpu.cores);
+            let limit = limit::limit(name, step_cpu, &sampler.components, cpu.cores);
             cpu.limits.insert(name.clone(), limit);
         }
     }
@@ -197,6 +209,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         })
         .collect();
     eprintln!("{label} {}", verdicts.join("; "));
+    let fleet = fleet.map(|f| f.report(&cpu));
     Ok(RepeatResult {
         index,
         reseeded: spec.reseed.is_some(),
@@ -213,6 +226,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             .load_generator
             .clone()
             .or(Some(LoadGenerator { kind: "k6".into(), ..LoadGenerator::default() })),
+        fleet,
     })
 }
 

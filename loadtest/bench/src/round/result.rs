@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const SCHEMA: &str = "orders-bench/result/1";
+pub const SCHEMA: &str = "orders-bench/result/2";
+/// Older schemas this version still reads (their new fields are empty).
+const READS: [&str; 2] = [SCHEMA, "orders-bench/result/1"];
 pub const FILE: &str = "result.json";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,6 +98,10 @@ pub struct RoundResult {
     pub machine: Machine,
     /// True when a fairness check failed and `--allow-mismatch` let the round run anyway.
     pub fairness_overridden: bool,
+    /// The databases' resource budgets in words ("0.25 CPU and 4.0 GiB each (cgroup v1, ...)",
+    /// "no budgets (...)"), from the first repeat's kernel readings.
+    #[serde(default)]
+    pub budget: Option<String>,
     pub repeats: Vec<RepeatResult>,
     /// Per target (`pg`, `mongo`): median and range of the repeats' maximum passing rates.
     pub max_rate: BTreeMap<String, RateSummary>,
@@ -140,6 +146,9 @@ pub struct RepeatResult {
     /// time per step.
     #[serde(default)]
     pub load_generator: Option<LoadGenerator>,
+    /// With several load machines (`round --followers`): what each offered, achieved and used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<crate::fleet::FleetReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -170,7 +179,7 @@ pub fn read(path: &Path) -> Result<(std::path::PathBuf, Vec<RoundResult>)> {
     let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     let parsed: ResultFile =
         serde_json::from_str(&text).with_context(|| format!("{} is not a result.json", file.display()))?;
-    if parsed.schema != SCHEMA {
+    if !READS.contains(&parsed.schema.as_str()) {
         bail!("{}: schema {} (this orders-bench reads {SCHEMA})", file.display(), parsed.schema);
     }
     Ok((base, parsed.rounds))
@@ -179,6 +188,17 @@ pub fn read(path: &Path) -> Result<(std::path::PathBuf, Vec<RoundResult>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_1_files_still_read_and_unknown_versions_do_not() {
+        let dir = std::env::temp_dir().join(format!("orders-bench-schema-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        for (schema, readable) in [("orders-bench/result/1", true), (SCHEMA, true), ("orders-bench/result/9", false)] {
+            std::fs::write(dir.join(FILE), format!(r#"{{"schema": "{schema}", "rounds": []}}"#)).expect("write");
+            assert_eq!(read(&dir).is_ok(), readable, "{schema}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn the_plan_lists_every_rate_up_to_the_maximum() {

