@@ -73,7 +73,7 @@ cmd_round() {
   id=$(date -u +%Y%m%dT%H%M%SZ)-$MIX
   args=(--mix "$MIX" --start-rate "$START_RATE" --step "$STEP" --max-rate "$MAX_RATE" --step-duration "$STEP_DURATION"
     --pg-url "http://$pg:$APP_PORT" --mongo-url "http://$mongo:$APP_PORT" ${reseed[@]+"${reseed[@]}"}
-    --manifest /opt/orders/dataset.json --script /opt/orders/loadtest/k6/orders.js --out "/opt/orders/results/$id")
+    --manifest /opt/orders/dataset.json --generator k6 --script /opt/orders/loadtest/k6/orders.js --out "/opt/orders/results/$id")
   if [ -n "$followers" ]; then args+=(--followers "$followers"); fi
   say "round $id: mix $MIX, $START_RATE..$MAX_RATE req/s per target in steps of $STEP every $STEP_DURATION, from $(printf '%s\n' "$LOADS" | grep -c .) load droplet(s)"
   rssh "$(need_ip "$LEADER" public)" "orders-round start $(quote "$id" "${args[@]}" ${extra[@]+"${extra[@]}"})"

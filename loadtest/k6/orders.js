@@ -7,11 +7,16 @@
 //   START_RATE, STEP, STEP_DURATION, MAX_RATE
 //                  ramping-arrival-rate (used when RATE is unset): START_RATE, START_RATE+STEP, ...
 //                  up to MAX_RATE, each rate held for STEP_DURATION (defaults 100, 100, 30s, 1000)
-//   MIX            read | customer | product | insert | status | shop (default), or weights such
-//                  as "read:50,product:30,insert:20"
+//   RATES          instead of START_RATE, STEP and MAX_RATE: the staircase's rates, comma-separated
+//                  (what orders-bench round passes)
+//   MIX            a mix of ../mixes.json: read | customer | product | insert | status | shop
+//                  (default), or weights such as "read:50,product:30,insert:20"
 //   MANIFEST       the data set manifest written by `orders-bench seed` (default
 //                  .local/dataset.json); a relative path is taken from the working directory
-//   SUMMARY        where handleSummary writes its JSON (default summary.json)
+//   SUMMARY        where handleSummary writes its JSON (default: k6-summary.json beside the
+//                  manifest, e.g. .local/k6-summary.json, which git ignores)
+//   PRINT_MIXES    set: print the endpoints and mixes as read from ../mixes.json, and MIX resolved,
+//                  as one line `MIXES {...}` (for the test that compares them with orders-bench's)
 //   P95_MS, MAX_FAILED_RATE   pass marks per target (default 50 ms and 0.01, as in study S1)
 //   PRE_VUS, MAX_VUS, VU_BUDGET_MS, REQUEST_TIMEOUT   see vuSizing() and README.md
 //   PREFER         "return=minimal": the writes carry `Prefer: return=minimal` (RFC 7240), so an
@@ -47,21 +52,22 @@ function parseTargets(text) {
   return targets;
 }
 
-// S1's "shop": mostly order reads, product searches (the query behind finding F1), and enough
-// inserts to grow the GIN pending list within the first step. See README.md for the reasoning.
-const MIXES = {
-  read: { read: 100 },
-  customer: { customer: 100 },
-  product: { product: 100 },
-  insert: { insert: 100 },
-  status: { status: 100 },
-  shop: { read: 60, product: 30, insert: 10 },
-};
+// --- the mixes: ../mixes.json, the one definition orders-bench's native generator reads too ------
+// (endpoints: method, path template, expected status, body kind; mixes: endpoint weights). S1's
+// "shop" is mostly order reads, product searches (the query behind finding F1), and enough inserts
+// to grow the GIN pending list within the first step; see README.md for the reasoning.
 
-const ENDPOINT_NAMES = ['read', 'customer', 'product', 'insert', 'status'];
+const DEFINITIONS = JSON.parse(open('../mixes.json'));
+const ENDPOINTS = DEFINITIONS.endpoints;
+const MIXES = DEFINITIONS.mixes;
+const ENDPOINT_NAMES = Object.keys(ENDPOINTS);
+
+function withoutZeros(weights) {
+  return Object.fromEntries(Object.entries(weights).filter(([, w]) => w > 0));
+}
 
 function parseMix(text) {
-  if (MIXES[text]) return { name: text, weights: MIXES[text] };
+  if (MIXES[text]) return { name: text, weights: withoutZeros(MIXES[text]) };
   const weights = {};
   for (const part of text.split(',')) {
     const [endpoint, weight] = part.split(':').map((s) => s.trim());
@@ -139,15 +145,21 @@ function loadModel() {
       peak: rate,
     };
   }
-  const start = wholeRate('START_RATE', 100);
-  const step = wholeRate('STEP', 100);
-  const max = wholeRate('MAX_RATE', 1000);
   const hold = seconds('STEP_DURATION', ENV.STEP_DURATION || '30s');
-  if (max < start) throw new Error('MAX_RATE must be at least START_RATE');
-  const steps = [];
-  for (let rate = start, at = 0; rate <= max; rate += step, at += hold) {
-    steps.push({ from_s: at, to_s: at + hold, rate });
+  const rates = [];
+  if (ENV.RATES) {
+    for (const text of ENV.RATES.split(',')) {
+      if (!/^\s*[1-9]\d*\s*$/.test(text)) throw new Error(`RATES: "${text}" is not a whole number of requests per second`);
+      rates.push(Number(text));
+    }
+  } else {
+    const start = wholeRate('START_RATE', 100);
+    const step = wholeRate('STEP', 100);
+    const max = wholeRate('MAX_RATE', 1000);
+    if (max < start) throw new Error('MAX_RATE must be at least START_RATE');
+    for (let rate = start; rate <= max; rate += step) rates.push(rate);
   }
+  const steps = rates.map((rate, i) => ({ from_s: i * hold, to_s: (i + 1) * hold, rate }));
   // Each rate is held for a whole step; a 0 s stage jumps to the next rate at once.
   const stages = [];
   steps.forEach((s, i) => {
@@ -156,9 +168,9 @@ function loadModel() {
   });
   return {
     executor: 'ramping-arrival-rate',
-    settings: { startRate: start, timeUnit: '1s', stages },
+    settings: { startRate: rates[0], timeUnit: '1s', stages },
     steps,
-    peak: steps[steps.length - 1].rate,
+    peak: Math.max(...rates),
   };
 }
 
@@ -200,6 +212,11 @@ function quantiles(v) {
 
 // --- options: scenarios and thresholds ---------------------------------------------------------------
 
+// Every sub-metric below costs k6 work on every request (each sample is matched against every
+// sub-metric of its metric, and a Trend sub-metric keeps every value), so there are only those
+// the summary needs: the pass marks per target, failures per endpoint (the runner counts writes;
+// latency per endpoint is not kept), and per step failures and latency, of which the verdicts are
+// made. Counts come with the failure rates (see requestFigures).
 function thresholds() {
   const all = {};
   for (const { name } of TARGETS) {
@@ -210,17 +227,14 @@ function thresholds() {
     // tags; each target's scenario is named after it.
     all[`dropped_iterations{scenario:${name}}`] = ['count<1'];
     // Always true: they only make k6 keep these sub-metrics for handleSummary.
-    all[`http_reqs{target:${name}}`] = ['count>=0'];
-    all[`iterations{target:${name}}`] = ['count>=0'];
     for (const endpoint of MIX_ENDPOINTS) {
-      all[`http_req_duration{target:${name},endpoint:${endpoint}}`] = ['max>=0'];
       all[`http_req_failed{target:${name},endpoint:${endpoint}}`] = ['rate>=0'];
-      all[`http_reqs{target:${name},endpoint:${endpoint}}`] = ['count>=0'];
     }
     // The same per step, for the figures of every rate of the staircase.
     LOAD.steps.forEach((_, step) => {
       all[`http_req_duration{target:${name},step:${step}}`] = ['max>=0'];
       all[`http_req_failed{target:${name},step:${step}}`] = ['rate>=0'];
+      // For orders-bench's live view only: k6's REST API gives a rate no count.
       all[`http_reqs{target:${name},step:${step}}`] = ['count>=0'];
     });
   }
@@ -239,16 +253,19 @@ export const options = {
   thresholds: thresholds(),
   summaryTrendStats: ['min', 'avg', 'med', 'p(90)', 'p(95)', 'p(99)', 'max', ...QUANTILE_GRID.map((q) => `p(${q})`)],
   discardResponseBodies: true,
-  // k6's default system tags minus `url`: requests are grouped by `name` (the route template), so
-  // no output (JSON, Prometheus) gets one time series per order id.
-  systemTags: ['proto', 'subproto', 'status', 'method', 'name', 'group', 'check', 'error', 'error_code',
-    'tls_version', 'scenario', 'service', 'expected_response'],
+  // Only the system tags worth a time series: every tag is work on every sample. No `url`: requests
+  // are grouped by `name` (the route template), so no output (JSON, Prometheus) gets one time
+  // series per order id.
+  systemTags: ['status', 'method', 'name', 'scenario'],
   userAgent: 'orders-bench-k6/1',
 };
 
-// --- the requests ------------------------------------------------------------------------------
+// --- the requests, made from ../mixes.json's endpoints ---------------------------------------------
+// Everything that does not change between requests is made once per VU here (k6 recommends this for
+// response callbacks in particular), so an iteration only draws ids and builds a URL.
 
 const STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'];
+const STATUS_BODIES = STATUSES.map((status) => JSON.stringify({ status }));
 const BASE_URL = Object.fromEntries(TARGETS.map(({ name, url }) => [name, url]));
 // Inserted orders carry a note as long as the seeded ones, made like the seeder's (random words of
 // the same list, loadtest/bench/src/dataset/words.rs), so it compresses like theirs. Built once
@@ -274,6 +291,7 @@ const JSON_HEADERS = { 'Content-Type': 'application/json' };
 if (ENV.PREFER && ENV.PREFER !== 'return=minimal') throw new Error(`PREFER: "${ENV.PREFER}" is not return=minimal`);
 const MINIMAL = ENV.PREFER === 'return=minimal';
 const WRITE_HEADERS = MINIMAL ? { ...JSON_HEADERS, Prefer: 'return=minimal' } : JSON_HEADERS;
+const ID_RANGES = { order_id: MANIFEST.order_ids, customer_id: MANIFEST.customer_ids, product_id: MANIFEST.product_ids };
 
 function between(min, max) {
   return min + Math.floor(Math.random() * (max - min + 1));
@@ -281,24 +299,6 @@ function between(min, max) {
 
 function idIn(range) {
   return between(range.min, range.max);
-}
-
-// The step (index into LOAD.steps) the current iteration started in, from the time since the
-// scenario started; set by drive() before each request, read by params().
-let currentStep = 0;
-
-function stepAt(elapsedSeconds) {
-  const index = LOAD.steps.findIndex((s) => elapsedSeconds < s.to_s);
-  return index === -1 ? LOAD.steps.length - 1 : index;
-}
-
-function params(endpoint, route, expected, headers) {
-  return {
-    tags: { endpoint, name: route, step: String(currentStep) },
-    responseCallback: http.expectedStatuses(expected),
-    timeout: REQUEST_TIMEOUT,
-    headers,
-  };
 }
 
 // A new order shaped like the seeded ones; no id, so the service assigns a unique time-ordered one
@@ -324,17 +324,52 @@ function newOrder() {
   return JSON.stringify(body);
 }
 
-const REQUESTS = {
-  read: (base) => http.get(`${base}/orders/${idIn(MANIFEST.order_ids)}`, params('read', '/orders/{id}', 200)),
-  customer: (base) => http.get(`${base}/customers/${idIn(MANIFEST.customer_ids)}/orders?limit=20`,
-    params('customer', '/customers/{customer_id}/orders', 200)),
-  product: (base) => http.get(`${base}/products/${idIn(MANIFEST.product_ids)}/orders?limit=10`,
-    params('product', '/products/{product_id}/orders', 200)),
-  insert: (base) => http.post(`${base}/orders`, newOrder(), params('insert', '/orders', 201, WRITE_HEADERS)),
-  status: (base) => http.patch(`${base}/orders/${idIn(MANIFEST.order_ids)}/status`,
-    JSON.stringify({ status: STATUSES[between(0, STATUSES.length - 1)] }),
-    params('status', '/orders/{id}/status', MINIMAL ? 204 : 200, WRITE_HEADERS)),
+const BODIES = {
+  none: () => null,
+  new_order: newOrder,
+  status: () => STATUS_BODIES[between(0, STATUS_BODIES.length - 1)],
 };
+
+// `/customers/{customer_id}/orders?limit=20` → ['/customers/', 'customer_id', '/orders?limit=20']:
+// text at even places, ids to draw at odd ones.
+function pathParts(template) {
+  return template.split(/\{(order_id|customer_id|product_id)\}/);
+}
+
+// One entry per endpoint of the mix: how to make its request, and its params per step (made the
+// first time a step is reached).
+const PLANS = Object.fromEntries(MIX_ENDPOINTS.map((endpoint) => {
+  const e = ENDPOINTS[endpoint];
+  if (!BODIES[e.body]) throw new Error(`../mixes.json: endpoint ${endpoint} has an unknown body kind ${e.body}`);
+  return [endpoint, {
+    method: e.method,
+    parts: pathParts(e.path),
+    body: BODIES[e.body],
+    route: e.path.split('?')[0],
+    // With `Prefer: return=minimal` a write answers without a body: 200 becomes 204 (201 stays).
+    callback: http.expectedStatuses(MINIMAL && e.body !== 'none' && e.expect === 200 ? 204 : e.expect),
+    headers: e.body === 'none' ? undefined : WRITE_HEADERS,
+    params: [],
+  }];
+}));
+
+function pathOf(parts) {
+  let path = parts[0];
+  for (let i = 1; i < parts.length; i += 2) path += idIn(ID_RANGES[parts[i]]) + parts[i + 1];
+  return path;
+}
+
+function paramsOf(endpoint, plan, step) {
+  if (!plan.params[step]) {
+    plan.params[step] = {
+      tags: { endpoint, name: plan.route, step: String(step) },
+      responseCallback: plan.callback,
+      timeout: REQUEST_TIMEOUT,
+      headers: plan.headers,
+    };
+  }
+  return plan.params[step];
+}
 
 function pickEndpoint() {
   let roll = Math.random() * MIX_TOTAL;
@@ -345,10 +380,31 @@ function pickEndpoint() {
   return MIX_ENDPOINTS[MIX_ENDPOINTS.length - 1];
 }
 
+// A VU serves one scenario (= one target) all its life: its base URL and start time are read once.
+let vuBase = null;
+let vuStart = 0;
+// The step the VU's last iteration started in; steps only go up.
+let vuStep = 0;
+
+function stepNow() {
+  const elapsed = (Date.now() - vuStart) / 1000;
+  while (vuStep < LOAD.steps.length - 1 && elapsed >= LOAD.steps[vuStep].to_s) vuStep += 1;
+  return vuStep;
+}
+
 // One iteration = one request to the scenario's target (scenario name = target name).
 export function drive() {
-  currentStep = stepAt((Date.now() - exec.scenario.startTime) / 1000);
-  REQUESTS[pickEndpoint()](BASE_URL[exec.scenario.name]);
+  if (vuBase === null) {
+    vuBase = BASE_URL[exec.scenario.name];
+    vuStart = exec.scenario.startTime;
+  }
+  const endpoint = pickEndpoint();
+  const plan = PLANS[endpoint];
+  http.request(plan.method, vuBase + pathOf(plan.parts), plan.body(), paramsOf(endpoint, plan, stepNow()));
+}
+
+if (ENV.PRINT_MIXES) {
+  console.log(`MIXES ${JSON.stringify({ endpoints: ENDPOINTS, mixes: MIXES, mix: MIX })}`);
 }
 
 // --- the summary -----------------------------------------------------------------------------------
@@ -367,10 +423,11 @@ function latency(v) {
   return { p50: round(v.med), p90: round(v['p(90)']), p95: round(v['p(95)']), p99: round(v['p(99)']), max: round(v.max) };
 }
 
+// http_req_failed is a rate over every request: `passes` are the failed ones, `fails` the others,
+// so it gives the count too and no http_reqs sub-metric is needed.
 function requestFigures(data, tags, runSeconds) {
-  const reqs = values(data, `http_reqs{${tags}}`);
   const failed = values(data, `http_req_failed{${tags}}`);
-  const count = reqs.count || 0;
+  const count = (failed.passes || 0) + (failed.fails || 0);
   return {
     count,
     achieved_rate: Math.round((count / runSeconds) * 100) / 100,
@@ -386,15 +443,29 @@ function buildSummary(data) {
   const offeredIterations = LOAD.steps.reduce((sum, s) => sum + s.rate * (s.to_s - s.from_s), 0);
   const targets = {};
   for (const { name, url } of TARGETS) {
-    const iterations = values(data, `iterations{target:${name}}`).count || 0;
     const endpoints = {};
     for (const endpoint of MIX_ENDPOINTS) {
       endpoints[endpoint] = requestFigures(data, `target:${name},endpoint:${endpoint}`, plannedSeconds);
     }
+    // Counts and failures of the target are its steps' (every request belongs to one step).
+    const steps = LOAD.steps.map((s, step) => ({
+      step,
+      from_s: s.from_s,
+      to_s: s.to_s,
+      rate: s.rate,
+      offered_iterations: s.rate * (s.to_s - s.from_s),
+      ...requestFigures(data, `target:${name},step:${step}`, s.to_s - s.from_s),
+    }));
+    const count = steps.reduce((sum, s) => sum + s.count, 0);
+    const total = requestFigures(data, `target:${name}`, plannedSeconds);
+    total.count = count;
+    total.achieved_rate = Math.round((count / plannedSeconds) * 100) / 100;
+    total.failures = steps.reduce((sum, s) => sum + s.failures, 0);
     targets[name] = {
       url,
-      ...requestFigures(data, `target:${name}`, plannedSeconds),
-      iterations,
+      ...total,
+      // One iteration = one request.
+      iterations: count,
       offered_iterations: offeredIterations,
       dropped_iterations: values(data, `dropped_iterations{scenario:${name}}`).count || 0,
       thresholds: {
@@ -405,14 +476,7 @@ function buildSummary(data) {
       endpoints,
       // Per step: requests started in that step (one iteration = one request, so offered minus
       // count is what the step fell short of, dropped iterations included) and their figures.
-      steps: LOAD.steps.map((s, step) => ({
-        step,
-        from_s: s.from_s,
-        to_s: s.to_s,
-        rate: s.rate,
-        offered_iterations: s.rate * (s.to_s - s.from_s),
-        ...requestFigures(data, `target:${name},step:${step}`, s.to_s - s.from_s),
-      })),
+      steps,
     };
     targets[name].passed = Object.values(targets[name].thresholds).every((ok) => ok);
   }
@@ -434,6 +498,7 @@ function buildSummary(data) {
     },
     passed: Object.values(targets).every((t) => t.passed),
     targets,
+    load_generator: { kind: 'k6' },
   };
 }
 
@@ -454,14 +519,19 @@ function textReport(summary) {
     for (const [endpoint, f] of Object.entries(t.endpoints)) lines.push(row(endpoint, f, '', ''));
     if (t.steps.length > 1) for (const s of t.steps) lines.push(row(`@${s.rate}/s`, s, '', ''));
   }
-  lines.push(`summary: ${ENV.SUMMARY || 'summary.json'}\n`);
+  lines.push(`summary: ${SUMMARY_PATH}\n`);
   return lines.join('\n');
 }
+
+// Not the working directory itself: run by hand from the repository's root, the summary would land
+// among the tracked files. The manifest's folder exists (k6 creates no folder) and is the run's
+// own (.local/, git-ignored, by default).
+const SUMMARY_PATH = ENV.SUMMARY || `${manifestPath().replace(/[^/]*$/, '')}k6-summary.json`;
 
 export function handleSummary(data) {
   const summary = buildSummary(data);
   return {
-    [ENV.SUMMARY || 'summary.json']: `${JSON.stringify(summary, null, 2)}\n`,
+    [SUMMARY_PATH]: `${JSON.stringify(summary, null, 2)}\n`,
     stdout: textReport(summary),
   };
 }

@@ -1,9 +1,10 @@
 //! `orders-bench`: the benchmark runner of the two order services. `main` only parses the command
-//! line and hands each subcommand to its module: `seed`, `round`, `report`, `demo` and
-//! `agent` (a follower load machine, `fleet`). `dataset`
+//! line and hands each subcommand to its module: `seed`, `round`, `report`, `demo`, `load` (the
+//! native load generator, `loadgen`) and `agent` (a follower load machine, `fleet`). `dataset`
 //! and `prng` generate the orders, `manifest` records what was seeded where; `k6`, `diagnostics`,
 //! `procstat`, `cgroup` (the kernel's accounting of the databases' budgets), `budget` and `charts`
-//! serve the rounds and reports.
+//! serve the rounds and reports. `load` runs on a runtime of its own with one thread; the others
+//! on tokio's default.
 
 mod budget;
 mod cgroup;
@@ -15,6 +16,7 @@ mod diagnostics;
 mod experiment;
 mod fleet;
 mod k6;
+mod loadgen;
 mod manifest;
 mod prng;
 mod procstat;
@@ -51,6 +53,9 @@ enum Command {
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
     /// rounds and the report; stops everything it started (about ten minutes, --quick under three).
     Demo(demo::DemoArgs),
+    /// The native open-loop load generator (what `round` and `demo` run): a staircase or constant
+    /// rate, or a closed loop with --clients; the k6 script's mixes and summary JSON.
+    Load(loadgen::LoadArgs),
     /// Serve as a follower load machine: run this machine's k6 execution segment of a leader's
     /// round (`round --followers`) and report its summary, drops and CPU.
     Agent(fleet::agent::AgentArgs),
@@ -59,15 +64,25 @@ enum Command {
     Experiment(experiment::ExperimentArgs),
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+async fn dispatch(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Seed(args) => seed::run(args).await,
         Command::Round(args) => round::run(*args).await,
         Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args).await,
+        // On a thread of its own: the generator builds its own one-thread runtime.
+        Command::Load(args) => tokio::task::spawn_blocking(move || loadgen::run(args)).await?,
         Command::Agent(args) => fleet::agent::run(args).await,
         Command::Experiment(args) => experiment::run(args).await,
+    }
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Load(args) => loadgen::run(args),
+        command => tokio::runtime::Runtime::new()
+            .map_err(anyhow::Error::from)
+            .and_then(|runtime| runtime.block_on(dispatch(command))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

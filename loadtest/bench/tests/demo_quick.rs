@@ -127,7 +127,7 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
             assert!(round["max_rate"][target]["median"].is_number(), "{target} in {}: {round:#}", round["mix"]);
         }
         assert_eq!(round["repeats"][0]["fairness"]["ok"], true, "{:#}", round["repeats"][0]["fairness"]);
-        assert!(out.join(round["dir"].as_str().expect("dir")).join("repeat-1/k6-summary.json").is_file());
+        assert!(out.join(round["dir"].as_str().expect("dir")).join("repeat-1/load-summary.json").is_file());
         let budget = round["budget"].as_str().expect("the budgets in words");
         if budgets_before[0] == "none" {
             assert!(budget.starts_with("no budgets"), "{budget}");

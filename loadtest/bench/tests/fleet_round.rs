@@ -83,7 +83,16 @@ async fn two_load_machines_run_one_round_in_two_segments_merged_into_one_result(
             "--mongo-url",
             &mongo_app.base_url,
         ])
-        .args(["--followers", &agent_url, "--database-url", &pg_url, "--mongodb-uri", &mongodb_uri()])
+        .args([
+            "--generator",
+            "k6",
+            "--followers",
+            &agent_url,
+            "--database-url",
+            &pg_url,
+            "--mongodb-uri",
+            &mongodb_uri(),
+        ])
         .args(["--mongodb-db", &mongo.name])
         .arg("--manifest")
         .arg(&manifest)

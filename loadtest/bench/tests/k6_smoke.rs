@@ -55,7 +55,10 @@ async fn k6_drives_both_services_at_once_and_its_thresholds_pass() {
         for endpoint in ["read", "product", "insert"] {
             let endpoint_figures = &figures["endpoints"][endpoint];
             assert!(endpoint_figures["count"].as_u64() > Some(0), "{target} {endpoint}: {figures:#}");
-            assert!(endpoint_figures["latency_ms"]["p95"].is_number(), "{target} {endpoint}: {figures:#}");
+            assert_eq!(endpoint_figures["failures"], 0, "{target} {endpoint}: {figures:#}");
         }
+        let step = &figures["steps"][0];
+        assert_eq!(step["count"], figures["count"], "{target}: one step holds every request");
+        assert!(step["latency_ms"]["p95"].is_number(), "{target}: {figures:#}");
     }
 }

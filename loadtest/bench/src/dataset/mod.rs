@@ -186,8 +186,8 @@ fn status(rng: &mut SplitMix64) -> Status {
     Status::Delivered
 }
 
-/// Exactly `bytes` bytes of ASCII words.
-fn note_text(rng: &mut SplitMix64, bytes: usize) -> String {
+/// Exactly `bytes` bytes of ASCII words (also the note of the load generator's new orders).
+pub fn note_text(rng: &mut SplitMix64, bytes: usize) -> String {
     let mut text = String::with_capacity(bytes + 16);
     while text.len() < bytes {
         if !text.is_empty() {

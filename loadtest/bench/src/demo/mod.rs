@@ -13,6 +13,7 @@
 //! Every process it starts carries `ORDERS_BENCH_DEMO=<report folder>` in its environment, so a
 //! test (or a person) can check that none is left.
 
+mod profile;
 pub mod services;
 pub mod stack;
 
@@ -24,6 +25,7 @@ use crate::round::{self, RoundSpec, Setup};
 use crate::seed::{SeedArgs, Target};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
+use profile::{Profile, Staircase};
 use services::Service;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -34,7 +36,8 @@ pub const MARKER: &str = "ORDERS_BENCH_DEMO";
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Smoke-test size: 2,000 orders, one repeat, 2 s steps; under three minutes.
+    /// Smoke-test size: 2,000 orders, one repeat, one wide staircase of 2 s steps; about three
+    /// minutes.
     #[arg(long)]
     pub quick: bool,
     /// Folder for the report and every raw file [default: results/<timestamp>-demo].
@@ -49,7 +52,7 @@ pub struct DemoArgs {
     /// Repeats of every round [default: 3; 1 with --quick].
     #[arg(long)]
     pub repeats: Option<u32>,
-    /// Seconds each rate is held [default: 4; 2 with --quick].
+    /// Seconds each rate is held [default: 4; 2 with --quick] (see demo/profile.rs).
     #[arg(long = "step-duration", value_parser = round::parse_seconds)]
     pub step_duration: Option<f64>,
     /// Name of the database the demo creates and loads in both servers, and the services use.
@@ -67,27 +70,49 @@ pub struct DemoArgs {
     pub budget: BudgetArgs,
 }
 
-struct Profile {
-    orders: u64,
-    repeats: u32,
-    plan: RatePlan,
-}
-
 impl DemoArgs {
+    /// `profile::full()` or `quick()` with the flags that override it.
     fn profile(&self) -> Profile {
-        let (orders, repeats, step_seconds, step) =
-            if self.quick { (2_000, 1, 2.0, 200) } else { (100_000, 3, 4.0, 100) };
-        Profile {
-            orders: self.orders.unwrap_or(orders),
-            repeats: self.repeats.unwrap_or(repeats),
-            plan: RatePlan {
-                start_rate: if self.quick { 100 } else { 200 },
-                step,
-                max_rate: if self.quick { 1500 } else { 3000 },
-                step_seconds: self.step_duration.unwrap_or(step_seconds),
-            },
+        let base = if self.quick { profile::quick() } else { profile::full() };
+        let profile = Profile {
+            orders: self.orders.unwrap_or(base.orders),
+            repeats: self.repeats.unwrap_or(base.repeats),
+            ..base
+        };
+        match self.step_duration {
+            Some(seconds) => profile.with_step_seconds(seconds),
+            None => profile,
         }
     }
+}
+
+/// The staircase of `spec`'s mix: the profile's own, or one placed by a probe run into
+/// `dir/probe` (see `profile`).
+async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Path) -> Result<RatePlan> {
+    let (probe, step_seconds) = match profile.staircase {
+        Staircase::Fixed(plan) => return Ok(plan),
+        Staircase::Probed { probe, step_seconds } => (probe, step_seconds),
+    };
+    let spec = RoundSpec {
+        name: format!("{} probe", spec.name),
+        plan: probe,
+        repeats: 1,
+        poll_interval: Duration::from_secs_f64(probe.step_seconds),
+        ..spec.clone()
+    };
+    let probed = round::run_round(&spec, setup, &dir.join("probe")).await?;
+    let knees: Vec<f64> = ["pg", "mongo"].iter().filter_map(|t| profile::knee(&probed, t)).collect();
+    if knees.is_empty() {
+        bail!("the probe of {} found no target's limit; see {}", spec.mix, dir.join("probe").display());
+    }
+    let plan = profile::around(&knees, step_seconds);
+    eprintln!(
+        "demo: {} probe: knees near {} req/s; staircase {} req/s",
+        spec.mix,
+        knees.iter().map(|k| format!("{k:.0}")).collect::<Vec<_>>().join(" and "),
+        plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join("/")
+    );
+    Ok(plan)
 }
 
 /// What the demo has started and must stop.
@@ -261,7 +286,8 @@ async fn body(
     let database_url = with_database(&need("DATABASE_URL")?, &args.db_name);
     let admin_url = env.get("STACK_PG_ADMIN_URL").cloned().unwrap_or_else(|| with_database(&database_url, "postgres"));
     let mongodb_uri = need("MONGODB_URI")?;
-    let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo))?;
+    // The demo drives with the native generator; k6 is only looked up for the record.
+    let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo)).unwrap_or_default();
     create_pg_database(&admin_url, &args.db_name).await?;
 
     let bin_dir = match (&args.bin_dir, args.no_build) {
@@ -324,20 +350,25 @@ async fn body(
     };
     let mut rounds = Vec::new();
     for mix in &args.mixes {
-        let spec = RoundSpec {
+        let mut spec = RoundSpec {
             name: mix.clone(),
             mix: mix.clone(),
-            plan: profile.plan,
+            plan: RatePlan { start_rate: 1, step: 1, max_rate: 1, step_seconds: 1.0, factor: None },
             repeats: profile.repeats,
             mark: PassMark::default(),
             early_stop: true,
             allow_mismatch: false,
-            poll_interval: Duration::from_secs_f64(profile.plan.step_seconds),
+            // The runner samples the databases about once per step (set once the staircase is known).
+            poll_interval: Duration::from_secs(1),
             vu_budget_ms: 200,
             settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
             reseed: Some(seed.clone()),
+            generator: round::launch::Generator::Native,
+            prefer_minimal: false,
         };
         let dir = out.join(mix.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
+        spec.plan = staircase(&profile, &spec, &setup, &dir).await?;
+        spec.poll_interval = Duration::from_secs_f64(spec.plan.step_seconds);
         let result = round::run_round(&spec, &setup, &dir).await?;
         crate::report::write(&dir, &[(dir.clone(), result.clone())])?;
         rounds.push((dir, result));
@@ -374,9 +405,11 @@ mod tests {
             budget: BudgetArgs::default(),
         };
         let quick = args(true).profile();
-        assert_eq!((quick.orders, quick.repeats, quick.plan.step_seconds), (2_000, 1, 2.0));
-        let full = args(false).profile();
-        assert_eq!((full.orders, full.repeats), (100_000, 3));
+        assert_eq!((quick.orders, quick.repeats), (2_000, 1));
+        assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == 2.0));
+        let full = DemoArgs { repeats: Some(5), step_duration: Some(6.0), ..args(false) }.profile();
+        assert_eq!((full.orders, full.repeats), (100_000, 5));
+        assert!(matches!(full.staircase, Staircase::Probed { step_seconds, .. } if step_seconds == 6.0));
     }
 
     #[test]

@@ -129,6 +129,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
                 step: plan.staircase.step,
                 max_rate: plan.staircase.max.max(plan.staircase.start),
                 step_seconds: ctx.scale.step_seconds,
+                factor: None,
             },
             repeats: 1,
             mark: PassMark::default(),
@@ -138,11 +139,9 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             vu_budget_ms: 200,
             settle: Duration::from_secs(60),
             reseed: None,
+            generator: crate::round::launch::Generator::Native,
+            prefer_minimal: plan.minimal,
         };
-        let mut extra_env = vec![ctx.marker.clone()];
-        if plan.minimal {
-            extra_env.push(("PREFER".into(), "return=minimal".into()));
-        }
         let setup = Setup {
             pg_url: urls.pg.clone(),
             mongo_url: urls.mongo.clone(),
@@ -150,7 +149,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             k6: ctx.k6.clone(),
             script: ctx.script.clone(),
             manifest: ctx.manifest.clone(),
-            extra_env,
+            extra_env: vec![ctx.marker.clone()],
             fleet: None,
             budget_note: None,
         };

@@ -4,6 +4,8 @@
 //! k6 still writes its summary) once every target has failed a step and one more step has run:
 //! higher steps would only overload the machine and say nothing new.
 
+use crate::k6::summary::Windows;
+use crate::round::stall;
 use crate::round::verdict::PassMark;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -18,11 +20,15 @@ pub struct LiveStep {
     pub failed_rate: f64,
 }
 
-/// All targets' live figures: steps by index, and k6's dropped iterations so far.
+/// All targets' live figures: steps by index, and k6's dropped iterations so far. The native
+/// generator also sends each step's short windows and its own lag per window, for telling a
+/// stall of the machine from a failure (`round::stall`); k6 leaves them empty.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LiveView {
     pub steps: BTreeMap<String, BTreeMap<usize, LiveStep>>,
     pub dropped: BTreeMap<String, u64>,
+    pub windows: BTreeMap<String, BTreeMap<usize, Windows>>,
+    pub lag_ms: BTreeMap<usize, Vec<f64>>,
 }
 
 impl LiveView {
@@ -86,9 +92,12 @@ impl EarlyStop {
                 continue;
             }
             let steps = view.steps.get(target);
-            // Only steps that are over are judged (the next one has begun).
-            let failed = steps.into_iter().flatten().filter(|(i, _)| **i < current).find(|(_, s)| {
-                s.count > 0 && (s.p95_ms.is_some_and(|p| p >= mark.p95_ms) || s.failed_rate >= mark.max_failed_rate)
+            // Only steps that are over are judged (the next one has begun); a step that only failed
+            // in a stall of the whole machine is no failure of its target.
+            let failed = steps.into_iter().flatten().filter(|(i, _)| **i < current).find(|(i, s)| {
+                s.count > 0
+                    && (s.p95_ms.is_some_and(|p| p >= mark.p95_ms) || s.failed_rate >= mark.max_failed_rate)
+                    && !stall::explains_live(view, target, **i, mark)
             });
             if let Some((step, _)) = failed {
                 self.first_failed.insert(target.clone(), *step);

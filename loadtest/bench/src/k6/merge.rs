@@ -79,7 +79,9 @@ fn grid_of(figures: &Value, what: &str) -> Result<Grid> {
         .as_array()
         .map(|list| list.iter().filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?))).collect())
         .unwrap_or_default();
-    if count > 0 && points.len() < 3 {
+    // Figures whose latency the script does not keep (its endpoints') merge by their counts alone.
+    let latency_kept = !figures["latency_ms"]["p50"].is_null();
+    if count > 0 && points.len() < 3 && latency_kept {
         bail!("{what}: {count} requests but no quantiles_ms grid (a k6 script older than the load droplets' merge)");
     }
     Ok(Grid { count, points })
@@ -294,6 +296,23 @@ mod tests {
         let p50 = pg.figures.latency_ms.p50.expect("p50");
         assert!((p50 - 75.0).abs() < 0.5, "p50 {p50}");
         assert_eq!(pg.figures.latency_ms.max, Some(300.0));
+    }
+
+    #[test]
+    fn figures_without_latency_merge_by_their_counts() {
+        let without = |part: &mut Value| {
+            for endpoint in part["targets"]["pg"]["endpoints"].as_object_mut().expect("endpoints").values_mut() {
+                endpoint["latency_ms"] = json!({"p50": null, "p90": null, "p95": null, "p99": null, "max": null});
+                endpoint["quantiles_ms"] = json!([]);
+            }
+        };
+        let (mut a, mut b) = (part(1.0), part(2.0));
+        without(&mut a);
+        without(&mut b);
+        let merged = merge(&[a.clone(), b]).expect("merge");
+        let insert = &merged["targets"]["pg"]["endpoints"]["insert"];
+        assert_eq!(insert["count"], 2 * a["targets"]["pg"]["endpoints"]["insert"]["count"].as_u64().expect("count"));
+        assert!(insert["latency_ms"]["p50"].is_null(), "{insert}");
     }
 
     #[test]

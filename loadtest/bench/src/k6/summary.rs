@@ -1,7 +1,9 @@
 //! The JSON summary `loadtest/k6/orders.js` writes from `handleSummary` (see loadtest/README.md),
-//! read into types: the offered staircase, the mix, and per target the totals, the endpoints and
-//! the figures of every step. Only what the bench uses is typed; unknown fields are ignored so the
-//! script can add more without breaking old result folders.
+//! and `orders-bench load` writes in the same schema, read into types: the offered staircase, the
+//! mix, and per target the totals, the endpoints and the figures of every step. Only what the
+//! bench uses is typed; unknown fields are ignored so the script can add more without breaking old
+//! result folders. What only the native generator knows (exact drops and short windows per step,
+//! its own schedule lag and CPU time) is optional.
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -17,6 +19,54 @@ pub struct Summary {
     pub mix: Mix,
     pub passed: bool,
     pub targets: BTreeMap<String, TargetSummary>,
+    /// Which generator wrote this (`{"kind": "k6"}` or the native one's figures); absent in
+    /// summaries written before there were two.
+    #[serde(default)]
+    pub load_generator: Option<LoadGenerator>,
+}
+
+/// The generator itself: `kind` `native` or `k6`, and for the native one, per step, how late it
+/// sent (schedule lag, also the worst per window) and the CPU seconds it used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadGenerator {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<GeneratorStep>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorStep {
+    pub step: usize,
+    #[serde(default)]
+    pub schedule_lag_p50_ms: Option<f64>,
+    pub schedule_lag_p99_ms: Option<f64>,
+    #[serde(default)]
+    pub schedule_lag_max_ms: Option<f64>,
+    pub cpu_seconds: Option<f64>,
+    /// The worst schedule lag of each window of the step (`window_ms` long), milliseconds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub window_lag_max_ms: Vec<f64>,
+}
+
+impl LoadGenerator {
+    pub fn step(&self, step: usize) -> Option<&GeneratorStep> {
+        self.steps.iter().find(|s| s.step == step)
+    }
+}
+
+/// A step cut into short windows by intended send time: requests, slow ones (at or above the p95
+/// mark), failures and dropped iterations of each.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Windows {
+    pub ms: f64,
+    pub count: Vec<u64>,
+    pub slow: Vec<u64>,
+    pub failed: Vec<u64>,
+    pub dropped: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +131,11 @@ pub struct StepSummary {
     pub offered_iterations: f64,
     #[serde(flatten)]
     pub figures: Figures,
+    /// Exact dropped iterations of the step (native generator only; k6 counts per target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_iterations: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Windows>,
 }
 
 impl Summary {

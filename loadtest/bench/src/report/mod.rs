@@ -127,8 +127,8 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
     let same_data = rounds.iter().all(|r| r.data_set.as_ref() == data);
     let machine = rounds.first().map(|r| &r.machine);
     blocks.push(Block::Paragraph(format!(
-        "Generated {} from {} round(s). Data set: {}. Machine: {}: the databases, both services and k6 share its \
-         cores when they run on it (see CPU in each round).",
+        "Generated {} from {} round(s). Data set: {}. Machine: {}: the databases, both services and the load \
+         generator share its cores when they run on it (see CPU in each round).",
         Timestamp::now(),
         rounds.len(),
         data.filter(|_| same_data).map_or("differs between rounds (see each round)".into(), |d| format!(

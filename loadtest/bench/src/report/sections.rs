@@ -9,6 +9,7 @@ use super::format::{self, NONE, joined};
 use crate::charts::{self, Chart, Point, Series};
 use crate::round::explain::{Growth, MongoExplain, PgExplain};
 use crate::round::result::{RepeatResult, RoundResult};
+use crate::round::stall::Outcome;
 
 const TARGETS: [(&str, &str, &str); 2] =
     [("pg", "PostgreSQL", charts::PG_COLOR), ("mongo", "MongoDB", charts::MONGO_COLOR)];
@@ -102,12 +103,37 @@ fn steps_table(round: &RoundResult) -> Block {
                 row.push(cell(&|s| format::ms(s.p95_ms)));
                 row.push(cell(&|s| format::ms(s.p99_ms)));
                 row.push(cell(&|s| format!("{:.1}%", s.failed_rate * 100.0)));
-                row.push(cell(&|s| if s.passed { "✓".into() } else { format!("✗ {}", s.reasons.join(", ")) }));
+                row.push(cell(&|s| match (s.passed, s.stall.as_ref().map(|st| st.outcome)) {
+                    (true, Some(Outcome::Discounted)) => "✓ (stall discounted)".into(),
+                    (true, _) => "✓".into(),
+                    (false, Some(Outcome::Inconclusive)) => "? (stall: inconclusive)".into(),
+                    (false, _) => format!("✗ {}", s.reasons.join(", ")),
+                }));
             }
             row
         })
         .collect();
     Block::Table { header, rows }
+}
+
+/// Every stall of the shared machine that decided a step's verdict, or would have.
+fn stalls(round: &RoundResult) -> Vec<String> {
+    let mut items = Vec::new();
+    for repeat in &round.repeats {
+        for (target, label, _) in TARGETS {
+            let steps = repeat.targets.get(target).map(|t| t.steps.as_slice()).unwrap_or_default();
+            for step in steps.iter().filter(|s| s.complete) {
+                let Some(stall) = step.stall.as_ref().filter(|st| st.mattered()) else { continue };
+                items.push(format!(
+                    "repeat {}: {label} at {} req/s: {}",
+                    repeat.index,
+                    format::count(f64::from(step.rate)),
+                    stall.note
+                ));
+            }
+        }
+    }
+    items
 }
 
 fn per_repeat(round: &RoundResult, f: impl Fn(&RepeatResult) -> String) -> Vec<String> {
@@ -333,6 +359,13 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
     }
     blocks.push(Block::Heading(3, "Steps".into()));
     blocks.push(steps_table(round));
+    let stalls = stalls(round);
+    if !stalls.is_empty() {
+        blocks.push(Block::Paragraph(
+            "Stalls of the shared machine (every target slow in the same 100 ms, or the load generator late):".into(),
+        ));
+        blocks.push(Block::List(stalls));
+    }
     blocks.extend(super::fleet::blocks(round));
     blocks.push(Block::Heading(3, "What explains it".into()));
     blocks.push(pg_table(round));

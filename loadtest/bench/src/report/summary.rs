@@ -8,7 +8,7 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::round::cpu::LimitKind;
+use crate::round::cpu::{LimitKind, Role};
 use crate::round::result::RoundResult;
 use std::collections::BTreeMap;
 
@@ -31,6 +31,14 @@ fn per_1k(round: &RoundResult, name: &str) -> Option<f64> {
             .filter_map(|r| r.cpu.components.iter().find(|c| c.name == name).and_then(|c| c.per_1k_requests))
             .collect(),
     )
+}
+
+/// The same for the load generator, whichever it was (k6 or orders-bench load).
+fn generator_per_1k(round: &RoundResult) -> Option<f64> {
+    let generator = |r: &crate::round::result::RepeatResult| {
+        r.cpu.components.iter().find(|c| c.role == Role::LoadGenerator).and_then(|c| c.per_1k_requests)
+    };
+    median(round.repeats.iter().filter_map(generator).collect())
 }
 
 pub fn kind_name(kind: LimitKind) -> &'static str {
@@ -106,7 +114,7 @@ pub fn cpu_table(rounds: &[&RoundResult]) -> Block {
                 r.name.clone(),
                 pair(r, "postgres", "orders-pg"),
                 pair(r, "mongod", "orders-mongo"),
-                format::seconds(per_1k(r, "k6"), 3),
+                format::seconds(generator_per_1k(r), 3),
                 format!("{} / {}", limits(r, "pg"), limits(r, "mongo")),
             ]
         })
@@ -116,7 +124,7 @@ pub fn cpu_table(rounds: &[&RoundResult]) -> Block {
             "mix".into(),
             "PostgreSQL + orders-pg, CPU s per 1,000 requests".into(),
             "MongoDB + orders-mongo".into(),
-            "k6".into(),
+            "load generator".into(),
             "limit at the first failed step (Postgres / MongoDB)".into(),
         ],
         rows,

@@ -80,6 +80,7 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
         cpu: CpuReport::default(),
         files: BTreeMap::new(),
         notes: Vec::new(),
+        load_generator: summary.load_generator.clone(),
         fleet: None,
     }
 }
@@ -99,7 +100,7 @@ fn round(mix: &str, weights: &[(&str, u32)], fair: bool) -> RoundResult {
         mix_weights: weights.iter().map(|(e, w)| ((*e).to_owned(), *w)).collect(),
         started_at: "2026-11-30T10:00:00.000Z".into(),
         finished_at: "2026-11-30T10:01:00.000Z".into(),
-        plan: RatePlan { start_rate: 100, step: 1000, max_rate: 1100, step_seconds: 3.0 },
+        plan: RatePlan { start_rate: 100, step: 1000, max_rate: 1100, step_seconds: 3.0, factor: None },
         pass_mark: PassMark::default(),
         data_set: Some(DataSet {
             seed: 1,

@@ -1,15 +1,16 @@
-//! The k6 run of one repeat: the process with the round's staircase in its environment, the live
-//! loop (every half second: CPU samples, k6's live figures for the progress lines, the dropped
-//! iterations per moment and the early stop) and beside it the runner's own sampling of both
-//! databases, about once per step (`diagnostics::probe`; the services' `/diagnostics` are left
-//! alone while they are measured).
+//! The load run of one repeat: the generator's process (`launch`: the native one, or k6 with the
+//! round's staircase in its environment), the live loop (every half second: CPU samples, the
+//! generator's live figures for the progress lines, the dropped iterations per moment and the
+//! early stop) and beside it the runner's own sampling of both databases, about once per step
+//! (`diagnostics::probe`; the services' `/diagnostics` are left alone while they are measured).
 
 use super::cpu::{self, Component, Role, Sampler};
+use super::launch;
 use super::{RoundSpec, Setup};
 use crate::diagnostics::probe::{Probe, ProbeCost};
 use crate::diagnostics::{self, Pair};
 use crate::k6::live::{EarlyStop, LiveView};
-use crate::{fleet, k6, procstat};
+use crate::{fleet, procstat};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -19,17 +20,18 @@ use std::time::{Duration, Instant};
 
 pub const TARGETS: [&str; 2] = ["pg", "mongo"];
 
-/// What the run left for the verdicts and the report; times are seconds after `origin` (k6's start).
+/// What the run left for the verdicts and the report; times are seconds after `origin` (the
+/// generator's start).
 pub struct Driven {
     pub status: ExitStatus,
     pub origin: Instant,
     pub exited_at: f64,
-    /// k6's own CPU seconds (exact: it is this process's reaped child).
-    pub k6_seconds: Option<f64>,
+    /// The load generator's own CPU seconds (exact: it is this process's reaped child).
+    pub load_seconds: Option<f64>,
     /// When step 0 began, estimated from the first live figures.
     pub scenario_start: Option<f64>,
     pub stopped_early: bool,
-    /// k6's running count of dropped iterations per target, as read.
+    /// The generator's running count of dropped iterations per target, as read.
     pub drop_samples: Vec<(f64, BTreeMap<String, u64>)>,
     pub sampler: Sampler,
     pub polled: Vec<Pair>,
@@ -90,12 +92,16 @@ pub async fn run(
         ("STEP".into(), spec.plan.step.to_string()),
         ("MAX_RATE".into(), spec.plan.max_rate.to_string()),
         ("STEP_DURATION".into(), format!("{}s", spec.plan.step_seconds)),
+        ("RATES".into(), spec.plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
         ("MANIFEST".into(), setup.manifest.display().to_string()),
         ("SUMMARY".into(), summary_path.display().to_string()),
         ("P95_MS".into(), spec.mark.p95_ms.to_string()),
         ("MAX_FAILED_RATE".into(), spec.mark.max_failed_rate.to_string()),
         ("VU_BUDGET_MS".into(), spec.vu_budget_ms.to_string()),
     ];
+    if spec.prefer_minimal {
+        env.push(("PREFER".into(), "return=minimal".into()));
+    }
     env.extend(setup.extra_env.iter().cloned());
     let components = vec![
         cpu::locate("postgres", Role::Database, "pg", &setup.databases.database_url),
@@ -113,18 +119,21 @@ pub async fn run(
     };
     let args = fleet.as_ref().map(fleet::leader::Started::k6_args).unwrap_or_default();
     let reaped_before = procstat::own_reaped_children_seconds();
-    let mut running = k6::spawn(k6::Launch { binary: &setup.k6, script: &setup.script, env, log: log_path, args })?;
-    let late_ms = match &fleet {
-        Some(fleet) => fleet.release(&mut running, log_path).await?,
-        None => 0.0,
+    // The native generator's origin is its start; k6's (with followers) the common resume.
+    let spawned = Instant::now();
+    let extras = launch::K6Extras { env, args };
+    let mut running = launch::spawn(spec.generator, spec, setup, extras, summary_path, log_path, spawned)?;
+    let late_ms = match (&fleet, running.k6()) {
+        (Some(fleet), Some(k6)) => fleet.release(k6, log_path).await?,
+        _ => 0.0,
     };
-    let origin = Instant::now();
+    let origin = if fleet.is_some() { Instant::now() } else { spawned };
     let mut sampler = Sampler::new(components, origin);
     sampler.components.push(Component {
-        name: "k6".into(),
+        name: spec.generator.process_name().into(),
         role: Role::LoadGenerator,
         target: None,
-        pid: running.child.id(),
+        pid: running.pid(),
         note: None,
     });
     sampler.sample();
@@ -140,15 +149,22 @@ pub async fn run(
     let mut last_view = LiveView::default();
     let mut drop_samples: Vec<(f64, BTreeMap<String, u64>)> = Vec::new();
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
-    eprintln!("{label} k6 running ({} steps of {} s; log {})", rates.len(), spec.plan.step_seconds, log_path.display());
+    let generator = spec.generator.process_name();
+    eprintln!(
+        "{label} {generator} running ({} steps of {} s; log {})",
+        rates.len(),
+        spec.plan.step_seconds,
+        log_path.display()
+    );
     let status = loop {
         tokio::select! {
-            status = running.child.wait() => break status.context("waiting for k6")?,
+            status = running.child().wait() => break status.with_context(|| format!("waiting for {generator}"))?,
             _ = ticker.tick() => {
                 sampler.sample();
-                let Ok(view) = running.api.view().await else { continue };
+                let Ok(view) = running.view().await else { continue };
                 let now = origin.elapsed().as_secs_f64();
                 drop_samples.push((now, view.dropped.clone()));
+                scenario_start = scenario_start.or(running.scenario_start());
                 if scenario_start.is_none() {
                     let first = TARGETS.iter().filter_map(|t| view.steps.get(*t)?.get(&0)).map(|s| s.count).max();
                     if let Some(count) = first.filter(|c| *c > 0) {
@@ -163,9 +179,9 @@ pub async fn run(
                 }
                 if spec.early_stop && !stopped_early && early.observe(&view, &targets, &spec.mark) {
                     stopped_early = true;
-                    eprintln!("{label} every target has failed a step: stopping k6 after one more step");
-                    if let Err(error) = running.api.stop().await {
-                        eprintln!("{label} could not stop k6 early ({error:#}); it runs to the last step");
+                    eprintln!("{label} every target has failed a step: stopping {generator} after one more step");
+                    if let Err(error) = running.stop().await {
+                        eprintln!("{label} could not stop {generator} early ({error:#}); it runs to the last step");
                     }
                     if let Some(fleet) = &fleet {
                         fleet.stop().await;
@@ -176,7 +192,7 @@ pub async fn run(
         }
     };
     let exited_at = origin.elapsed().as_secs_f64();
-    let k6_seconds = procstat::own_reaped_children_seconds().zip(reaped_before).map(|(after, before)| after - before);
+    let load_seconds = procstat::own_reaped_children_seconds().zip(reaped_before).map(|(after, before)| after - before);
     sampler.sample();
     let _ = stop_polling.send(());
     let probe = poller.await.unwrap_or_default();
@@ -193,7 +209,7 @@ pub async fn run(
         status,
         origin,
         exited_at,
-        k6_seconds,
+        load_seconds,
         scenario_start,
         stopped_early,
         drop_samples,

@@ -13,10 +13,12 @@ pub mod cpu;
 mod drive;
 pub mod explain;
 pub mod fairness;
+pub mod launch;
 pub mod limit;
 mod load_generator;
 mod repeat;
 pub mod result;
+pub mod stall;
 pub mod verdict;
 
 use crate::manifest;
@@ -42,6 +44,10 @@ pub struct LoadArgs {
     /// Highest offered rate, requests/s (the staircase stops at the last step not above it).
     #[arg(long = "max-rate", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rate: u32,
+    /// Instead of --step: each rate this many times the one before (e.g. 1.2), rounded to two
+    /// significant digits: the same relative resolution for a slow and a fast target.
+    #[arg(long = "step-factor", value_parser = parse_factor)]
+    pub step_factor: Option<f64>,
     /// How long each rate is held: `30s`, `1m`, `1m30s` or seconds.
     #[arg(long = "step-duration", default_value = "30s", value_parser = parse_seconds)]
     pub step_duration: f64,
@@ -83,11 +89,20 @@ impl LoadArgs {
             step: self.step,
             max_rate: self.max_rate,
             step_seconds: self.step_duration,
+            factor: self.step_factor,
         })
     }
 
     pub fn pass_mark(&self) -> PassMark {
         PassMark { p95_ms: self.p95_ms, max_failed_rate: self.max_failed_rate, max_dropped: 0 }
+    }
+}
+
+/// A growth factor of the staircase: above 1, at most 4.
+fn parse_factor(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(f) if f > 1.0 && f <= 4.0 => Ok(f),
+        _ => Err(format!("\"{text}\" is not a factor above 1 and at most 4, like 1.2")),
     }
 }
 
@@ -160,7 +175,11 @@ pub struct RoundArgs {
     /// they are; the report says what they were].
     #[command(flatten)]
     pub budget: crate::budget::BudgetArgs,
-    /// The k6 binary [default: the local stack's .venv/bin/k6, else k6 on the PATH].
+    /// The load generator: orders-bench's own (`native`, cheap enough to share the machine with the
+    /// databases) or k6 with loadtest/k6/orders.js (what load droplets and --followers use).
+    #[arg(long, value_enum, default_value_t = launch::Generator::Native)]
+    pub generator: launch::Generator,
+    /// The k6 binary, with --generator k6 [default: the local stack's .venv/bin/k6, else k6 on the PATH].
     #[arg(long, env = "K6")]
     pub k6: Option<PathBuf>,
     /// The k6 script [default: loadtest/k6/orders.js of this repository].
@@ -192,6 +211,10 @@ pub struct RoundSpec {
     pub settle: Duration,
     /// Seed arguments for a reload before every repeat.
     pub reseed: Option<SeedArgs>,
+    pub generator: launch::Generator,
+    /// Writes carry `Prefer: return=minimal` (201 / 204 without a body): the round measures the
+    /// write rather than returning the order.
+    pub prefer_minimal: bool,
 }
 
 /// Where the services, databases and tools are.
@@ -221,6 +244,9 @@ fn folder_name(name: &str) -> String {
 }
 
 pub async fn run(args: RoundArgs) -> Result<()> {
+    if !args.followers.is_empty() && args.generator != launch::Generator::K6 {
+        bail!("--followers runs k6 execution segments on every load machine: add --generator k6");
+    }
     let name = args.name.clone().unwrap_or_else(|| args.mix.clone());
     let repo = crate::repo::root().ok();
     let script = match (&args.script, &repo) {
@@ -256,12 +282,17 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         vu_budget_ms: args.load.vu_budget_ms,
         settle: Duration::from_secs(90),
         reseed,
+        generator: args.generator,
+        prefer_minimal: false,
     };
     let setup = Setup {
         pg_url: args.pg_url.clone(),
         mongo_url: args.mongo_url.clone(),
         databases: args.databases.clone(),
-        k6: crate::k6::binary(args.k6.as_deref(), repo.as_deref())?,
+        k6: match args.generator {
+            launch::Generator::K6 => crate::k6::binary(args.k6.as_deref(), repo.as_deref())?,
+            launch::Generator::Native => PathBuf::new(),
+        },
         script,
         manifest,
         extra_env: Vec::new(),

@@ -1,7 +1,8 @@
-//! One repeat of a round: reseed (optional), fairness gate, `/diagnostics` before, one k6 run with
-//! live progress, early stop, `/diagnostics` polling and CPU sampling, `/diagnostics` after, then
-//! the verdicts, the explaining figures and the CPU report (the k6 run itself is `drive`). Raw
-//! files go to `repeat-<n>/`.
+//! One repeat of a round: reseed (optional), fairness gate, `/diagnostics` before, one load run
+//! (native generator or k6) with live progress, early stop, `/diagnostics` polling and CPU
+//! sampling, `/diagnostics` after, then the verdicts (stalls of the shared machine reviewed), the
+//! explaining figures and the CPU report (the load run itself is `drive`). Raw files go to
+//! `repeat-<n>/`.
 
 use super::drive::{self, Driven, TARGETS};
 use super::fairness::{self, Fairness};
@@ -9,11 +10,11 @@ use super::limit;
 use super::load_generator::GeneratorSummary;
 use super::result::{RepeatResult, TargetResult};
 use super::verdict::{drops_per_step, judge_target, max_passing_rate};
-use super::{RoundSpec, Setup, counts, explain};
+use super::{RoundSpec, Setup, counts, explain, stall};
 use crate::budget::record;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::diagnostics::{self, Pair};
-use crate::k6::summary::Summary;
+use crate::k6::summary::{LoadGenerator, Summary};
 use crate::{manifest, seed};
 use anyhow::{Context, Result, bail};
 use orders_core::Timestamp;
@@ -90,14 +91,16 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     }
 
     let mut files = BTreeMap::new();
-    let summary_path = dir.join("k6-summary.json");
-    let log_path = dir.join("k6.log");
+    let (summary_file, log_file) =
+        (format!("{}-summary.json", spec.generator.file_prefix()), format!("{}.log", spec.generator.file_prefix()));
+    let summary_path = dir.join(&summary_file);
+    let log_path = dir.join(&log_file);
     let driven = drive::run(spec, setup, &client, &summary_path, &log_path, &label).await?;
     let Driven {
         status,
         origin,
         exited_at,
-        k6_seconds,
+        load_seconds,
         scenario_start,
         stopped_early,
         drop_samples,
@@ -131,8 +134,8 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         writeln!(lines, "{}", serde_json::to_string(pair).context("JSON")?).context("diagnostics-polled.jsonl")?;
     }
     for (key, file) in [
-        ("k6_summary", "k6-summary.json"),
-        ("k6_log", "k6.log"),
+        ("load_summary", summary_file.as_str()),
+        ("load_log", log_file.as_str()),
         ("diagnostics_before", "diagnostics-before.json"),
         ("diagnostics_after", "diagnostics-after.json"),
         ("diagnostics_polled", "diagnostics-polled.jsonl"),
@@ -142,10 +145,12 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
 
     // Several load machines: judge the merged summary, with every machine's drops.
     let fleet = fleet.map(|f| f.combine(&dir, &summary_path, &drop_samples, scenario_start)).transpose()?;
-    let summary = Summary::read(&summary_path)
-        .with_context(|| format!("k6 exited with {status} without a usable summary; see {}", log_path.display()))?;
+    let generator = spec.generator.process_name();
+    let summary = Summary::read(&summary_path).with_context(|| {
+        format!("{generator} exited with {status} without a usable summary; see {}", log_path.display())
+    })?;
     let start = scenario_start.unwrap_or((exited_at - summary.run_seconds).max(0.0));
-    let mut target_results = BTreeMap::new();
+    let mut judged = BTreeMap::new();
     for (name, target) in &summary.targets {
         let samples: Vec<(f64, u64)> =
             drop_samples.iter().map(|(t, d)| (*t, d.get(name).copied().unwrap_or(0))).collect();
@@ -154,7 +159,17 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             None => (!samples.is_empty() && scenario_start.is_some())
                 .then(|| drops_per_step(&samples, start, &target.steps, target.dropped_iterations)),
         };
-        let steps = judge_target(target, summary.run_seconds, &spec.mark, drops.as_deref());
+        judged.insert(name.clone(), judge_target(target, summary.run_seconds, &spec.mark, drops.as_deref()));
+    }
+    stall::review(&mut judged, &summary, &spec.mark);
+    let mut target_results = BTreeMap::new();
+    for (name, target) in &summary.targets {
+        let steps = judged.remove(name).unwrap_or_default();
+        for (step, stall) in steps.iter().filter_map(|s| Some((s, s.stall.as_ref()?))) {
+            if stall.mattered() {
+                eprintln!("{label} {name} step {} @ {} req/s: {}", step.step + 1, step.rate, stall.note);
+            }
+        }
         let max_rate = max_passing_rate(&steps);
         target_results.insert(
             name.clone(),
@@ -175,8 +190,8 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         explain.pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi);
     }
     let requests: BTreeMap<String, u64> = TARGETS.iter().map(|t| ((*t).to_owned(), summary.requests(t))).collect();
-    let generator = GeneratorSummary::read(&summary_path);
-    let mut cpu = sampler.report(k6_seconds, start, &summary.offered.steps, &requests, generator.as_ref());
+    let generator_figures = GeneratorSummary::read(&summary_path);
+    let mut cpu = sampler.report(load_seconds, start, &summary.offered.steps, &requests, generator_figures.as_ref());
     cpu.probe = Some(probe);
     record::add_engine_caches(&mut cpu.budgets, &after);
     for (name, target) in &target_results {
@@ -207,15 +222,19 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         cpu,
         files,
         notes,
+        load_generator: summary
+            .load_generator
+            .clone()
+            .or(Some(LoadGenerator { kind: "k6".into(), ..LoadGenerator::default() })),
         fleet,
     })
 }
 
-/// The mix's weights as k6 resolved them (from the first repeat's summary).
+/// The mix's weights as the generator resolved them (from the first repeat's summary).
 pub fn mix_weights(round_dir: &Path, repeats: &[RepeatResult]) -> BTreeMap<String, u32> {
     repeats
         .first()
-        .and_then(|r| r.files.get("k6_summary"))
+        .and_then(|r| r.files.get("load_summary").or(r.files.get("k6_summary")))
         .and_then(|file| Summary::read(&round_dir.join(file)).ok())
         .map(|s| s.mix.weights)
         .unwrap_or_default()

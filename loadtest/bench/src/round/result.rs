@@ -7,7 +7,7 @@ use super::cpu::CpuReport;
 use super::explain::Explain;
 use super::fairness::Fairness;
 use super::verdict::{MaxRate, PassMark, RateSummary, StepResult};
-use crate::k6::summary::Latency;
+use crate::k6::summary::{Latency, LoadGenerator};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -24,17 +24,42 @@ pub struct ResultFile {
     pub rounds: Vec<RoundResult>,
 }
 
-/// The staircase of offered rates, per target.
+/// The staircase of offered rates, per target: from `start_rate` up by `step`, or, with a
+/// `factor`, each rate that much above the one before (rounded to two significant digits), which
+/// keeps the same relative resolution for a target that gives up at 500 req/s and one that gives
+/// up at 5,000; never above `max_rate`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RatePlan {
     pub start_rate: u32,
     pub step: u32,
     pub max_rate: u32,
     pub step_seconds: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+}
+
+/// `x` rounded to two significant digits: 1234 → 1200, 567 → 570.
+pub fn two_digits(x: f64) -> u32 {
+    if x < 100.0 {
+        return x.round() as u32;
+    }
+    let unit = 10f64.powi(x.log10().floor() as i32 - 1);
+    ((x / unit).round() * unit) as u32
 }
 
 impl RatePlan {
     pub fn rates(&self) -> Vec<u32> {
+        if let Some(factor) = self.factor.filter(|f| *f > 1.0) {
+            let mut rates = vec![self.start_rate];
+            let mut rate = self.start_rate;
+            loop {
+                rate = two_digits(f64::from(rate) * factor).max(rate + 1);
+                if rate > self.max_rate {
+                    return rates;
+                }
+                rates.push(rate);
+            }
+        }
         let mut rates = Vec::new();
         let mut rate = self.start_rate;
         while rate <= self.max_rate && self.step > 0 {
@@ -106,7 +131,7 @@ pub struct RepeatResult {
     pub reseeded: bool,
     pub started_at: String,
     pub fairness: Fairness,
-    /// Seconds k6 ran; shorter than planned when stopped early.
+    /// Seconds the load ran; shorter than planned when stopped early.
     pub run_seconds: f64,
     pub stopped_early: bool,
     pub targets: BTreeMap<String, TargetResult>,
@@ -117,6 +142,10 @@ pub struct RepeatResult {
     /// Anything that makes this repeat's figures less complete than usual.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The load generator (`kind` native or k6) and, for the native one, its schedule lag and CPU
+    /// time per step.
+    #[serde(default)]
+    pub load_generator: Option<LoadGenerator>,
     /// With several load machines (`round --followers`): what each offered, achieved and used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<crate::fleet::FleetReport>,
@@ -128,7 +157,7 @@ pub struct TargetResult {
     pub max_rate: MaxRate,
     pub requests: u64,
     pub failures: u64,
-    /// k6's own count for the whole run.
+    /// The generator's own count for the whole run.
     pub dropped_iterations: u64,
     pub latency_ms: Latency,
     /// Requests per endpoint (read, product, insert, ...).
@@ -173,8 +202,16 @@ mod tests {
 
     #[test]
     fn the_plan_lists_every_rate_up_to_the_maximum() {
-        let plan = RatePlan { start_rate: 100, step: 150, max_rate: 500, step_seconds: 5.0 };
+        let plan = RatePlan { start_rate: 100, step: 150, max_rate: 500, step_seconds: 5.0, factor: None };
         assert_eq!(plan.rates(), [100, 250, 400]);
         assert_eq!(RatePlan { step: 0, ..plan }.rates(), [100]);
+    }
+
+    #[test]
+    fn a_factor_makes_every_step_that_much_higher_in_round_numbers() {
+        let plan = RatePlan { start_rate: 500, step: 1, max_rate: 3000, step_seconds: 4.0, factor: Some(1.2) };
+        assert_eq!(plan.rates(), [500, 600, 720, 860, 1000, 1200, 1400, 1700, 2000, 2400, 2900]);
+        let slow = RatePlan { start_rate: 10, max_rate: 14, factor: Some(1.01), ..plan };
+        assert_eq!(slow.rates(), [10, 11, 12, 13, 14], "at least one more each step");
     }
 }

@@ -9,7 +9,12 @@
 //! count every half second while it runs and gives each step the drops seen during it (the rest of
 //! k6's final total goes to the last step that ran). Without those readings a step's drops are its
 //! shortfall (offered minus requests started in it) beyond 2% (requests started late on a busy
-//! machine carry the next step's tag); a target k6 saw drop nothing dropped nothing anywhere.
+//! machine carry the next step's tag); a target k6 saw drop nothing dropped nothing anywhere. The
+//! native generator counts drops per step itself, and those counts are used as they are.
+//!
+//! A step that failed because the shared machine stalled, not because of its target, is recognised
+//! afterwards (`stall`): discounted (it passes) or inconclusive (the search steps over it);
+//! `StepResult::stall` says what was found.
 
 use crate::k6::summary::{StepSummary, TargetSummary};
 use serde::{Deserialize, Serialize};
@@ -51,6 +56,10 @@ pub struct StepResult {
     pub passed: bool,
     /// Why it failed: `p95 84.5 ms ≥ 50 ms`, `failed 2.1% ≥ 1%`, `dropped ~120`.
     pub reasons: Vec<String>,
+    /// A stall of the shared machine seen in this step (native generator only), and whether it
+    /// was discounted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<super::stall::Stall>,
 }
 
 /// Requests started late enough to carry the next step's tag, not dropped.
@@ -129,6 +138,7 @@ pub fn judge_step(step: &StepSummary, dropped: u64, complete: bool, mark: &PassM
         complete,
         passed: complete && reasons.is_empty(),
         reasons,
+        stall: None,
     }
 }
 
@@ -145,9 +155,10 @@ pub fn judge_target(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let dropped = match drops {
-                Some(drops) => drops.get(i).copied().unwrap_or(0),
-                None => shortfall_drops(s, target.dropped_iterations > 0),
+            let dropped = match (s.dropped_iterations, drops) {
+                (Some(exact), _) => exact,
+                (None, Some(drops)) => drops.get(i).copied().unwrap_or(0),
+                (None, None) => shortfall_drops(s, target.dropped_iterations > 0),
             };
             judge_step(s, dropped, s.to_s <= run_seconds + 0.05, mark)
         })
@@ -181,9 +192,12 @@ impl MaxRate {
     }
 }
 
+/// Steps a stall of the machine left inconclusive (`stall`) are stepped over.
 pub fn max_passing_rate(steps: &[StepResult]) -> MaxRate {
     let mut rate = 0;
-    for step in steps.iter().filter(|s| s.complete) {
+    let inconclusive =
+        |s: &&StepResult| s.stall.as_ref().is_some_and(|st| st.outcome == super::stall::Outcome::Inconclusive);
+    for step in steps.iter().filter(|s| s.complete).filter(|s| !inconclusive(s)) {
         if !step.passed {
             return MaxRate { rate, first_failed_rate: Some(step.rate) };
         }
@@ -239,6 +253,8 @@ mod tests {
                 failures,
                 latency_ms: Latency { p50: Some(p95 / 3.0), p95: Some(p95), ..Latency::default() },
             },
+            dropped_iterations: None,
+            windows: None,
         }
     }
 
@@ -299,6 +315,25 @@ mod tests {
         let unsaturated = max_passing_rate(&results(&[true, true, true]));
         assert_eq!(unsaturated, MaxRate { rate: 300, first_failed_rate: None });
         assert!(!unsaturated.saturated());
+    }
+
+    #[test]
+    fn a_step_a_stall_left_inconclusive_is_stepped_over() {
+        let mut steps = results(&[true, false, true, false]);
+        steps[1].stall = Some(crate::round::stall::Stall {
+            windows: 8,
+            seconds: 0.8,
+            at_s: vec![],
+            requests: 400,
+            slow: 390,
+            failures: 0,
+            dropped: 0,
+            slow_share_outside: 0.01,
+            passes_outside: true,
+            outcome: crate::round::stall::Outcome::Inconclusive,
+            note: String::new(),
+        });
+        assert_eq!(max_passing_rate(&steps), MaxRate { rate: 300, first_failed_rate: Some(400) });
     }
 
     #[test]

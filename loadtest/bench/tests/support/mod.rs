@@ -159,3 +159,5 @@ pub fn k6_binary() -> Option<PathBuf> {
     std::env::var_os("PATH")
         .and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join("k6")).find(|p| p.is_file()))
 }
+
+pub mod stub;

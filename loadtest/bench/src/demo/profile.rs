@@ -1,0 +1,141 @@
+//! The demo's profile, the one place to retune it: data size, repeats, how long each rate is held,
+//! and how every mix's staircase of rates is chosen.
+//!
+//! Where the databases give up depends on the machine, their budgets and the mix, by a factor of
+//! ten and more, so the full demo does not guess: for every mix a short **probe** (one quick run
+//! of its own up a steep staircase, 1.5 s per rate, each ×1.6 the one before, stopped once both
+//! targets have failed) finds roughly where each target gives up (its *knee*: between its last
+//! passing and its first failing rate). The measured staircase then runs from a little below the
+//! slower target's knee to a good way above the faster one's in `STEPS` rates that grow by the same
+//! factor, so both knees are found with the same relative resolution, and every repeat climbs the
+//! same staircase. `--quick` skips the probe and climbs one wide staircase once.
+//!
+//! Time (two cores, 100,000 orders): a probe takes about 20 s; a repeat holds at most `STEPS`
+//! rates of 4 s and stops one rate after both targets failed; with reseeding and diagnostics a mix
+//! takes about two and a half minutes in full, 40 s with `--quick` (measured: `read` and `shop` in
+//! 3 min 55 s with 3 s steps; `--quick` 2 min 39 s).
+
+use crate::round::result::{RatePlan, RoundResult, two_digits};
+
+/// Rates per measured staircase.
+const STEPS: u32 = 10;
+/// The staircase starts this far below the slower target's knee and ends this far above the
+/// faster one's.
+const BELOW: f64 = 0.6;
+const ABOVE: f64 = 1.6;
+/// Growth per step is kept within these bounds, whatever the knees.
+const MIN_FACTOR: f64 = 1.06;
+const MAX_FACTOR: f64 = 1.35;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Staircase {
+    /// One staircase for every mix.
+    Fixed(RatePlan),
+    /// A probe first, then a staircase placed around the knees it found, held `step_seconds`.
+    Probed { probe: RatePlan, step_seconds: f64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Profile {
+    pub orders: u64,
+    pub repeats: u32,
+    pub staircase: Staircase,
+}
+
+/// `orders-bench demo`: about ten minutes on two cores.
+pub fn full() -> Profile {
+    Profile {
+        orders: 100_000,
+        repeats: 3,
+        staircase: Staircase::Probed {
+            probe: RatePlan { start_rate: 100, step: 1, max_rate: 100_000, step_seconds: 1.5, factor: Some(1.6) },
+            step_seconds: 4.0,
+        },
+    }
+}
+
+/// `orders-bench demo --quick`: about three minutes.
+pub fn quick() -> Profile {
+    Profile {
+        orders: 2_000,
+        repeats: 1,
+        staircase: Staircase::Fixed(RatePlan {
+            start_rate: 100,
+            step: 1,
+            max_rate: 100_000,
+            step_seconds: 2.0,
+            factor: Some(1.3),
+        }),
+    }
+}
+
+impl Profile {
+    /// The same with `--step-duration` (the measured staircase's hold time).
+    pub fn with_step_seconds(mut self, seconds: f64) -> Self {
+        match &mut self.staircase {
+            Staircase::Fixed(plan) => plan.step_seconds = seconds,
+            Staircase::Probed { step_seconds, .. } => *step_seconds = seconds,
+        }
+        self
+    }
+}
+
+/// Where a target of a probe gave up: the geometric middle of its last passing and its first
+/// failing rate (half its first rate when that failed, the top rate when none did).
+pub fn knee(round: &RoundResult, target: &str) -> Option<f64> {
+    let repeat = round.repeats.first()?;
+    let max = repeat.targets.get(target)?.max_rate;
+    let top = round.plan.rates().last().copied().unwrap_or(round.plan.start_rate);
+    Some(match (max.rate, max.first_failed_rate) {
+        (0, Some(failed)) => f64::from(failed) / 2.0,
+        (passed, Some(failed)) => (f64::from(passed) * f64::from(failed)).sqrt(),
+        (_, None) => f64::from(top),
+    })
+}
+
+/// The measured staircase around the probe's knees (at least one).
+pub fn around(knees: &[f64], step_seconds: f64) -> RatePlan {
+    let low = knees.iter().copied().fold(f64::INFINITY, f64::min).max(10.0);
+    let high = knees.iter().copied().fold(0.0, f64::max).max(low);
+    let (start, end) = (low * BELOW, high * ABOVE);
+    let factor = (end / start).powf(1.0 / f64::from(STEPS - 1)).clamp(MIN_FACTOR, MAX_FACTOR);
+    let start_rate = two_digits(start).max(1);
+    // Far enough for STEPS rates whatever the rounding; then cut at the last of them.
+    let beyond = (f64::from(start_rate) * factor.powi(STEPS as i32) * 2.0).min(f64::from(u32::MAX / 4)) as u32;
+    let plan = RatePlan { start_rate, step: 1, max_rate: beyond, step_seconds, factor: Some(factor) };
+    let max_rate = plan.rates().get(STEPS as usize - 1).copied().unwrap_or(start_rate);
+    RatePlan { max_rate, ..plan }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_staircase_spans_both_knees_in_ten_steps() {
+        let plan = around(&[1500.0, 3800.0], 3.0);
+        let rates = plan.rates();
+        assert_eq!(rates.len(), STEPS as usize, "{rates:?}");
+        assert_eq!(rates[0], 900, "0.6 of the slower knee");
+        assert!(*rates.last().expect("rates") >= 5600, "1.6 of the faster knee: {rates:?}");
+        assert_eq!(plan.step_seconds, 3.0);
+    }
+
+    #[test]
+    fn close_knees_still_get_a_step_of_six_percent_and_far_ones_at_most_35() {
+        let close = around(&[1000.0, 1000.0], 3.0).rates();
+        assert!(close.windows(2).all(|w| f64::from(w[1]) / f64::from(w[0]) >= 1.04), "{close:?}");
+        let far = around(&[100.0, 20_000.0], 3.0).rates();
+        assert_eq!(far.len(), STEPS as usize);
+        assert!(far.windows(2).all(|w| f64::from(w[1]) / f64::from(w[0]) <= 1.4), "{far:?}");
+    }
+
+    #[test]
+    fn the_full_demo_probes_and_the_quick_one_climbs_once() {
+        assert!(matches!(full().staircase, Staircase::Probed { .. }));
+        assert_eq!((full().orders, full().repeats), (100_000, 3));
+        let quick = quick().with_step_seconds(1.0);
+        assert_eq!((quick.orders, quick.repeats), (2_000, 1));
+        assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == 1.0));
+    }
+}

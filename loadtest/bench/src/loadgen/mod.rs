@@ -1,0 +1,392 @@
+//! `orders-bench load`: the native load generator. Open loop by default (a staircase of arrival
+//! rates, or one constant rate, like `loadtest/k6/orders.js`), with the same mixes
+//! (`loadtest/mixes.json`), ids, bodies and expected statuses, and the same summary JSON; a closed
+//! loop with `--clients N`. It runs on one thread (a current-thread tokio runtime), so its CPU per
+//! request stays a small fraction of what a database needs. `round` and `demo` run it as their
+//! child process (`--progress` JSON lines on stdout; a line `stop` on stdin, or SIGINT/SIGTERM,
+//! ends it early and it still writes its summary).
+
+mod closed;
+mod conn;
+mod http1;
+pub mod live;
+pub mod mixes;
+mod open;
+mod pacer;
+mod record;
+mod request;
+mod stamp;
+mod summary;
+
+use crate::k6::summary::OfferedStep;
+use crate::round::parse_seconds;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use conn::Target;
+use open::Shared;
+use record::Recorder;
+use serde_json::json;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io::{BufRead as _, Write as _};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Services to drive at the same moment: name=http://host:port, comma-separated.
+    #[arg(long, default_value = "pg=http://127.0.0.1:8080,mongo=http://127.0.0.1:8081")]
+    pub targets: String,
+    /// A mix of loadtest/mixes.json (read, customer, product, insert, status, shop) or weights such
+    /// as `read:50,product:30,insert:20`.
+    #[arg(long, default_value = "shop")]
+    pub mix: String,
+    /// The data set manifest written by `orders-bench seed` (id ranges, items per order, note size).
+    #[arg(long, default_value = ".local/dataset.json")]
+    pub manifest: PathBuf,
+    /// One constant rate, requests/s per target, for --duration (instead of the staircase).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate: Option<u32>,
+    /// Length of a constant-rate or closed-loop run.
+    #[arg(long, default_value = "30s", value_parser = parse_seconds)]
+    pub duration: f64,
+    /// Staircase: first rate, requests/s per target.
+    #[arg(long = "start-rate", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub start_rate: u32,
+    /// Staircase: rate added at every step.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub step: u32,
+    /// Staircase: highest rate (the last step not above it).
+    #[arg(long = "max-rate", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rate: u32,
+    /// Staircase: how long each rate is held.
+    #[arg(long = "step-duration", default_value = "30s", value_parser = parse_seconds)]
+    pub step_duration: f64,
+    /// Staircase: these rates, in this order (comma-separated), instead of --start-rate, --step and
+    /// --max-rate.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "rate")]
+    pub rates: Vec<u32>,
+    /// Closed loop instead: this many clients per target, each sending its next request as soon as
+    /// the previous one is answered, for --duration (study S2: 8 clients, 20 s).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000), conflicts_with = "rate")]
+    pub clients: Option<u32>,
+    /// Pass mark: p95 latency below this, milliseconds (also what counts as slow in a window).
+    #[arg(long = "p95-ms", default_value_t = 50.0)]
+    pub p95_ms: f64,
+    /// Pass mark: share of failed requests below this.
+    #[arg(long = "max-failed-rate", default_value_t = 0.01)]
+    pub max_failed_rate: f64,
+    /// At rate R at most R × this many requests in flight per target (at least 20); an iteration
+    /// due beyond that is dropped and counted, like k6's VU budget.
+    #[arg(long = "vu-budget-ms", default_value_t = 1000)]
+    pub vu_budget_ms: u32,
+    /// A request unanswered after this fails.
+    #[arg(long = "request-timeout", default_value = "10s", value_parser = parse_seconds)]
+    pub request_timeout: f64,
+    /// Length of the windows the stall recognition works with.
+    #[arg(long = "window", default_value = "100ms", value_parser = parse_seconds)]
+    pub window: f64,
+    /// Seed of the ids and bodies (the same seed sends the same requests).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where the summary JSON goes (parent folders are created).
+    #[arg(long, default_value = "results/load-summary.json")]
+    pub summary: PathBuf,
+    /// `return=minimal`: writes carry `Prefer: return=minimal` and expect 201 / 204 without a body
+    /// (what `orders-bench experiment` uses where it measures the write alone).
+    #[arg(long, value_parser = ["return=minimal"])]
+    pub prefer: Option<String>,
+    /// Print live figures as JSON lines on stdout every half second (for `round`).
+    #[arg(long)]
+    pub progress: bool,
+    /// Only print the endpoints and mixes of loadtest/mixes.json and how --mix resolves, as JSON
+    /// (the k6 script prints the same with PRINT_MIXES=1), and exit.
+    #[arg(long = "print-mix")]
+    pub print_mix: bool,
+}
+
+/// The staircase (or the one constant step) and the executor name k6 would give it.
+fn schedule(args: &LoadArgs) -> Result<(&'static str, Vec<OfferedStep>)> {
+    if args.clients.is_some() {
+        return Ok(("closed-loop", vec![OfferedStep { from_s: 0.0, to_s: args.duration, rate: 0 }]));
+    }
+    if let Some(rate) = args.rate {
+        return Ok(("constant-arrival-rate", vec![OfferedStep { from_s: 0.0, to_s: args.duration, rate }]));
+    }
+    if args.max_rate < args.start_rate {
+        bail!("--max-rate ({}) is below --start-rate ({})", args.max_rate, args.start_rate);
+    }
+    let rates: Vec<u32> = if args.rates.is_empty() {
+        (args.start_rate..=args.max_rate).step_by(args.step as usize).collect()
+    } else {
+        args.rates.clone()
+    };
+    let steps = rates
+        .iter()
+        .enumerate()
+        .map(|(i, rate)| {
+            let from_s = i as f64 * args.step_duration;
+            OfferedStep { from_s, to_s: from_s + args.step_duration, rate: *rate }
+        })
+        .collect();
+    Ok(("ramping-arrival-rate", steps))
+}
+
+fn parse_targets(text: &str) -> Result<Vec<Rc<Target>>> {
+    let mut targets: Vec<Rc<Target>> = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((name, url)) = part
+            .split_once('=')
+            .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        else {
+            bail!("--targets: \"{part}\" is not name=http://host:port (name: letters, digits, _ or -)");
+        };
+        if targets.iter().any(|t| t.name == name) {
+            bail!("--targets repeats {name}");
+        }
+        targets.push(Rc::new(Target::new(name, url)?));
+    }
+    if targets.is_empty() {
+        bail!("--targets names no target");
+    }
+    Ok(targets)
+}
+
+/// Sets `stop` on a line `stop` on stdin, or on SIGINT / SIGTERM.
+fn watch_for_stop(stop: &Arc<AtomicBool>) {
+    let from_stdin = stop.clone();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            match line {
+                Ok(line) if line.trim() == "stop" => from_stdin.store(true, Ordering::Relaxed),
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    let from_signal = stop.clone();
+    tokio::task::spawn_local(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        from_signal.store(true, Ordering::Relaxed);
+    });
+}
+
+/// Requests past their timeout are cancelled and counted, ten times a second, until the run ends.
+fn spawn_expiry(shared: Rc<Shared>) {
+    tokio::task::spawn_local(async move {
+        let mut ticker = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            ticker.tick().await;
+            shared.expire();
+        }
+    });
+}
+
+/// Progress lines every half second until the returned flag is set.
+fn spawn_progress(shared: Rc<Shared>, origin: Instant) -> Rc<std::cell::Cell<bool>> {
+    let done = Rc::new(std::cell::Cell::new(false));
+    let finished = done.clone();
+    tokio::task::spawn_local(async move {
+        let names: Vec<String> = shared.targets.iter().map(|t| t.name.clone()).collect();
+        let mut ticker = tokio::time::interval(Duration::from_millis(500));
+        while !finished.get() {
+            ticker.tick().await;
+            let line = live::line(&mut shared.recorder.borrow_mut(), &names, origin.elapsed().as_secs_f64());
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{line}");
+            let _ = stdout.flush();
+        }
+    });
+    done
+}
+
+/// Sleeps of this thread end within a microsecond of their time, not Linux's default 50 µs.
+fn precise_sleeps() {
+    // SAFETY: prctl with an integer argument; it only changes this thread's timer slack.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_TIMERSLACK,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+}
+
+pub fn run(args: LoadArgs) -> Result<()> {
+    if args.print_mix {
+        let definitions = mixes::Definitions::embedded()?;
+        let mix = definitions.mix(&args.mix)?;
+        let value = json!({"endpoints": definitions.endpoints, "mixes": definitions.mixes, "mix": mix});
+        println!("{value}");
+        return Ok(());
+    }
+    precise_sleeps();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("tokio runtime")?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, drive(args))
+}
+
+async fn drive(args: LoadArgs) -> Result<()> {
+    let definitions = mixes::Definitions::embedded()?;
+    let mix = definitions.mix(&args.mix)?;
+    let manifest = crate::manifest::read(&args.manifest)
+        .with_context(|| format!("the data set manifest {} (written by orders-bench seed)", args.manifest.display()))?;
+    let (executor, steps) = schedule(&args)?;
+    let mut maker = request::RequestMaker::new(&definitions, &mix, &manifest, args.seed)?;
+    if args.prefer.is_some() {
+        maker = maker.prefer_minimal();
+    }
+    let targets = parse_targets(&args.targets)?;
+    let window = Duration::from_secs_f64(args.window);
+    let windows: Vec<usize> =
+        steps.iter().map(|s| ((s.to_s - s.from_s) / args.window).ceil().max(1.0) as usize).collect();
+    let recorder = Recorder::new(
+        targets.len(),
+        maker.endpoints.len(),
+        &windows,
+        window,
+        Duration::from_secs_f64(args.p95_ms / 1000.0),
+    );
+    let shared = Rc::new(Shared {
+        endpoints: maker.endpoints.clone(),
+        targets,
+        recorder: RefCell::new(recorder),
+        in_flight: RefCell::new(HashMap::new()),
+        request_timeout: Duration::from_secs_f64(args.request_timeout),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    watch_for_stop(&stop);
+    for target in &shared.targets {
+        if let Err(error) = target.warm_up(2).await {
+            eprintln!("load: {} ({}): {error}; its requests will fail", target.name, target.url);
+        }
+    }
+    let cpu_before = crate::procstat::stat(std::process::id()).map(|s| s.own_ticks);
+    // A moment for the progress task to start and for the kernel to switch receive timestamps on
+    // (asked for by the connections just opened) before the first request.
+    let origin = Instant::now() + Duration::from_millis(50);
+    let progress = args.progress.then(|| spawn_progress(shared.clone(), origin));
+    spawn_expiry(shared.clone());
+    let budget = Duration::from_millis(u64::from(args.vu_budget_ms));
+    let (run_seconds, stopped_early) = match args.clients {
+        Some(clients) => {
+            let seconds = closed::run(
+                shared.clone(),
+                maker,
+                clients,
+                Duration::from_secs_f64(args.duration),
+                origin,
+                stop.clone(),
+            )
+            .await;
+            (seconds, stop.load(Ordering::Relaxed))
+        }
+        None => {
+            let ran = open::run(shared.clone(), maker, &steps, budget, origin, stop.clone()).await?;
+            (ran.sent_seconds, ran.stopped_early)
+        }
+    };
+    // Requests still in flight: up to their timeout, or two seconds when stopped early.
+    let patience = if stopped_early { Duration::from_secs(2) } else { shared.request_timeout + Duration::from_secs(1) };
+    let waiting = Instant::now();
+    while shared.requests_in_flight() > 0 && waiting.elapsed() < patience {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let abandoned = shared.abandon_in_flight();
+    if let Some(done) = progress {
+        done.set(true);
+    }
+    let cpu_seconds = cpu_before
+        .zip(crate::procstat::stat(std::process::id()).map(|s| s.own_ticks))
+        .map(|(before, after)| after.saturating_sub(before) as f64 / 100.0);
+    let offered: Vec<u64> = steps.iter().map(open::iterations).collect();
+    let settings = match args.clients {
+        Some(clients) => json!({"clients": clients, "duration": format!("{}s", args.duration)}),
+        None => json!({
+            "in_flight_cap": steps.iter().map(|s| open::in_flight_cap(s.rate, budget)).collect::<Vec<_>>(),
+            "vu_budget_ms": args.vu_budget_ms,
+            "request_timeout_s": args.request_timeout,
+        }),
+    };
+    let facts = summary::RunFacts {
+        executor,
+        executor_settings: settings,
+        steps: &steps,
+        run_seconds,
+        stopped_early,
+        mix: &mix,
+        p95_ms: args.p95_ms,
+        max_failed_rate: args.max_failed_rate,
+        manifest: &manifest,
+        offered,
+        cpu_seconds,
+    };
+    let value = summary::build(&facts, &shared.recorder.borrow(), &shared.targets, &shared.endpoints);
+    if let Some(parent) = args.summary.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let text = serde_json::to_string_pretty(&value).context("summary JSON")? + "\n";
+    std::fs::write(&args.summary, text).with_context(|| format!("writing {}", args.summary.display()))?;
+    eprintln!("{}", summary::text(&value));
+    if abandoned > 0 {
+        eprintln!("load: {abandoned} request(s) still in flight at the end were counted as failed (interrupted)");
+    }
+    eprintln!("summary: {}", args.summary.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        load: LoadArgs,
+    }
+
+    fn args(line: &[&str]) -> LoadArgs {
+        Cli::parse_from(std::iter::once("load").chain(line.iter().copied())).load
+    }
+
+    #[test]
+    fn the_staircase_holds_every_rate_for_a_step() {
+        let (executor, steps) =
+            schedule(&args(&["--start-rate", "100", "--step", "150", "--max-rate", "500", "--step-duration", "4s"]))
+                .expect("plan");
+        assert_eq!(executor, "ramping-arrival-rate");
+        assert_eq!(
+            steps.iter().map(|s| (s.from_s, s.to_s, s.rate)).collect::<Vec<_>>(),
+            [(0.0, 4.0, 100), (4.0, 8.0, 250), (8.0, 12.0, 400)]
+        );
+        let (_, steps) = schedule(&args(&["--rates", "500,600,720", "--step-duration", "2s"])).expect("plan");
+        assert_eq!(steps.iter().map(|s| (s.to_s, s.rate)).collect::<Vec<_>>(), [(2.0, 500), (4.0, 600), (6.0, 720)]);
+        let (executor, steps) = schedule(&args(&["--rate", "50", "--duration", "5s"])).expect("plan");
+        assert_eq!((executor, steps.len(), steps[0].rate), ("constant-arrival-rate", 1, 50));
+        assert!(schedule(&args(&["--start-rate", "500", "--max-rate", "100"])).is_err());
+        assert_eq!(schedule(&args(&["--clients", "8", "--duration", "20s"])).expect("plan").0, "closed-loop");
+    }
+
+    #[test]
+    fn targets_are_named_base_urls() {
+        let targets = parse_targets("pg=http://127.0.0.1:1, mongo=http://127.0.0.1:2").expect("targets");
+        assert_eq!(targets.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["pg", "mongo"]);
+        for bad in ["", "pg", "=http://h:1", "p g=http://h:1", "pg=http://h:1,pg=http://h:2"] {
+            assert!(parse_targets(bad).is_err(), "{bad}");
+        }
+    }
+}

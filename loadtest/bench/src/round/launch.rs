@@ -1,0 +1,267 @@
+//! Starting the load of a repeat with either generator, as a child process of this one (so its
+//! CPU time is known exactly once it is reaped, and the machine accounting stays clean): the
+//! native one (`orders-bench load`, this same binary, live figures as JSON lines on its stdout,
+//! stopped early by a line `stop` on its stdin) or k6 (`loadtest/k6/orders.js`, live figures and
+//! early stop through its REST API). Either way the runner sees the same `LiveView` and reads the
+//! same summary JSON afterwards.
+
+use super::{RoundSpec, Setup};
+use crate::k6::{self, live::LiveView};
+use crate::loadgen;
+use anyhow::{Context, Result};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Generator {
+    /// orders-bench's own open-loop generator (`orders-bench load`): cheap enough to share a
+    /// machine with the databases.
+    #[default]
+    Native,
+    /// k6 with loadtest/k6/orders.js (for load machines of their own, and for those who want k6).
+    K6,
+}
+
+impl Generator {
+    /// The name of its process in the CPU figures.
+    pub fn process_name(self) -> &'static str {
+        match self {
+            Self::Native => "orders-bench load",
+            Self::K6 => "k6",
+        }
+    }
+
+    /// Prefix of its files in a repeat folder: `load-summary.json`, `k6.log`.
+    pub fn file_prefix(self) -> &'static str {
+        match self {
+            Self::Native => "load",
+            Self::K6 => "k6",
+        }
+    }
+}
+
+/// What the native generator's progress lines said so far.
+#[derive(Default)]
+pub struct Progress {
+    view: LiveView,
+    /// When step 0 began, seconds after the origin (from the first line's `t`).
+    scenario_start: Option<f64>,
+}
+
+/// The generator's process and how to talk to it.
+pub enum Running {
+    Native { child: tokio::process::Child, progress: Arc<Mutex<Progress>>, stdin: Option<tokio::process::ChildStdin> },
+    K6(k6::Running),
+}
+
+impl Running {
+    pub fn child(&mut self) -> &mut tokio::process::Child {
+        match self {
+            Self::Native { child, .. } => child,
+            Self::K6(running) => &mut running.child,
+        }
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            Self::Native { child, .. } => child.id(),
+            Self::K6(running) => running.child.id(),
+        }
+    }
+
+    /// k6's process and API (for the execution segments of `--followers`).
+    pub fn k6(&mut self) -> Option<&mut k6::Running> {
+        match self {
+            Self::Native { .. } => None,
+            Self::K6(running) => Some(running),
+        }
+    }
+
+    /// The live figures now.
+    pub async fn view(&self) -> Result<LiveView> {
+        match self {
+            Self::Native { progress, .. } => {
+                Ok(progress.lock().map_err(|_| anyhow::anyhow!("progress lock"))?.view.clone())
+            }
+            Self::K6(running) => running.api.view().await,
+        }
+    }
+
+    /// When step 0 began, seconds after `origin`, if the generator said so.
+    pub fn scenario_start(&self) -> Option<f64> {
+        match self {
+            Self::Native { progress, .. } => progress.lock().ok()?.scenario_start,
+            Self::K6(_) => None,
+        }
+    }
+
+    /// Ends the run early; the generator still writes its summary.
+    pub async fn stop(&mut self) -> Result<()> {
+        match self {
+            Self::Native { stdin, .. } => {
+                let pipe = stdin.as_mut().context("the generator's stdin is closed")?;
+                pipe.write_all(b"stop\n").await.context("telling the generator to stop")?;
+                pipe.flush().await.context("telling the generator to stop")
+            }
+            Self::K6(running) => running.api.stop().await,
+        }
+    }
+}
+
+/// The native generator's command line for this repeat.
+fn native_args(spec: &RoundSpec, setup: &Setup, summary: &Path) -> Vec<String> {
+    let plan = &spec.plan;
+    let mut args = vec![
+        "load".into(),
+        "--targets".into(),
+        format!("pg={},mongo={}", setup.pg_url, setup.mongo_url),
+        "--mix".into(),
+        spec.mix.clone(),
+        "--manifest".into(),
+        setup.manifest.display().to_string(),
+        "--rates".into(),
+        plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+        "--step-duration".into(),
+        plan.step_seconds.to_string(),
+        "--p95-ms".into(),
+        spec.mark.p95_ms.to_string(),
+        "--max-failed-rate".into(),
+        spec.mark.max_failed_rate.to_string(),
+        "--vu-budget-ms".into(),
+        spec.vu_budget_ms.to_string(),
+        "--summary".into(),
+        summary.display().to_string(),
+        "--progress".into(),
+    ];
+    if spec.prefer_minimal {
+        args.extend(["--prefer".into(), "return=minimal".into()]);
+    }
+    args
+}
+
+/// What k6 needs that the native generator does not: its environment and further flags (an
+/// execution segment, `--paused`).
+pub struct K6Extras {
+    pub env: Vec<(String, String)>,
+    pub args: Vec<String>,
+}
+
+/// Starts the generator; `log` gets its stderr (k6: stdout too).
+pub fn spawn(
+    generator: Generator,
+    spec: &RoundSpec,
+    setup: &Setup,
+    k6: K6Extras,
+    summary: &Path,
+    log: &Path,
+    origin: Instant,
+) -> Result<Running> {
+    match generator {
+        Generator::K6 => {
+            let launch = k6::Launch { binary: &setup.k6, script: &setup.script, env: k6.env, log, args: k6.args };
+            Ok(Running::K6(k6::spawn(launch)?))
+        }
+        Generator::Native => {
+            let binary = native_binary()?;
+            let log_file = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+            let mut command = std::process::Command::new(&binary);
+            command
+                .args(native_args(spec, setup, summary))
+                .envs(setup.extra_env.iter().cloned())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(log_file)
+                .process_group(0);
+            let mut child = tokio::process::Command::from(command)
+                .kill_on_drop(true)
+                .spawn()
+                .with_context(|| format!("starting {} load", binary.display()))?;
+            let progress = Arc::new(Mutex::new(Progress::default()));
+            if let Some(stdout) = child.stdout.take() {
+                let progress = progress.clone();
+                tokio::spawn(async move {
+                    let mut lines = tokio::io::BufReader::new(stdout).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        let now = origin.elapsed().as_secs_f64();
+                        let Ok(mut progress) = progress.lock() else { return };
+                        if let Some(t) = loadgen::live::apply(&mut progress.view, &line) {
+                            progress.scenario_start.get_or_insert(now - t);
+                        }
+                    }
+                });
+            }
+            let stdin = child.stdin.take();
+            Ok(Running::Native { child, progress, stdin })
+        }
+    }
+}
+
+/// This very program: `orders-bench load` is one of its subcommands.
+fn native_binary() -> Result<PathBuf> {
+    std::env::current_exe().context("finding the orders-bench binary (for orders-bench load)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::round::result::RatePlan;
+    use crate::round::verdict::PassMark;
+    use std::time::Duration;
+
+    #[test]
+    fn the_native_generator_gets_the_rounds_staircase_and_pass_mark() {
+        let spec = RoundSpec {
+            name: "shop".into(),
+            mix: "shop".into(),
+            plan: RatePlan { start_rate: 200, step: 100, max_rate: 900, step_seconds: 4.0, factor: Some(1.5) },
+            repeats: 1,
+            mark: PassMark::default(),
+            early_stop: true,
+            allow_mismatch: false,
+            poll_interval: Duration::from_secs(2),
+            vu_budget_ms: 200,
+            settle: Duration::from_secs(1),
+            reseed: None,
+            generator: Generator::Native,
+            prefer_minimal: true,
+        };
+        let setup = Setup {
+            pg_url: "http://127.0.0.1:1".into(),
+            mongo_url: "http://127.0.0.1:2".into(),
+            databases: crate::databases::Databases {
+                database_url: String::new(),
+                mongodb_uri: String::new(),
+                mongodb_db: String::new(),
+            },
+            k6: PathBuf::new(),
+            script: PathBuf::new(),
+            manifest: PathBuf::from("/d/dataset.json"),
+            extra_env: Vec::new(),
+            fleet: None,
+            budget_note: None,
+        };
+        let args = native_args(&spec, &setup, Path::new("/r/load-summary.json"));
+        assert_eq!(
+            args.join(" "),
+            "load --targets pg=http://127.0.0.1:1,mongo=http://127.0.0.1:2 --mix shop --manifest /d/dataset.json \
+             --rates 200,300,450,680 --step-duration 4 --p95-ms 50 --max-failed-rate 0.01 \
+             --vu-budget-ms 200 --summary /r/load-summary.json --progress --prefer return=minimal"
+        );
+        // And `orders-bench load` itself accepts them, meaning what the round meant.
+        #[derive(clap::Parser)]
+        struct Load {
+            #[command(flatten)]
+            args: loadgen::LoadArgs,
+        }
+        let parsed =
+            <Load as clap::Parser>::try_parse_from(&args).expect("orders-bench load accepts the round's flags").args;
+        assert_eq!(parsed.rates, vec![200, 300, 450, 680]);
+        assert_eq!((parsed.step_duration, parsed.p95_ms, parsed.vu_budget_ms), (4.0, 50.0, 200));
+        assert_eq!(parsed.prefer.as_deref(), Some("return=minimal"));
+        assert!(parsed.progress);
+    }
+}
