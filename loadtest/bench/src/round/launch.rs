@@ -200,9 +200,15 @@ pub fn spawn(
     }
 }
 
-/// This very program: `orders-bench load` is one of its subcommands.
+/// This very program: `orders-bench load` is one of its subcommands. When its file was replaced
+/// while it runs (a `cargo build` during a demo), Linux names it `... (deleted)`; the running image
+/// is still reachable as `/proc/self/exe`, and it is the one whose summary format this runner reads.
 fn native_binary() -> Result<PathBuf> {
-    std::env::current_exe().context("finding the orders-bench binary (for orders-bench load)")
+    let path = std::env::current_exe().context("finding the orders-bench binary (for orders-bench load)")?;
+    if path.to_string_lossy().ends_with(" (deleted)") {
+        return Ok(PathBuf::from("/proc/self/exe"));
+    }
+    Ok(path)
 }
 
 #[cfg(test)]
