@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's and CI's): starts the local stack (real
-# PostgreSQL 18 and mongod 6.0.5 from pinned wheels), checks formatting and lints, checks the
-# infrastructure files, then runs every test of the workspace against those servers and fuzzes both
-# services from their OpenAPI description (scripts/fuzz-api.sh). Stops the
-# servers afterwards if it started them.
+# PostgreSQL 18 and mongod 6.0.5 from pinned wheels), checks formatting, the Markdown files'
+# relative links and lints, checks the infrastructure files, then runs every test of the
+# workspace against those servers and fuzzes both services from their OpenAPI description
+# (scripts/fuzz-api.sh). Stops the servers afterwards if it started them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -33,6 +33,9 @@ export DATABASE_URL STACK_PG_ADMIN_URL MONGODB_URI MONGODB_DB PG_BIN K6
 
 step "cargo fmt --check"
 cargo fmt --all --check
+
+step "every relative link of the Markdown files resolves"
+python3 scripts/check-links.py
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings

@@ -3,7 +3,7 @@
 #
 # Everything lives inside the repository: the virtualenv in .venv/, server data
 # and logs in .local/ (both git-ignored). Servers listen on 127.0.0.1 only.
-# See infra/local/README.md and the "Local stack" section of DESIGN.md.
+# See infra/local/README.md and docs/architecture.md ("The local stack").
 #
 # Usage: infra/local/stack.sh {install|start [budget flags]|budget [flags]|stop|status|env|reset|psql [args...]}
 # Budget flags: --db-cpus N|none, --db-memory SIZE|none (equal resource budgets, see budget.sh).

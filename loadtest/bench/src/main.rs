@@ -45,8 +45,9 @@ struct Cli {
 enum Command {
     /// Load the same deterministic orders into PostgreSQL and/or MongoDB and write the manifest.
     Seed(seed::SeedArgs),
-    /// Drive both services at once up a staircase of arrival rates (k6), repeated, and judge every
-    /// step: maximum passing rate per target, diagnostics and CPU that explain it, a fairness gate.
+    /// Drive both services at once up a staircase of arrival rates (the native generator, or k6),
+    /// repeated, and judge every step: maximum passing rate per target, diagnostics and CPU that
+    /// explain it, a fairness gate.
     Round(Box<round::RoundArgs>),
     /// Combine round folders into one report.md, a self-contained report.html and SVG charts.
     Report(report::ReportArgs),

@@ -1,5 +1,5 @@
 //! Sample request bodies shared by the test suites of every crate (HTTP, store contract,
-//! end-to-end), so they all exercise the same, valid order shape of DESIGN.md.
+//! end-to-end), so they all exercise the same, valid order shape of docs/api.md.
 
 use serde_json::{Value, json};
 

@@ -1,5 +1,5 @@
 //! Small validated value types: bounded text, e-mail, note, currency and country codes, bounded
-//! integers. Each has one constructor that checks the rules of DESIGN.md, and serde goes through
+//! integers. Each has one constructor that checks the rules of docs/api.md, and serde goes through
 //! it too, so a value read back from a database is checked exactly like one from a request.
 //! Serialising writes the text as it is (no copy into a `String` on the way out).
 

@@ -139,7 +139,7 @@ fn order_body(rng: &mut Rng) -> Value {
     body
 }
 
-/// Bad input of every kind DESIGN.md names.
+/// Bad input of every kind docs/api.md names.
 fn bad_step(rng: &mut Rng) -> Step {
     let mut body = order_body(rng);
     match rng.below(12) {

@@ -1,5 +1,5 @@
 //! `ApiError`: every failure a client can see, and the single place that maps each to its status
-//! code and the JSON shape `{"error":{"code","message","details"}}` of DESIGN.md. Internal causes
+//! code and the JSON shape `{"error":{"code","message","details"}}` of docs/api.md. Internal causes
 //! are logged here and never sent to the client. A 503 carries its `Shed` reason in the
 //! response's extensions, where `shedding` counts it for `/metrics`: shed requests are counted,
 //! not logged one line each (under overload that would be thousands of blocking writes a second).

@@ -1,5 +1,5 @@
 //! The HTTP layer shared by `orders-pg` and `orders-mongo`: the router that mirrors the API table
-//! of DESIGN.md (`routes`), short handlers over any `OrderStore` (`handlers`), the one error type
+//! of docs/api.md (`routes`), short handlers over any `OrderStore` (`handlers`), the one error type
 //! and its JSON shape (`error`), request extractors that turn bad input into that shape
 //! (`extract`), the shared settings (`config`), logging (`telemetry`), Prometheus metrics
 //! (`metrics`) with the count of shed requests (`shedding`), the headers of the write endpoints

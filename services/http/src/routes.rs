@@ -1,4 +1,4 @@
-//! The router: the API table of DESIGN.md, line for line, plus the one layer every request passes
+//! The router: the API table of docs/api.md, line for line, plus the one layer every request passes
 //! through (`layers::Observe`: body limit, request timeout, panic guard, metrics and tracing).
 
 use crate::config::HttpConfig;

@@ -12,7 +12,7 @@ use orders_http::{DatabaseLimits, HttpConfig};
     version,
     about = "Order service on PostgreSQL jsonb (same HTTP API as orders-mongo)",
     long_about = "Order service on PostgreSQL jsonb. Applies migrations/postgres at start-up and serves the \
-                  order API of DESIGN.md. Every setting is a flag or an environment variable."
+                  order API of docs/api.md. Every setting is a flag or an environment variable."
 )]
 pub struct Config {
     #[command(flatten)]

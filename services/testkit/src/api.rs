@@ -1,4 +1,4 @@
-//! The API contract: DESIGN.md's HTTP behaviour checked through real HTTP on a running service.
+//! The API contract: the HTTP behaviour of docs/api.md, checked through real HTTP on a running service.
 //! `api_contract_tests!(spawn_app)` expands to one `#[tokio::test]` per check; the same checks
 //! run against the in-memory store (HTTP layer), `orders-pg` and `orders-mongo` (end to end).
 //! Checks use random customer, product and order ids, so they may share one database.
@@ -52,7 +52,7 @@ pub fn random_id() -> u64 {
     hash % (1 << 52) + 1
 }
 
-/// Asserts the error shape of DESIGN.md and the expected status and code.
+/// Asserts the error shape of docs/api.md and the expected status and code.
 pub fn assert_error(reply: &Reply, status: u16, code: &str) {
     assert_eq!(reply.status, status, "status of {}", reply.text);
     assert_eq!(reply.error_code(), code, "code of {}", reply.text);

@@ -1,5 +1,5 @@
 //! The GIN pending list and the sequential scans of `orders` through a round, from the
-//! `/diagnostics` snapshots the round took before, during (every poll) and after its k6 run: how
+//! `/diagnostics` snapshots the round took before, during (every poll) and after its load run: how
 //! the pending list fills with inserts, and whether the scans start once it has (study S1's
 //! finding F1), as a chart per quantity with one line per variant.
 
@@ -11,7 +11,7 @@ use std::path::Path;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Point {
-    /// Seconds after the k6 run began (the snapshot before it: 0).
+    /// Seconds after the load run began (the snapshot before it: 0).
     pub t: f64,
     pub pending_pages: Option<f64>,
     pub pending_tuples: Option<f64>,
@@ -62,7 +62,7 @@ pub fn chart(title: &str, y_label: &str, lines: &[(String, Vec<Point>)], value: 
         .collect();
     Chart {
         title: title.into(),
-        x_label: "seconds into the round's k6 run".into(),
+        x_label: "seconds into the round's load run".into(),
         y_label: y_label.into(),
         log_y: false,
         series,

@@ -1,5 +1,5 @@
-//! Findings F1–F3 of STUDIES.md, each stated as seen or not seen in these rounds, with the numbers
-//! that decide it, so a reader needs no database shell:
+//! Findings F1–F3 of the published studies (docs/studies.md), each stated as seen or not seen in
+//! these rounds, with the numbers that decide it, so a reader needs no database shell:
 //! F1 (mixed reads, product searches and inserts: the GIN pending list and the plan cache turn the
 //! product query into sequential scans) from the `shop`-like rounds; F2 (jsonb rewrites the whole
 //! document: WAL per write) from the insert and status rounds; F3 (a jsonb status update is never

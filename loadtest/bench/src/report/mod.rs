@@ -2,8 +2,9 @@
 //! report: `report.md`, a self-contained `report.html` (charts inline), the SVG charts under
 //! `charts/`, and a `result.json` holding every round. First the databases' budgets and the answer
 //! (maximum passing rate per mix and target, their ratio, and in words what set the limits), then
-//! findings F1–F3 of STUDIES.md seen or not, then per round the charts, steps and the figures that
-//! explain them. A round that ran despite a failed fairness gate is named at the very top.
+//! findings F1–F3 of the published studies (docs/studies.md) seen or not, then per round the
+//! charts, steps and the figures that explain them. A round that ran despite a failed fairness gate
+//! is named at the very top.
 
 pub mod doc;
 mod evidence;
@@ -156,7 +157,7 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
     blocks.push(Block::Heading(2, "Maximum passing rate".into()));
     blocks.push(max_rate_block(rounds));
     blocks.extend(summary::blocks(rounds));
-    blocks.push(Block::Heading(2, "Findings of STUDIES.md".into()));
+    blocks.push(Block::Heading(2, "Findings of the published studies (docs/studies.md)".into()));
     let mut items = findings::f1(rounds);
     items.extend(findings::f2(rounds));
     items.extend(findings::f3(rounds));

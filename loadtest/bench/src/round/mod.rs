@@ -1,7 +1,7 @@
 //! `orders-bench round`: one mix, repeated (default three times). Each repeat optionally reseeds
 //! identical data into both databases (`--reseed`, as study S1 did before every round), passes the
 //! fairness gate, snapshots both services' `/diagnostics`, drives both at the same moment with one
-//! k6 run up a staircase of arrival rates (sampling the databases from its own connections about
+//! load run (the native generator, or k6) up a staircase of arrival rates (sampling the databases from its own connections about
 //! once per step and CPU every half second meanwhile, and stopping once every target has failed),
 //! snapshots again, and judges every step against the pass mark. With `--db-cpus`/`--db-memory`
 //! it first puts the local stack's databases under equal budgets (and puts back the old ones
@@ -63,8 +63,8 @@ pub struct LoadArgs {
     /// Run every step even after both targets have failed (default: stop one step after that).
     #[arg(long = "run-all-steps")]
     pub run_all_steps: bool,
-    /// Latency k6's VU pool is sized for (k6's VU_BUDGET_MS): at rate R at most R × this many
-    /// requests are in flight per target, later ones are dropped (and the step fails). Four times
+    /// Latency the in-flight cap is sized for (k6: VU_BUDGET_MS, which sizes its VU pool): at rate
+    /// R at most R × this many requests are in flight per target, later ones are dropped (and the step fails). Four times
     /// the p95 mark keeps an overloaded service from queueing thousands of requests that outlive
     /// the run.
     #[arg(long = "vu-budget-ms", default_value_t = 200)]
@@ -165,7 +165,8 @@ pub struct RoundArgs {
     /// Note bytes per order when reseeding [default: the manifest's, else 0].
     #[arg(long = "note-bytes", requires = "reseed")]
     pub note_bytes: Option<u32>,
-    /// The data set manifest (written by `orders-bench seed`, read by k6 and the fairness gate).
+    /// The data set manifest (written by `orders-bench seed`, read by the load generator and the
+    /// fairness gate).
     #[arg(long, default_value = ".local/dataset.json")]
     pub manifest: PathBuf,
     /// Where the databases are (reseeding, exact counts, WAL; CPU when they are local).
