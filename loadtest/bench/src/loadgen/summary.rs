@@ -30,6 +30,8 @@ pub struct RunFacts<'a> {
     pub offered: Vec<u64>,
     /// The generator's CPU seconds over the whole run.
     pub cpu_seconds: Option<f64>,
+    /// The scheduling policy it ran with (`SCHED_FIFO 1`, or ordinary and why).
+    pub scheduling: &'a str,
 }
 
 fn round(x: f64, digits: i32) -> f64 {
@@ -145,6 +147,7 @@ fn generator_summary(facts: &RunFacts<'_>, recorder: &Recorder) -> Value {
         "kind": "native",
         "window_ms": recorder.window.as_secs_f64() * 1000.0,
         "cpu_seconds": facts.cpu_seconds,
+        "scheduling": facts.scheduling,
         "steps": steps,
     })
 }
@@ -277,6 +280,7 @@ mod tests {
             manifest: &manifest,
             offered: vec![20, 40],
             cpu_seconds: Some(0.1),
+            scheduling: "SCHED_FIFO 1",
         };
         let value = build(&facts, &recorder, &targets, &maker.endpoints);
         let summary = Summary::parse(&value.to_string()).expect("the runner's type");

@@ -23,7 +23,22 @@ pub fn budget_paragraph(round: &RoundResult) -> Option<Block> {
         })
         .unwrap_or_default();
     let caches = if caches.is_empty() { String::new() } else { format!("; engine caches: {}", caches.join(", ")) };
-    Some(Block::Paragraph(format!("Database budgets: {label}{caches}.")))
+    Some(Block::Paragraph(format!("Database budgets: {label}{caches}.{}", generator_sentence(round))))
+}
+
+/// " The load generator: native, SCHED_FIFO 1." (each different one once), or nothing.
+fn generator_sentence(round: &RoundResult) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for generator in round.repeats.iter().filter_map(|r| r.load_generator.as_ref()) {
+        let text = match &generator.scheduling {
+            Some(scheduling) => format!("{}, {scheduling}", generator.kind),
+            None => generator.kind.clone(),
+        };
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    if seen.is_empty() { String::new() } else { format!(" The load generator: {}.", seen.join("; ")) }
 }
 
 /// "0.25/0.25 · 81%" for a database with kernel figures, else its cores.
