@@ -16,6 +16,7 @@
 //! 3 min 55 s with 3 s steps; `--quick` 2 min 39 s).
 
 use crate::round::result::{RatePlan, RoundResult, two_digits};
+use crate::round::verdict::StepResult;
 
 /// Rates per measured staircase.
 const STEPS: u32 = 10;
@@ -80,16 +81,23 @@ impl Profile {
     }
 }
 
-/// Where a target of a probe gave up: the geometric middle of its last passing and its first
-/// failing rate (half its first rate when that failed, the top rate when none did).
+/// Where a target of a probe gave up: the geometric middle of its highest passing rate and the
+/// first failing rate above it (half its first rate when nothing passed, the highest passing rate
+/// when nothing above it failed). A probe's steps are short, so one stall of the machine can fail
+/// a step the target passes again at higher rates; the highest pass is what the target can do.
 pub fn knee(round: &RoundResult, target: &str) -> Option<f64> {
-    let repeat = round.repeats.first()?;
-    let max = repeat.targets.get(target)?.max_rate;
-    let top = round.plan.rates().last().copied().unwrap_or(round.plan.start_rate);
-    Some(match (max.rate, max.first_failed_rate) {
-        (0, Some(failed)) => f64::from(failed) / 2.0,
-        (passed, Some(failed)) => (f64::from(passed) * f64::from(failed)).sqrt(),
-        (_, None) => f64::from(top),
+    knee_of(&round.repeats.first()?.targets.get(target)?.steps)
+}
+
+fn knee_of(steps: &[StepResult]) -> Option<f64> {
+    let complete = || steps.iter().filter(|s| s.complete);
+    let passed = complete().filter(|s| s.passed).map(|s| s.rate).max();
+    let failed_above = complete().filter(|s| !s.passed && s.rate > passed.unwrap_or(0)).map(|s| s.rate).min();
+    Some(match (passed, failed_above) {
+        (None, Some(failed)) => f64::from(failed) / 2.0,
+        (Some(passed), Some(failed)) => (f64::from(passed) * f64::from(failed)).sqrt(),
+        (Some(passed), None) => f64::from(passed),
+        (None, None) => return None,
     })
 }
 
@@ -110,6 +118,38 @@ pub fn around(knees: &[f64], step_seconds: f64) -> RatePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn step(rate: u32, passed: bool) -> StepResult {
+        StepResult {
+            step: 0,
+            rate,
+            offered: 0,
+            count: 0,
+            achieved_rate: 0.0,
+            failures: 0,
+            failed_rate: 0.0,
+            p50_ms: None,
+            p95_ms: None,
+            p99_ms: None,
+            dropped: 0,
+            complete: true,
+            passed,
+            reasons: Vec::new(),
+            stall: None,
+        }
+    }
+
+    #[test]
+    fn a_probe_step_failed_by_a_stall_and_passed_above_does_not_place_the_knee() {
+        let steps = [step(420, true), step(670, false), step(1100, true), step(1800, true), step(2900, false)];
+        let knee = knee_of(&steps).expect("knee");
+        assert!((knee - (1800.0f64 * 2900.0).sqrt()).abs() < 1e-9, "{knee}");
+        assert_eq!(knee_of(&[step(100, false), step(160, false)]), Some(50.0));
+        assert_eq!(knee_of(&[step(100, true), step(160, true)]), Some(160.0));
+        let mut unfinished = step(260, false);
+        unfinished.complete = false;
+        assert_eq!(knee_of(&[step(100, true), unfinished]), Some(100.0));
+    }
 
     #[test]
     fn the_staircase_spans_both_knees_in_ten_steps() {
