@@ -248,6 +248,7 @@ provision_load() {
   install_on "$host" orders-bench-agent "http://127.0.0.1:$AGENT_PORT/healthz" \
     "$BIN_DIR/orders-bench" /usr/local/bin/orders-bench 0755 \
     "$REPO/loadtest/k6/orders.js" /opt/orders/loadtest/k6/orders.js 0644 \
+    "$REPO/loadtest/mixes.json" /opt/orders/loadtest/mixes.json 0644 \
     "$STATE_DIR/env/bench.env" /etc/orders/bench.env 0600 \
     "$HERE/remote/round.sh" /usr/local/sbin/orders-round 0755
 }

@@ -24,15 +24,10 @@ case ${1:-} in
     mkdir -p "$dir"
     echo "$id" >"$results/.running"
     rm -f "$dir/exit-code"
-    # Until the native load generator is the default everywhere, droplets name k6 explicitly when
-    # this orders-bench knows the flag.
-    generator=()
-    help=$(orders-bench round --help)
-    case $help in *--generator*) generator=(--generator k6) ;; esac
     systemd-run --unit "$(unit "$id")" --collect --quiet \
       -p WorkingDirectory=/opt/orders -p EnvironmentFile=/etc/orders/bench.env -p LimitNOFILE=1048576 \
       -p "StandardOutput=append:$dir/round.log" -p "StandardError=append:$dir/round.log" \
-      /usr/local/sbin/orders-round run "$id" orders-bench round ${generator[@]+"${generator[@]}"} "$@"
+      /usr/local/sbin/orders-round run "$id" orders-bench round "$@"
     echo "round $id started on $(hostname) as unit $(unit "$id")"
     ;;
   run)
