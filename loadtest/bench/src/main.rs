@@ -24,6 +24,7 @@ mod repo;
 mod report;
 mod round;
 mod seed;
+mod target;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

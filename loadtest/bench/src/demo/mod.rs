@@ -22,7 +22,8 @@ use crate::databases::Databases;
 use crate::round::result::RatePlan;
 use crate::round::verdict::PassMark;
 use crate::round::{self, RoundSpec, Setup};
-use crate::seed::{SeedArgs, Target};
+use crate::seed::{SeedArgs, Targets};
+use crate::target::Target;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use profile::{Profile, Staircase};
@@ -101,7 +102,7 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
         ..spec.clone()
     };
     let probed = round::run_round(&spec, setup, &dir.join("probe")).await?;
-    let knees: Vec<f64> = ["pg", "mongo"].iter().filter_map(|t| profile::knee(&probed, t)).collect();
+    let knees: Vec<f64> = Target::ALL.iter().filter_map(|t| profile::knee(&probed, t.name())).collect();
     if knees.is_empty() {
         bail!("the probe of {} found no target's limit; see {}", spec.mix, dir.join("probe").display());
     }
@@ -301,7 +302,7 @@ async fn body(
         ("MONGODB_DB".to_owned(), args.db_name.clone()),
         marker.clone(),
     ];
-    for (name, env) in [(services::PG, pg_env), (services::MONGO, mongo_env)] {
+    for (name, env) in [(Target::Pg.service(), pg_env), (Target::Mongo.service(), mongo_env)] {
         let binary = services::binary(&bin_dir, name)?;
         started.services.push(Service::start(name, &binary, &env, out.join("logs").join(format!("{name}.log")))?);
     }
@@ -343,7 +344,7 @@ async fn body(
         products: None,
         items: 3,
         note_bytes: 0,
-        target: Target::Both,
+        target: Targets::all(),
         reset: true,
         databases,
         manifest,

@@ -14,6 +14,7 @@ mod sections;
 mod summary;
 
 use crate::round::result::{self, RoundResult};
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use doc::Block;
@@ -168,7 +169,7 @@ fn max_rate_block(rounds: &[&RoundResult]) -> Block {
     let rows = rounds
         .iter()
         .map(|r| {
-            let (pg, mongo) = (r.max_rate.get("pg"), r.max_rate.get("mongo"));
+            let (pg, mongo) = (r.max_rate.get(Target::Pg.name()), r.max_rate.get(Target::Mongo.name()));
             vec![
                 format!("{}{}", r.name, if r.name == r.mix { String::new() } else { format!(" (mix {})", r.mix) }),
                 format::max_rate(pg, r.plan.start_rate),

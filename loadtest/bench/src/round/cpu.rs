@@ -15,6 +15,7 @@ use crate::budget::record::DbBudget;
 use crate::cgroup::{self, Placement, Reading};
 use crate::k6::summary::OfferedStep;
 use crate::procstat;
+use crate::target::Target;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -66,7 +67,7 @@ fn default_port(scheme: &str) -> Option<u16> {
 }
 
 /// The component listening at `url` on this machine, or why it cannot be measured.
-pub fn locate(name: &str, role: Role, target: &str, url: &str) -> Component {
+pub fn locate(name: &str, role: Role, target: Target, url: &str) -> Component {
     let (pid, note) = match local_port(url) {
         None => (None, Some(format!("{url} is not on this machine"))),
         Some(port) => match procstat::listening_pid(port) {
@@ -74,7 +75,7 @@ pub fn locate(name: &str, role: Role, target: &str, url: &str) -> Component {
             None => (None, Some(format!("no readable process listens on port {port}"))),
         },
     };
-    Component { name: name.into(), role, target: Some(target.into()), pid, note }
+    Component { name: name.into(), role, target: Some(target.name().into()), pid, note }
 }
 
 /// The runner: this process's own threads (not its children: k6 and the demo's services are

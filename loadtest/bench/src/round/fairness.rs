@@ -9,6 +9,7 @@
 use super::counts::Counts;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::manifest::Manifest;
+use crate::target::Target;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,7 +109,7 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
     let mongo_count = exact.mongo.map(|c| c as f64).or(mongo.count);
     let source = |exact: Option<u64>, estimate: &str| if exact.is_some() { "counted" } else { estimate }.to_owned();
     let seeded = manifest.map(|m| m.orders as f64);
-    let in_both = manifest.is_some_and(|m| m.targets.contains_key("pg") && m.targets.contains_key("mongo"));
+    let in_both = manifest.is_some_and(|m| Target::ALL.iter().all(|t| m.targets.contains_key(t.name())));
     checks.push(Check {
         name: "data set".into(),
         pg: format!("{} rows ({})", count_text(pg_count), source(exact.pg, "n_live_tup")),
@@ -129,7 +130,7 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
     });
 
     let mongo_db_seeded =
-        manifest.and_then(|m| m.targets.get("mongo")).map(|t| t.database.rsplit('/').next().unwrap_or(""));
+        manifest.and_then(|m| m.targets.get(Target::Mongo.name())).map(|t| t.database.rsplit('/').next().unwrap_or(""));
     if let (Some(seeded_db), Some(served_db)) = (mongo_db_seeded, mongo.database.as_deref()) {
         checks.push(Check {
             name: "MongoDB database".into(),

@@ -118,7 +118,7 @@ fn native_args(spec: &RoundSpec, setup: &Setup, summary: &Path) -> Vec<String> {
     let mut args = vec![
         "load".into(),
         "--targets".into(),
-        format!("pg={},mongo={}", setup.pg_url, setup.mongo_url),
+        setup.targets_arg(),
         "--mix".into(),
         spec.mix.clone(),
         "--manifest".into(),

@@ -22,7 +22,8 @@ pub mod stall;
 pub mod verdict;
 
 use crate::manifest;
-use crate::seed::{SeedArgs, Target};
+use crate::seed::{SeedArgs, Targets};
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use orders_core::Timestamp;
@@ -234,6 +235,21 @@ pub struct Setup {
     pub budget_note: Option<String>,
 }
 
+impl Setup {
+    /// The base URL of `target`'s service.
+    pub fn url(&self, target: Target) -> &str {
+        match target {
+            Target::Pg => &self.pg_url,
+            Target::Mongo => &self.mongo_url,
+        }
+    }
+
+    /// `pg=http://...,mongo=http://...`: the targets as both load generators take them.
+    pub fn targets_arg(&self) -> String {
+        Target::ALL.map(|t| format!("{t}={}", self.url(t))).join(",")
+    }
+}
+
 /// `20261130T101500Z`, for folder names.
 pub fn folder_stamp() -> String {
     Timestamp::now().to_string().chars().filter(char::is_ascii_alphanumeric).take(15).collect::<String>() + "Z"
@@ -264,7 +280,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
             products: known.as_ref().filter(|m| args.orders.is_none_or(|o| o == m.orders)).map(|m| m.products),
             items: args.items.or(known.as_ref().map(|m| m.items_per_order)).unwrap_or(3),
             note_bytes: args.note_bytes.or(known.as_ref().map(|m| m.note_bytes)).unwrap_or(0),
-            target: Target::Both,
+            target: Targets::all(),
             reset: true,
             databases: args.databases.clone(),
             manifest: manifest.clone(),
@@ -340,10 +356,10 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         repeats.push(repeat::run(spec, setup, out, index).await?);
     }
     let mut max_rate = BTreeMap::new();
-    for target in ["pg", "mongo"] {
-        let rates: Vec<_> = repeats.iter().filter_map(|r| r.targets.get(target)).map(|t| t.max_rate).collect();
+    for target in Target::ALL {
+        let rates: Vec<_> = repeats.iter().filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
         if let Some(summary) = verdict::summarize(&rates) {
-            max_rate.insert(target.to_owned(), summary);
+            max_rate.insert(target.name().to_owned(), summary);
         }
     }
     let data_set = manifest::read(&setup.manifest).ok().map(|m| DataSet {

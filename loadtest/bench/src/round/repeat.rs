@@ -4,7 +4,7 @@
 //! explaining figures and the CPU report (the load run itself is `drive`). Raw files go to
 //! `repeat-<n>/`.
 
-use super::drive::{self, Driven, TARGETS};
+use super::drive::{self, Driven};
 use super::fairness::{self, Fairness};
 use super::limit;
 use super::load_generator::GeneratorSummary;
@@ -15,6 +15,7 @@ use crate::budget::record;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::diagnostics::{self, Pair};
 use crate::k6::summary::{LoadGenerator, Summary};
+use crate::target::Target;
 use crate::{manifest, seed};
 use anyhow::{Context, Result, bail};
 use orders_core::Timestamp;
@@ -184,12 +185,18 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             },
         );
     }
-    let mut explain =
-        explain::from_pairs(&before, &polled, &after, summary.write_requests("pg"), summary.write_requests("mongo"));
+    let mut explain = explain::from_pairs(
+        &before,
+        &polled,
+        &after,
+        summary.write_requests(Target::Pg),
+        summary.write_requests(Target::Mongo),
+    );
     if let (Some(b), Some(a)) = (wal_before, wal_after) {
         explain.pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi);
     }
-    let requests: BTreeMap<String, u64> = TARGETS.iter().map(|t| ((*t).to_owned(), summary.requests(t))).collect();
+    let requests: BTreeMap<String, u64> =
+        Target::ALL.iter().map(|t| (t.name().to_owned(), summary.requests(*t))).collect();
     let generator_figures = GeneratorSummary::read(&summary_path);
     let mut cpu = sampler.report(load_seconds, start, &summary.offered.steps, &requests, generator_figures.as_ref());
     cpu.probe = Some(probe);

@@ -6,6 +6,7 @@
 
 use super::{Loaded, feed, refusal_message};
 use crate::dataset::Profile;
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -84,7 +85,7 @@ impl MongoTarget {
         let (bytes_on_disk, size_source) = self.size_on_disk().await?;
         bar.finish_with_message("done");
         Ok(Loaded {
-            target: "mongo",
+            target: Target::Mongo,
             database: self.database,
             orders: inserted,
             seconds,

@@ -6,6 +6,7 @@
 
 use super::{Loaded, feed, refusal_message};
 use crate::dataset::Profile;
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use bytes::{BufMut, BytesMut};
 use indicatif::ProgressBar;
@@ -93,7 +94,7 @@ impl PgTarget {
         let size: i64 = self.client.query_one("SELECT pg_total_relation_size('orders')", &[]).await?.get(0);
         bar.finish_with_message("done");
         Ok(Loaded {
-            target: "pg",
+            target: Target::Pg,
             database: self.database,
             orders: copied,
             seconds,
