@@ -19,8 +19,8 @@ pub mod stack;
 
 use crate::budget::{self, BudgetArgs};
 use crate::databases::Databases;
-use crate::round::result::RatePlan;
-use crate::round::verdict::PassMark;
+use crate::model::result::RatePlan;
+use crate::model::verdict::PassMark;
 use crate::round::{self, RoundSpec, Setup};
 use crate::seed::{SeedArgs, Targets};
 use crate::target::Target;
@@ -158,7 +158,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     let began = Instant::now();
     let repo = crate::repo::root()?;
     let out = crate::repo::absolute(
-        &args.out.clone().unwrap_or_else(|| repo.join("results").join(format!("{}-demo", round::folder_stamp()))),
+        &args.out.clone().unwrap_or_else(|| repo.join("results").join(format!("{}-demo", crate::repo::folder_stamp()))),
     );
     std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
     let marker = (MARKER.to_owned(), out.display().to_string());

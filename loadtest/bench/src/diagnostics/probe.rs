@@ -15,10 +15,10 @@
 
 use super::{Client, Pair};
 use crate::databases::Databases;
+use crate::model::cpu::ProbeCost;
 use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::options::ClientOptions;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio_postgres::NoTls;
@@ -35,21 +35,6 @@ const PG_SAMPLE: &str = "SELECT g.pending_pages::bigint, g.pending_tuples::bigin
 
 const TABLE_COUNTERS: [&str; 8] =
     ["seq_scan", "seq_tup_read", "idx_scan", "n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_live_tup", "n_dead_tup"];
-
-/// What the runner's sampling cost, for the report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProbeCost {
-    pub samples: u64,
-    /// Seconds between samples (about one step).
-    pub interval_seconds: f64,
-    /// Statements the runner sent to PostgreSQL itself (one per sample).
-    pub pg_queries: u64,
-    /// Commands it sent to MongoDB itself (two per sample).
-    pub mongo_commands: u64,
-    /// `/diagnostics` requests it had to send to a service instead, per service.
-    pub service_diagnostics: u64,
-    pub notes: Vec<String>,
-}
 
 enum PgSource {
     Direct(tokio_postgres::Client, tokio::task::JoinHandle<()>),

@@ -4,6 +4,7 @@
 //! counters, collection and index sizes, the product query's plan and the write concern.
 
 use super::{number, strings, text};
+use crate::model::explain::Plan;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -25,22 +26,6 @@ pub struct PgSnapshot {
     pub product_generic_plans: Option<f64>,
     pub product_custom_plans: Option<f64>,
     pub settings: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    pub nodes: Vec<String>,
-    pub total_cost: Option<f64>,
-}
-
-impl Plan {
-    pub fn describe(&self) -> String {
-        if self.nodes.is_empty() {
-            return "not reported".into();
-        }
-        let cost = self.total_cost.map(|c| format!(" (cost {c:.0})")).unwrap_or_default();
-        format!("{}{cost}", self.nodes.join(" → "))
-    }
 }
 
 impl PgSnapshot {

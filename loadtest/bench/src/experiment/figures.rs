@@ -4,10 +4,10 @@
 //! growth per 1,000 writes, journal, bytes on disk, CPU per 1,000 requests). Growth and bytes
 //! are per write so that rounds of different lengths and rates compare.
 
-use crate::round::cpu::LimitKind;
-use crate::round::explain::{Growth, MongoExplain, PgExplain};
-use crate::round::result::RoundResult;
-use crate::round::verdict::RateSummary;
+use crate::model::cpu::LimitKind;
+use crate::model::explain::{Growth, MongoExplain, PgExplain};
+use crate::model::result::RoundResult;
+use crate::model::verdict::RateSummary;
 use crate::target::Target;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -31,7 +31,7 @@ mod wal;
 
 use crate::databases::Databases;
 use crate::demo::stack::Stack;
-use crate::round::{self, parse_seconds};
+use crate::round::parse_seconds;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 pub use scale::{Scale, Size, Staircase};
@@ -224,7 +224,7 @@ pub async fn run(args: ExperimentArgs) -> Result<()> {
     let repo = crate::repo::root()?;
     let name = args.name;
     let out = crate::repo::absolute(&args.out.clone().unwrap_or_else(|| {
-        repo.join("results").join(format!("{}-experiment-{}", round::folder_stamp(), name.as_str()))
+        repo.join("results").join(format!("{}-experiment-{}", crate::repo::folder_stamp(), name.as_str()))
     }));
     std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
     let marker = (MARKER.to_owned(), out.display().to_string());

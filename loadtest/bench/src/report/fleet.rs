@@ -6,7 +6,7 @@
 use super::doc::Block;
 use super::format::{self, NONE};
 use crate::fleet::MachineRun;
-use crate::round::result::{RepeatResult, RoundResult};
+use crate::model::result::{RepeatResult, RoundResult};
 use crate::target::Target;
 
 fn rate(value: f64) -> String {

@@ -13,7 +13,7 @@ pub mod format;
 mod sections;
 mod summary;
 
-use crate::round::result::{self, RoundResult};
+use crate::model::result::{self, RoundResult};
 use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -48,7 +48,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
         _ => crate::repo::root()
             .unwrap_or_default()
             .join("results")
-            .join(format!("{}-report", crate::round::folder_stamp())),
+            .join(format!("{}-report", crate::repo::folder_stamp())),
     };
     write(&out, &rounds)?;
     println!("report: {} and {}", out.join("report.md").display(), out.join("report.html").display());

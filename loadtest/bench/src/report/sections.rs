@@ -7,9 +7,9 @@
 use super::doc::Block;
 use super::format::{self, NONE, joined};
 use crate::charts::{self, Chart, Point, Series};
-use crate::round::explain::{Growth, MongoExplain, PgExplain};
-use crate::round::result::{RepeatResult, RoundResult};
-use crate::round::stall::Outcome;
+use crate::model::explain::{Growth, MongoExplain, PgExplain};
+use crate::model::result::{RepeatResult, RoundResult};
+use crate::model::verdict::{Outcome, StepResult};
 use crate::target::Target;
 
 fn chart(round: &RoundResult, latency: bool) -> Chart {
@@ -93,7 +93,7 @@ fn steps_table(round: &RoundResult) -> Block {
             for target in Target::ALL {
                 let steps: Vec<_> =
                     round.repeats.iter().map(|r| r.targets.get(target.name()).and_then(|t| t.steps.get(i))).collect();
-                let cell = |f: &dyn Fn(&crate::round::verdict::StepResult) -> String| {
+                let cell = |f: &dyn Fn(&StepResult) -> String| {
                     joined(steps.iter().map(|s| s.filter(|s| s.complete).map_or_else(|| NONE.to_owned(), f)))
                 };
                 row.push(cell(&|s| format!("{:.0}", s.achieved_rate)));

@@ -8,8 +8,8 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::round::cpu::{LimitKind, Role};
-use crate::round::result::RoundResult;
+use crate::model::cpu::{LimitKind, Role};
+use crate::model::result::{RepeatResult, RoundResult};
 use crate::target::Target;
 use std::collections::BTreeMap;
 
@@ -36,7 +36,7 @@ fn per_1k(round: &RoundResult, name: &str) -> Option<f64> {
 
 /// The same for the load generator, whichever it was (k6 or orders-bench load).
 fn generator_per_1k(round: &RoundResult) -> Option<f64> {
-    let generator = |r: &crate::round::result::RepeatResult| {
+    let generator = |r: &RepeatResult| {
         r.cpu.components.iter().find(|c| c.role == Role::LoadGenerator).and_then(|c| c.per_1k_requests)
     };
     median(round.repeats.iter().filter_map(generator).collect())

@@ -4,12 +4,13 @@
 //! early stop) and beside it the runner's own sampling of both databases, about once per step
 //! (`diagnostics::probe`; the services' `/diagnostics` are left alone while they are measured).
 
-use super::cpu::{self, Component, Role, Sampler};
+use super::cpu::{self, Sampler};
 use super::launch;
 use super::{RoundSpec, Setup};
-use crate::diagnostics::probe::{Probe, ProbeCost};
+use crate::diagnostics::probe::Probe;
 use crate::diagnostics::{self, Pair};
 use crate::k6::live::{EarlyStop, LiveView};
+use crate::model::cpu::{Component, ProbeCost, Role};
 use crate::target::Target;
 use crate::{fleet, procstat};
 use anyhow::{Context, Result};

@@ -9,34 +9,8 @@
 use super::counts::Counts;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::manifest::Manifest;
+use crate::model::fairness::{Check, Fairness};
 use crate::target::Target;
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    pub name: String,
-    pub pg: String,
-    pub mongo: String,
-    pub ok: bool,
-    /// What the values mean, or what to do about a mismatch.
-    pub note: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Fairness {
-    pub ok: bool,
-    pub checks: Vec<Check>,
-}
-
-impl Fairness {
-    pub fn mismatches(&self) -> Vec<String> {
-        self.checks
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| format!("{}: pg {}, mongo {} ({})", c.name, c.pg, c.mongo, c.note))
-            .collect()
-    }
-}
 
 /// Whether Postgres makes a commit wait for the WAL flush: `fsync` on and `synchronous_commit`
 /// anything but `off` (`local`, `remote_write`, `remote_apply` all flush locally first).

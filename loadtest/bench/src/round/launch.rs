@@ -208,8 +208,8 @@ fn native_binary() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::round::result::RatePlan;
-    use crate::round::verdict::PassMark;
+    use crate::model::result::RatePlan;
+    use crate::model::verdict::PassMark;
     use std::time::Duration;
 
     #[test]

@@ -17,21 +17,20 @@ pub mod launch;
 pub mod limit;
 mod load_generator;
 mod repeat;
-pub mod result;
 pub mod stall;
 pub mod verdict;
 
 use crate::manifest;
+use crate::model::result::{self, DataSet, Machine, RatePlan, RoundResult};
+use crate::model::verdict::PassMark;
 use crate::seed::{SeedArgs, Targets};
 use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use orders_core::Timestamp;
-use result::{DataSet, Machine, RatePlan, RoundResult};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use verdict::PassMark;
 
 /// Everything about the load of a round that `round` and `demo` share.
 #[derive(Debug, Clone, Args)]
@@ -250,11 +249,6 @@ impl Setup {
     }
 }
 
-/// `20261130T101500Z`, for folder names.
-pub fn folder_stamp() -> String {
-    Timestamp::now().to_string().chars().filter(char::is_ascii_alphanumeric).take(15).collect::<String>() + "Z"
-}
-
 fn folder_name(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
 }
@@ -317,9 +311,11 @@ pub async fn run(args: RoundArgs) -> Result<()> {
     };
     let out = match &args.out {
         Some(out) => out.clone(),
-        None => {
-            repo.clone().unwrap_or_default().join("results").join(format!("{}-{}", folder_stamp(), folder_name(&name)))
-        }
+        None => repo.clone().unwrap_or_default().join("results").join(format!(
+            "{}-{}",
+            crate::repo::folder_stamp(),
+            folder_name(&name)
+        )),
     };
     let budget = match (&args.budget, &repo) {
         (flags, Some(repo)) if flags.given() => {
@@ -411,7 +407,7 @@ mod tests {
     #[test]
     fn folder_names_are_safe_and_stamped() {
         assert_eq!(folder_name("read:50,insert:50"), "read_50_insert_50");
-        let stamp = folder_stamp();
+        let stamp = crate::repo::folder_stamp();
         assert_eq!(stamp.len(), 16, "{stamp}");
         assert!(stamp.ends_with('Z'));
     }

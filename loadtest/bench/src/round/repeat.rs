@@ -5,16 +5,17 @@
 //! `repeat-<n>/`.
 
 use super::drive::{self, Driven};
-use super::fairness::{self, Fairness};
+use super::fairness;
 use super::limit;
 use super::load_generator::GeneratorSummary;
-use super::result::{RepeatResult, TargetResult};
 use super::verdict::{drops_per_step, judge_target, max_passing_rate};
 use super::{RoundSpec, Setup, counts, explain, stall};
 use crate::budget::record;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::diagnostics::{self, Pair};
 use crate::k6::summary::{LoadGenerator, Summary};
+use crate::model::fairness::Fairness;
+use crate::model::result::{RepeatResult, TargetResult};
 use crate::target::Target;
 use crate::{manifest, seed};
 use anyhow::{Context, Result, bail};
@@ -65,7 +66,7 @@ async fn checkpoint(database_url: &str) {
     let _ = connection.await;
 }
 
-pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) -> Result<super::result::RepeatResult> {
+pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) -> Result<RepeatResult> {
     let label = format!("[{} {index}/{}]", spec.name, spec.repeats);
     let rel = format!("repeat-{index}");
     let dir = round_dir.join(&rel);
