@@ -19,7 +19,9 @@ use crate::model::cpu::ProbeCost;
 use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::options::ClientOptions;
-use serde_json::{Value, json};
+use orders_mongo::diagnostics::{self as mongo, Section};
+use orders_pg::diagnostics as pg;
+use serde_json::{Number, Value, json};
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
@@ -32,9 +34,6 @@ const PG_SAMPLE: &str = "SELECT g.pending_pages::bigint, g.pending_tuples::bigin
         pg_current_wal_lsn()::text, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
     FROM pgstatginindex('orders_items') g, pg_stat_user_tables t
     WHERE t.relid = 'orders'::regclass";
-
-const TABLE_COUNTERS: [&str; 8] =
-    ["seq_scan", "seq_tup_read", "idx_scan", "n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_live_tup", "n_dead_tup"];
 
 enum PgSource {
     Direct(tokio_postgres::Client, tokio::task::JoinHandle<()>),
@@ -93,19 +92,17 @@ impl Probe {
     async fn pg_sample(&self) -> Value {
         match &self.pg {
             PgSource::Direct(client, _) => match client.query_one(PG_SAMPLE, &[]).await {
-                Ok(row) => {
-                    let table: serde_json::Map<String, Value> = TABLE_COUNTERS
-                        .iter()
-                        .enumerate()
-                        .map(|(i, name)| ((*name).into(), json!(row.get::<_, i64>(i + 2))))
-                        .collect();
-                    json!({
-                        "source": SOURCE,
-                        "gin_index": {"pending_pages": row.get::<_, i64>(0), "pending_tuples": row.get::<_, i64>(1)},
-                        "table": table,
-                        "wal": {"lsn": row.get::<_, String>(10), "bytes": row.get::<_, i64>(11)},
-                    })
-                }
+                Ok(row) => to_json(&pg::Diagnostics {
+                    source: Some(SOURCE.into()),
+                    gin_index: Some(pg::GinIndex {
+                        pending_pages: Some(row.get(0)),
+                        pending_tuples: Some(row.get(1)),
+                        ..pg::GinIndex::default()
+                    }),
+                    table: Some(pg::TableCounters::from_row(&row, 2)),
+                    wal: Some(pg::Wal { lsn: Some(row.get(10)), bytes: Some(row.get(11)) }),
+                    ..pg::Diagnostics::default()
+                }),
                 Err(error) => json!({"source": SOURCE, "error": error.to_string()}),
             },
             PgSource::Service => {
@@ -157,13 +154,20 @@ async fn mongo_database(databases: &Databases) -> Result<mongodb::Database, Stri
     Ok(db)
 }
 
-fn number(document: &Document, path: &[&str]) -> Value {
+/// A sample as the `/diagnostics` JSON it stands in for.
+fn to_json(sample: &impl serde::Serialize) -> Value {
+    serde_json::to_value(sample).unwrap_or_else(|e| json!({"source": SOURCE, "error": e.to_string()}))
+}
+
+fn number(document: &Document, path: &[&str]) -> Option<Number> {
     let mut current = document;
     for key in &path[..path.len() - 1] {
-        let Ok(next) = current.get_document(key) else { return Value::Null };
-        current = next;
+        current = current.get_document(key).ok()?;
     }
-    current.get(path[path.len() - 1]).cloned().map_or(Value::Null, Bson::into_relaxed_extjson)
+    match current.get(path[path.len() - 1]).cloned().map(Bson::into_relaxed_extjson) {
+        Some(Value::Number(number)) => Some(number),
+        _ => None,
+    }
 }
 
 /// `serverStatus` without its largest sections, and `$collStats` of `orders`.
@@ -172,7 +176,6 @@ async fn mongo_figures(db: &mongodb::Database) -> Result<Value, String> {
         .run_command(doc! {"serverStatus": 1, "repl": 0, "metrics": 0, "locks": 0, "network": 0, "tcmalloc": 0})
         .await
         .map_err(|e| e.to_string())?;
-    let opcounters = status.get("opcounters").cloned().map_or(Value::Null, Bson::into_relaxed_extjson);
     let log = |name: &str| number(&status, &["wiredTiger", "log", name]);
     let stats: Vec<Document> = db
         .collection::<Document>("orders")
@@ -184,15 +187,28 @@ async fn mongo_figures(db: &mongodb::Database) -> Result<Value, String> {
         .map_err(|e| e.to_string())?;
     let storage = stats.first().and_then(|s| s.get_document("storageStats").ok()).cloned().unwrap_or_default();
     let figure = |name: &str| number(&storage, &[name]);
-    Ok(json!({
-        "source": SOURCE,
-        "opcounters": opcounters,
-        "settings": {"journal": {"wiredtiger_log": {
-            "log_bytes_written": log("log bytes written"),
-            "log_sync_operations": log("log sync operations"),
-        }}},
-        "collection": {"count": figure("count"), "size": figure("size"), "storageSize": figure("storageSize"),
-                       "totalIndexSize": figure("totalIndexSize")},
+    Ok(to_json(&mongo::Diagnostics {
+        source: Some(SOURCE.into()),
+        opcounters: Some(Section::Read(mongo::opcounters(&status))),
+        settings: Some(mongo::Settings {
+            journal: Some(mongo::Journal {
+                wiredtiger_log: Some(Section::Read(mongo::LogFigures {
+                    log_bytes_written: log("log bytes written"),
+                    log_sync_operations: log("log sync operations"),
+                    ..mongo::LogFigures::default()
+                })),
+                ..mongo::Journal::default()
+            }),
+            ..mongo::Settings::default()
+        }),
+        collection: Some(Section::Read(mongo::CollectionStats {
+            count: figure("count"),
+            size: figure("size"),
+            storage_size: figure("storageSize"),
+            total_index_size: figure("totalIndexSize"),
+            ..mongo::CollectionStats::default()
+        })),
+        ..mongo::Diagnostics::default()
     }))
 }
 
@@ -224,7 +240,7 @@ mod tests {
         let _ = client.database(&mongodb_db).drop().await;
 
         let pg = PgSnapshot::from_json(&second.pg);
-        assert_eq!((pg.pending_pages, pg.counter("n_tup_ins")), (Some(0.0), Some(0.0)), "{:#}", second.pg);
+        assert_eq!((pg.pending_pages, pg.counter(|t| t.n_tup_ins)), (Some(0.0), Some(0.0)), "{:#}", second.pg);
         assert!(pg.wal_bytes.is_some_and(|b| b > 0.0), "{:#}", second.pg);
         let mongo = MongoSnapshot::from_json(&first.mongo);
         assert_eq!(mongo.count, Some(1.0), "{:#}", first.mongo);

@@ -31,6 +31,7 @@ mod wal;
 
 use crate::databases::Databases;
 use crate::demo::stack::Stack;
+use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::round::parse_seconds;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
@@ -196,10 +197,8 @@ impl Ctx {
         }
         if self.versions.postgres.is_none() {
             let pair = crate::diagnostics::Client::new(&urls.pg, &urls.mongo)?.pair(0.0).await?;
-            self.versions = Versions {
-                postgres: crate::diagnostics::text(&pair.pg, "/server_version"),
-                mongodb: crate::diagnostics::text(&pair.mongo, "/server/version"),
-            };
+            let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
+            self.versions = Versions { postgres: pg.server_version, mongodb: mongo.version };
         }
         Ok(Some(urls))
     }

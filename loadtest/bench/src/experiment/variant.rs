@@ -46,7 +46,7 @@ impl Variant {
             .iter()
             .filter_map(|e| {
                 let actual = match e.side {
-                    Target::Pg => pg.settings.get(e.setting).cloned(),
+                    Target::Pg => pg.settings_map().remove(e.setting),
                     Target::Mongo => match e.setting {
                         "w" => mongo.write_w.clone(),
                         "j" => mongo.write_j.map(|j| j.to_string()),

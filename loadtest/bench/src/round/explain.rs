@@ -10,6 +10,7 @@
 use crate::diagnostics::Pair;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::model::explain::{Explain, Growth, MongoExplain, PgExplain};
+use orders_pg::diagnostics::TableCounters;
 use std::collections::BTreeMap;
 
 fn diff(after: Option<f64>, before: Option<f64>) -> Option<f64> {
@@ -42,10 +43,10 @@ impl PgExplain {
 }
 
 pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_requests: u64) -> PgExplain {
-    let counter = |name: &str| diff(after.counter(name), before.counter(name));
+    let counter = |of: fn(&TableCounters) -> Option<i64>| diff(after.counter(of), before.counter(of));
     let all = || std::iter::once(before).chain(polled).chain(std::iter::once(after));
     let (updates, hot_updates, seq_scans, seq_tup_read) =
-        (counter("n_tup_upd"), counter("n_tup_hot_upd"), counter("seq_scan"), counter("seq_tup_read"));
+        (counter(|t| t.n_tup_upd), counter(|t| t.n_tup_hot_upd), counter(|t| t.seq_scan), counter(|t| t.seq_tup_read));
     let wal_bytes = diff(after.wal_bytes, before.wal_bytes);
     let mut generic_plans_seen: Vec<String> = Vec::new();
     for snapshot in all() {
@@ -62,7 +63,7 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
         wal_records_per_write: None,
         wal_fpi: None,
         wal_fpi_per_write: None,
-        inserts: counter("n_tup_ins"),
+        inserts: counter(|t| t.n_tup_ins),
         updates,
         hot_updates,
         hot_share: match (hot_updates, updates) {
@@ -75,10 +76,10 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
             (Some(rows), Some(scans)) if scans > 0.0 => Some(rows / scans),
             _ => None,
         },
-        idx_scans: counter("idx_scan"),
+        idx_scans: counter(|t| t.idx_scan),
         max_pending_pages: max_of(all().map(|s| s.pending_pages)),
         max_pending_tuples: max_of(all().map(|s| s.pending_tuples)),
-        dead_tuples_after: after.counter("n_dead_tup"),
+        dead_tuples_after: after.counter(|t| t.n_dead_tup),
         table: Growth::of(before.table_bytes, after.table_bytes),
         toast: Growth::of(before.toast_bytes, after.toast_bytes),
         indexes: Growth::of(before.indexes_bytes, after.indexes_bytes),
@@ -89,7 +90,7 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
         generic_plans_seen,
         product_generic_plans: after.product_generic_plans,
         product_custom_plans: after.product_custom_plans,
-        settings: after.settings.clone(),
+        settings: after.settings_map(),
     }
 }
 

@@ -15,8 +15,8 @@ use crate::target::Target;
 /// Whether Postgres makes a commit wait for the WAL flush: `fsync` on and `synchronous_commit`
 /// anything but `off` (`local`, `remote_write`, `remote_apply` all flush locally first).
 pub fn pg_waits_for_disk(pg: &PgSnapshot) -> Option<bool> {
-    let fsync = pg.settings.get("fsync")?;
-    let commit = pg.settings.get("synchronous_commit")?;
+    let fsync = pg.settings.fsync.as_ref()?;
+    let commit = pg.settings.synchronous_commit.as_ref()?;
     Some(fsync == "on" && commit != "off")
 }
 
@@ -61,8 +61,8 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
         pg: format!(
             "{} (synchronous_commit={}, fsync={})",
             words(pg_waits),
-            pg.setting("synchronous_commit"),
-            pg.setting("fsync")
+            pg.settings.synchronous_commit.as_deref().unwrap_or("?"),
+            pg.settings.fsync.as_deref().unwrap_or("?")
         ),
         mongo: format!(
             "{} (w={}, j={}, journal {})",
@@ -79,7 +79,7 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
         note: "both must acknowledge a write at the same point (study S2, finding F4)".into(),
     });
 
-    let pg_count = exact.pg.map(|c| c as f64).or(pg.counter("n_live_tup"));
+    let pg_count = exact.pg.map(|c| c as f64).or(pg.counter(|t| t.n_live_tup));
     let mongo_count = exact.mongo.map(|c| c as f64).or(mongo.count);
     let source = |exact: Option<u64>, estimate: &str| if exact.is_some() { "counted" } else { estimate }.to_owned();
     let seeded = manifest.map(|m| m.orders as f64);
@@ -115,7 +115,7 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
         });
     }
 
-    let pg_pool = pg.settings.get("pool_size").cloned();
+    let pg_pool = pg.settings.pool_size.map(|p| p.to_string());
     let mongo_pool = mongo.pool_size.map(|p| format!("{p:.0}"));
     checks.push(Check {
         name: "connection pool".into(),
