@@ -8,7 +8,6 @@
 use crate::config::acknowledgment_text;
 use crate::error::{describe, store_error};
 use crate::indexes::COLLECTION;
-use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::options::Acknowledgment;
 use mongodb::{Collection, Database};
@@ -456,18 +455,11 @@ pub fn storage_stats(storage: &Document) -> CollectionStats {
 }
 
 async fn collection_stats(orders: &Collection<Document>) -> Section<CollectionStats> {
-    let stats: Result<Vec<Document>, _> = match orders.aggregate([doc! {"$collStats": {"storageStats": {}}}]).await {
-        Ok(cursor) => cursor.try_collect().await,
-        Err(error) => Err(error),
-    };
-    let stats = match stats {
-        Ok(stats) => stats,
-        Err(error) => return Section::Refused { error: describe(&error) },
-    };
-    let Some(storage) = stats.first().and_then(|s| s.get_document("storageStats").ok()) else {
-        return Section::Refused { error: "$collStats returned no storageStats".into() };
-    };
-    Section::Read(storage_stats(storage))
+    match crate::admin::coll_stats(orders).await {
+        Ok(Some(storage)) => Section::Read(storage_stats(&storage)),
+        Ok(None) => Section::Refused { error: "$collStats returned no storageStats".into() },
+        Err(error) => Section::Refused { error: describe(&error) },
+    }
 }
 
 /// The winning plan of the product query (`find({"items.product_id": N}).limit(10)`), with the

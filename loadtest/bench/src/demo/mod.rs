@@ -182,13 +182,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
 pub async fn create_pg_database(admin_url: &str, name: &str) -> Result<()> {
     let (client, connection) = tokio_postgres::connect(admin_url, NoTls).await.context("connecting to PostgreSQL")?;
     let connection = tokio::spawn(connection);
-    let exists = client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name]).await?.is_some();
-    if !exists {
-        client
-            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
-            .await
-            .with_context(|| format!("creating database {name}"))?;
-    }
+    orders_pg::admin::create_database(&client, name).await.with_context(|| format!("creating database {name}"))?;
     drop(client);
     let _ = connection.await;
     Ok(())

@@ -7,7 +7,8 @@
 //! - MongoDB, two commands: `serverStatus` (opcounters, WiredTiger log) and `$collStats`
 //!   (document count and sizes).
 //!
-//! Each sample is shaped like a `/diagnostics` pair (the same JSON pointers, `"source":
+//! The statements are `orders_pg::admin::sample` and `orders_mongo::admin::sample`. Each sample is
+//! the services' own typed `/diagnostics` with only those sections filled (and `"source":
 //! "orders-bench"`), so the explaining code reads both alike. A database the runner cannot reach
 //! (a droplet that accepts only its service) is read through its service's `/diagnostics`, still
 //! once per sample, and the cost says so. The services' `/diagnostics` stay for the snapshots
@@ -16,24 +17,15 @@
 use super::{Client, Pair};
 use crate::databases::Databases;
 use crate::model::cpu::ProbeCost;
-use futures_util::TryStreamExt;
-use mongodb::bson::{Bson, Document, doc};
 use mongodb::options::ClientOptions;
-use orders_mongo::diagnostics::{self as mongo, Section};
+use orders_mongo::diagnostics as mongo;
 use orders_pg::diagnostics as pg;
-use serde_json::{Number, Value, json};
+use serde_json::{Value, json};
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
 const CONNECT_LIMIT: Duration = Duration::from_secs(5);
 const SOURCE: &str = "orders-bench";
-
-const PG_SAMPLE: &str = "SELECT g.pending_pages::bigint, g.pending_tuples::bigint,
-        t.seq_scan, t.seq_tup_read, coalesce(t.idx_scan, 0), t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd,
-        t.n_live_tup, t.n_dead_tup,
-        pg_current_wal_lsn()::text, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
-    FROM pgstatginindex('orders_items') g, pg_stat_user_tables t
-    WHERE t.relid = 'orders'::regclass";
 
 enum PgSource {
     Direct(tokio_postgres::Client, tokio::task::JoinHandle<()>),
@@ -91,18 +83,8 @@ impl Probe {
 
     async fn pg_sample(&self) -> Value {
         match &self.pg {
-            PgSource::Direct(client, _) => match client.query_one(PG_SAMPLE, &[]).await {
-                Ok(row) => to_json(&pg::Diagnostics {
-                    source: Some(SOURCE.into()),
-                    gin_index: Some(pg::GinIndex {
-                        pending_pages: Some(row.get(0)),
-                        pending_tuples: Some(row.get(1)),
-                        ..pg::GinIndex::default()
-                    }),
-                    table: Some(pg::TableCounters::from_row(&row, 2)),
-                    wal: Some(pg::Wal { lsn: Some(row.get(10)), bytes: Some(row.get(11)) }),
-                    ..pg::Diagnostics::default()
-                }),
+            PgSource::Direct(client, _) => match orders_pg::admin::sample(client).await {
+                Ok(sample) => to_json(&pg::Diagnostics { source: Some(SOURCE.into()), ..sample }),
                 Err(error) => json!({"source": SOURCE, "error": error.to_string()}),
             },
             PgSource::Service => {
@@ -113,9 +95,10 @@ impl Probe {
 
     async fn mongo_sample(&self) -> Value {
         match &self.mongo {
-            MongoSource::Direct(db) => {
-                mongo_figures(db).await.unwrap_or_else(|e| json!({"source": SOURCE, "error": e}))
-            }
+            MongoSource::Direct(db) => match orders_mongo::admin::sample(db).await {
+                Ok(sample) => to_json(&mongo::Diagnostics { source: Some(SOURCE.into()), ..sample }),
+                Err(error) => json!({"source": SOURCE, "error": error.to_string()}),
+            },
             MongoSource::Service => self
                 .services
                 .fetch(&self.services.mongo_url)
@@ -150,7 +133,7 @@ async fn mongo_database(databases: &Databases) -> Result<mongodb::Database, Stri
     options.max_pool_size = Some(1);
     let client = mongodb::Client::with_options(options).map_err(|e| e.to_string())?;
     let db = client.database(&databases.mongodb_db);
-    db.run_command(doc! {"ping": 1}).await.map_err(|e| e.to_string())?;
+    orders_mongo::admin::ping(&db).await.map_err(|e| e.to_string())?;
     Ok(db)
 }
 
@@ -159,63 +142,11 @@ fn to_json(sample: &impl serde::Serialize) -> Value {
     serde_json::to_value(sample).unwrap_or_else(|e| json!({"source": SOURCE, "error": e.to_string()}))
 }
 
-fn number(document: &Document, path: &[&str]) -> Option<Number> {
-    let mut current = document;
-    for key in &path[..path.len() - 1] {
-        current = current.get_document(key).ok()?;
-    }
-    match current.get(path[path.len() - 1]).cloned().map(Bson::into_relaxed_extjson) {
-        Some(Value::Number(number)) => Some(number),
-        _ => None,
-    }
-}
-
-/// `serverStatus` without its largest sections, and `$collStats` of `orders`.
-async fn mongo_figures(db: &mongodb::Database) -> Result<Value, String> {
-    let status = db
-        .run_command(doc! {"serverStatus": 1, "repl": 0, "metrics": 0, "locks": 0, "network": 0, "tcmalloc": 0})
-        .await
-        .map_err(|e| e.to_string())?;
-    let log = |name: &str| number(&status, &["wiredTiger", "log", name]);
-    let stats: Vec<Document> = db
-        .collection::<Document>("orders")
-        .aggregate([doc! {"$collStats": {"storageStats": {}}}])
-        .await
-        .map_err(|e| e.to_string())?
-        .try_collect()
-        .await
-        .map_err(|e| e.to_string())?;
-    let storage = stats.first().and_then(|s| s.get_document("storageStats").ok()).cloned().unwrap_or_default();
-    let figure = |name: &str| number(&storage, &[name]);
-    Ok(to_json(&mongo::Diagnostics {
-        source: Some(SOURCE.into()),
-        opcounters: Some(Section::Read(mongo::opcounters(&status))),
-        settings: Some(mongo::Settings {
-            journal: Some(mongo::Journal {
-                wiredtiger_log: Some(Section::Read(mongo::LogFigures {
-                    log_bytes_written: log("log bytes written"),
-                    log_sync_operations: log("log sync operations"),
-                    ..mongo::LogFigures::default()
-                })),
-                ..mongo::Journal::default()
-            }),
-            ..mongo::Settings::default()
-        }),
-        collection: Some(Section::Read(mongo::CollectionStats {
-            count: figure("count"),
-            size: figure("size"),
-            storage_size: figure("storageSize"),
-            total_index_size: figure("totalIndexSize"),
-            ..mongo::CollectionStats::default()
-        })),
-        ..mongo::Diagnostics::default()
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
+    use mongodb::bson::{Document, doc};
 
     fn mongodb_uri() -> String {
         // Tests read the environment directly, as the other database tests do.

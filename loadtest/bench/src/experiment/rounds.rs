@@ -68,7 +68,7 @@ fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
 async fn checkpoint(database_url: &str) {
     let Ok((client, connection)) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await else { return };
     let connection = tokio::spawn(connection);
-    if let Err(error) = client.batch_execute("CHECKPOINT").await {
+    if let Err(error) = orders_pg::admin::checkpoint(&client).await {
         eprintln!("note: CHECKPOINT after reloading failed ({error}); the first step may share the disk with it");
     }
     drop(client);

@@ -59,7 +59,7 @@ async fn gate(client: &diagnostics::Client, setup: &Setup, settle: Duration) -> 
 async fn checkpoint(database_url: &str) {
     let Ok((client, connection)) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await else { return };
     let connection = tokio::spawn(connection);
-    if let Err(error) = client.batch_execute("CHECKPOINT").await {
+    if let Err(error) = orders_pg::admin::checkpoint(&client).await {
         eprintln!("note: CHECKPOINT after reseeding failed ({error}); the first step may share the disk with it");
     }
     drop(client);
