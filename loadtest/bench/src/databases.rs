@@ -1,6 +1,7 @@
 //! `Databases`: where the two databases are, as `seed` and `round` both take them (flags or the
 //! same environment variables the services read), so the two subcommands cannot drift apart.
 
+use crate::target::Target;
 use clap::Args;
 
 #[derive(Debug, Clone, Args)]
@@ -24,4 +25,14 @@ pub struct Databases {
     /// MongoDB database (the `orders-mongo` service's).
     #[arg(long = "mongodb-db", env = "MONGODB_DB", default_value = "orders")]
     pub mongodb_db: String,
+}
+
+impl Databases {
+    /// Where `target`'s database listens (for the CPU sampler: the URL's port).
+    pub fn url(&self, target: Target) -> &str {
+        match target {
+            Target::Pg => &self.database_url,
+            Target::Mongo => &self.mongodb_uri,
+        }
+    }
 }

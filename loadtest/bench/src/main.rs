@@ -3,8 +3,9 @@
 //! native load generator, `loadgen`) and `agent` (a follower load machine, `fleet`). `dataset`
 //! and `prng` generate the orders, `manifest` records what was seeded where; `k6`, `diagnostics`,
 //! `procstat`, `cgroup` (the kernel's accounting of the databases' budgets), `budget` and `charts`
-//! serve the rounds and reports. `load` runs on a runtime of its own with one thread; the others
-//! on tokio's default.
+//! serve the rounds and reports. `target` names the systems under test, and `model` is the result
+//! model that `round` fills and `report` reads (a leaf: it imports neither). `load` runs on a
+//! runtime of its own with one thread; the others on tokio's default.
 
 mod budget;
 mod cgroup;
@@ -18,12 +19,14 @@ mod fleet;
 mod k6;
 mod loadgen;
 mod manifest;
+mod model;
 mod prng;
 mod procstat;
 mod repo;
 mod report;
 mod round;
 mod seed;
+mod target;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

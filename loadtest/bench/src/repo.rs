@@ -29,3 +29,9 @@ pub fn absolute(path: &Path) -> PathBuf {
     }
     std::env::current_dir().map_or_else(|_| path.to_path_buf(), |cwd| cwd.join(path))
 }
+
+/// `20261130T101500Z`, for folder names.
+pub fn folder_stamp() -> String {
+    orders_core::Timestamp::now().to_string().chars().filter(char::is_ascii_alphanumeric).take(15).collect::<String>()
+        + "Z"
+}

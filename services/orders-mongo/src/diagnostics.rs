@@ -8,70 +8,316 @@
 use crate::config::acknowledgment_text;
 use crate::error::{describe, store_error};
 use crate::indexes::COLLECTION;
-use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::options::Acknowledgment;
 use mongodb::{Collection, Database};
 use orders_core::StoreError;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Number, Value};
+use std::collections::BTreeMap;
+use std::fmt;
 
 /// The product whose query plan is explained (any id gives the same plan shape).
 const EXPLAINED_PRODUCT: i64 = 1;
 
-/// WiredTiger cache statistics reported, under snake_case names.
-const CACHE_FIGURES: &[(&str, &str)] = &[
-    ("bytes_currently_in_cache", "bytes currently in the cache"),
-    ("maximum_bytes_configured", "maximum bytes configured"),
-    ("tracked_dirty_bytes_in_cache", "tracked dirty bytes in the cache"),
-    ("pages_read_into_cache", "pages read into cache"),
-    ("pages_written_from_cache", "pages written from cache"),
-    ("bytes_read_into_cache", "bytes read into cache"),
-    ("bytes_written_from_cache", "bytes written from cache"),
-];
+/// What `GET /diagnostics` answers (before the HTTP layer adds `pool`). The service serializes it
+/// and the bench runner deserializes it (and fills a few sections itself from its own
+/// connection), so a renamed field breaks the build of both rather than leaving a figure silently
+/// "not reported". Every field is optional and absent ones are left out, so an older service's
+/// report still parses. Figures are the server's numbers as it sent them (integer or not).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Diagnostics {
+    /// `mongodb`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Who read the figures when it was not the service (`orders-bench` for the runner's samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Why the figures are missing, when they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<Server>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Settings>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collection: Option<Section<CollectionStats>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opcounters: Option<Section<Opcounters>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wiredtiger_cache: Option<Section<CacheFigures>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub product_query: Option<Section<ProductQuery>>,
+}
+
+/// A section as read, or the error the server answered instead (`{"error": "..."}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Section<T> {
+    Refused { error: String },
+    Read(T),
+}
+
+impl<T> Section<T> {
+    pub fn read(&self) -> Option<&T> {
+        match self {
+            Section::Read(value) => Some(value),
+            Section::Refused { .. } => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Server {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Section<Topology>>,
+    /// The storage engine's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_engine: Option<Section<Value>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Topology {
+    /// `standalone`, `replica set <name>` or `sharded (mongos)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    pub is_writable_primary: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collection: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_concern: Option<WriteConcerns>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal: Option<Journal>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolSettings>,
+    /// The service's limits (`POOL_TIMEOUT_MS`, the request timeout as `maxTimeMS`, the server
+    /// selection timeout in effect).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_timeout_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_time_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_selection_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WriteConcerns {
+    /// What the driver attaches to every write of the service.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_with_every_write: Option<SentWriteConcern>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_default: Option<Section<DefaultWriteConcern>>,
+}
+
+/// `w` and `j` of the collection's write concern; both `null` when none is set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SentWriteConcern {
+    pub w: Option<WriteAck>,
+    pub j: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// `w`: a number of nodes, or a name (`majority`, a tag).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum WriteAck {
+    Nodes(u32),
+    Named(String),
+}
+
+impl fmt::Display for WriteAck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriteAck::Nodes(nodes) => write!(f, "{nodes}"),
+            WriteAck::Named(name) => f.write_str(name),
+        }
+    }
+}
+
+/// `getDefaultRWConcern`'s answer, as the server wrote it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct DefaultWriteConcern {
+    pub default_write_concern: Value,
+    pub default_write_concern_source: Value,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Journal {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_options: Option<Section<JournalOptions>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wiredtiger_log: Option<Section<LogFigures>>,
+}
+
+/// The `storage.journal` start-up options (absent: the default, on).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JournalOptions {
+    #[serde(rename = "storage.journal")]
+    pub storage_journal: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
 
 /// WiredTiger journal (log) statistics: `log_sync_operations` grows with every `j: true` write.
-const LOG_FIGURES: &[(&str, &str)] = &[
-    ("log_sync_operations", "log sync operations"),
-    ("log_bytes_written", "log bytes written"),
-    ("log_flush_operations", "log flush operations"),
-];
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LogFigures {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_sync_operations: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_bytes_written: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_flush_operations: Option<Number>,
+}
 
-const STORAGE_FIGURES: &[&str] =
-    &["count", "size", "avgObjSize", "storageSize", "freeStorageSize", "nindexes", "totalIndexSize", "totalSize"];
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PoolSettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_pool_size_per_server: Option<u32>,
+}
 
-pub async fn collect(db: &Database, orders: &Collection<Document>, max_pool_size: u32) -> Result<Value, StoreError> {
+/// `$collStats` storage statistics of the orders collection, under the server's names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CollectionStats {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<Number>,
+    /// Uncompressed BSON bytes of the documents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avg_obj_size: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_size: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_storage_size: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nindexes: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_index_size: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_size: Option<Number>,
+    /// Bytes per index, by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_sizes: Option<BTreeMap<String, Number>>,
+}
+
+/// `serverStatus` opcounters (server-wide); any counter a server adds is kept in `other`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Opcounters {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insert: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delete: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub getmore: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Number>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// WiredTiger cache statistics, under snake_case names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CacheFigures {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_currently_in_cache: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maximum_bytes_configured: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracked_dirty_bytes_in_cache: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages_read_into_cache: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages_written_from_cache: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_read_into_cache: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_written_from_cache: Option<Number>,
+}
+
+/// The winning plan of the product query, with its stage and index names flattened.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProductQuery {
+    pub command: Value,
+    pub stages: Vec<String>,
+    pub index_names: Vec<String>,
+    pub rejected_plans: usize,
+    pub winning_plan: Value,
+}
+
+pub async fn collect(
+    db: &Database,
+    orders: &Collection<Document>,
+    max_pool_size: u32,
+) -> Result<Diagnostics, StoreError> {
     let build_info = db.run_command(doc! {"buildInfo": 1}).await.map_err(store_error)?;
     let admin = db.client().database("admin");
     let hello = command(db, doc! {"hello": 1}).await;
     let server_status = command(db, doc! {"serverStatus": 1}).await;
     let cmd_line = command(&admin, doc! {"getCmdLineOpts": 1}).await;
     let default_rw = command(&admin, doc! {"getDefaultRWConcern": 1}).await;
-    Ok(json!({
-        "backend": "mongodb",
-        "server": {
-            "version": build_info.get_str("version").unwrap_or("unknown"),
-            "git_version": build_info.get_str("gitVersion").unwrap_or("unknown"),
-            "topology": section(&hello, topology),
-            "storage_engine": section(&server_status, |s| json(s.get_document("storageEngine").ok().and_then(|e| e.get("name")))),
-        },
-        "settings": {
-            "database": db.name(),
-            "collection": COLLECTION,
-            "write_concern": {
-                "sent_with_every_write": write_concern(orders),
-                "server_default": section(&default_rw, |d| json!({
-                    "defaultWriteConcern": json(d.get("defaultWriteConcern")),
-                    "defaultWriteConcernSource": json(d.get("defaultWriteConcernSource")),
+    Ok(Diagnostics {
+        backend: Some("mongodb".into()),
+        source: None,
+        error: None,
+        server: Some(Server {
+            version: Some(build_info.get_str("version").unwrap_or("unknown").into()),
+            git_version: Some(build_info.get_str("gitVersion").unwrap_or("unknown").into()),
+            topology: Some(section(&hello, topology)),
+            storage_engine: Some(section(&server_status, |s| {
+                json(s.get_document("storageEngine").ok().and_then(|e| e.get("name")))
+            })),
+        }),
+        settings: Some(Settings {
+            database: Some(db.name().into()),
+            collection: Some(COLLECTION.into()),
+            write_concern: Some(WriteConcerns {
+                sent_with_every_write: Some(write_concern(orders)),
+                server_default: Some(section(&default_rw, |d| DefaultWriteConcern {
+                    default_write_concern: json(d.get("defaultWriteConcern")),
+                    default_write_concern_source: json(d.get("defaultWriteConcernSource")),
                 })),
-            },
-            "journal": journal(&cmd_line, &server_status),
-            "pool": {"max_pool_size_per_server": max_pool_size},
-        },
-        "collection": collection_stats(orders).await,
-        "opcounters": section(&server_status, |s| json(s.get("opcounters"))),
-        "wiredtiger_cache": section(&server_status, |s| wired_tiger(s, "cache", CACHE_FIGURES)),
-        "product_query": product_query_plan(db).await,
-    }))
+            }),
+            journal: Some(journal(&cmd_line, &server_status)),
+            pool: Some(PoolSettings { max_pool_size_per_server: Some(max_pool_size) }),
+            pool_timeout_ms: None,
+            max_time_ms: None,
+            server_selection_timeout_ms: None,
+        }),
+        collection: Some(collection_stats(orders).await),
+        opcounters: Some(section(&server_status, opcounters)),
+        wiredtiger_cache: Some(flatten(section(&server_status, |s| wired_tiger(s, "cache", cache_figures)))),
+        product_query: Some(product_query_plan(db).await),
+    })
 }
 
 /// Runs a command; a refusal becomes its message (the report shows it in place of the section).
@@ -79,10 +325,17 @@ async fn command(db: &Database, command: Document) -> Result<Document, String> {
     db.run_command(command).await.map_err(|error| describe(&error))
 }
 
-fn section(result: &Result<Document, String>, read: impl Fn(&Document) -> Value) -> Value {
+fn section<T>(result: &Result<Document, String>, read: impl Fn(&Document) -> T) -> Section<T> {
     match result {
-        Ok(document) => read(document),
-        Err(error) => json!({"error": error}),
+        Ok(document) => Section::Read(read(document)),
+        Err(error) => Section::Refused { error: error.clone() },
+    }
+}
+
+fn flatten<T>(section: Section<Section<T>>) -> Section<T> {
+    match section {
+        Section::Read(inner) => inner,
+        Section::Refused { error } => Section::Refused { error },
     }
 }
 
@@ -90,7 +343,15 @@ fn json(value: Option<&Bson>) -> Value {
     value.cloned().map_or(Value::Null, Bson::into_relaxed_extjson)
 }
 
-fn topology(hello: &Document) -> Value {
+/// A figure as the server sent it; `None` when absent or not a number.
+fn number(value: Option<&Bson>) -> Option<Number> {
+    match json(value) {
+        Value::Number(number) => Some(number),
+        _ => None,
+    }
+}
+
+fn topology(hello: &Document) -> Topology {
     let kind = if hello.get_str("msg") == Ok("isdbgrid") {
         "sharded (mongos)".to_owned()
     } else if let Ok(set) = hello.get_str("setName") {
@@ -98,25 +359,25 @@ fn topology(hello: &Document) -> Value {
     } else {
         "standalone".to_owned()
     };
-    json!({"kind": kind, "is_writable_primary": json(hello.get("isWritablePrimary"))})
+    Topology { kind: Some(kind), is_writable_primary: hello.get_bool("isWritablePrimary").ok() }
 }
 
 /// The driver attaches this to every write of the service (`w` and `j` of the collection).
-fn write_concern(orders: &Collection<Document>) -> Value {
+fn write_concern(orders: &Collection<Document>) -> SentWriteConcern {
     let Some(concern) = orders.write_concern() else {
-        return json!({"w": null, "j": null, "note": "none set: the server default applies"});
+        return SentWriteConcern { w: None, j: None, note: Some("none set: the server default applies".into()) };
     };
     let w = match &concern.w {
-        Some(Acknowledgment::Nodes(nodes)) => json!(nodes),
-        Some(other) => json!(acknowledgment_text(other)),
-        None => Value::Null,
+        Some(Acknowledgment::Nodes(nodes)) => Some(WriteAck::Nodes(*nodes)),
+        Some(other) => Some(WriteAck::Named(acknowledgment_text(other))),
+        None => None,
     };
-    json!({"w": w, "j": concern.journal})
+    SentWriteConcern { w, j: concern.journal, note: None }
 }
 
 /// Journaling as the server runs it: the `storage.journal` start-up options (absent means the
 /// default, on; MongoDB 6.1+ cannot turn it off) and the WiredTiger log counters.
-fn journal(cmd_line: &Result<Document, String>, server_status: &Result<Document, String>) -> Value {
+fn journal(cmd_line: &Result<Document, String>, server_status: &Result<Document, String>) -> Journal {
     let options = section(cmd_line, |opts| {
         let journal = opts
             .get_document("parsed")
@@ -124,64 +385,104 @@ fn journal(cmd_line: &Result<Document, String>, server_status: &Result<Document,
             .and_then(|s| s.get_document("journal"))
             .ok();
         let enabled = journal.and_then(|j| j.get_bool("enabled").ok()).unwrap_or(true);
-        json!({"storage.journal": journal.map(|j| Bson::Document(j.clone()).into_relaxed_extjson()), "enabled": enabled})
+        JournalOptions {
+            storage_journal: journal.map_or(Value::Null, |j| Bson::Document(j.clone()).into_relaxed_extjson()),
+            enabled: Some(enabled),
+        }
     });
-    json!({
-        "startup_options": options,
-        "wiredtiger_log": section(server_status, |s| wired_tiger(s, "log", LOG_FIGURES)),
-    })
+    Journal {
+        startup_options: Some(options),
+        wiredtiger_log: Some(flatten(section(server_status, |s| wired_tiger(s, "log", log_figures)))),
+    }
 }
 
-fn wired_tiger(server_status: &Document, group: &str, figures: &[(&str, &str)]) -> Value {
-    let Ok(stats) = server_status.get_document("wiredTiger").and_then(|w| w.get_document(group)) else {
-        return json!({"error": format!("serverStatus has no wiredTiger.{group} section")});
-    };
-    figures
-        .iter()
-        .map(|(name, key)| ((*name).to_owned(), json(stats.get(*key))))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
+/// A group of `serverStatus.wiredTiger`, read by `figures` (which looks figures up by the
+/// server's names).
+fn wired_tiger<T>(server_status: &Document, group: &str, figures: fn(&Document) -> T) -> Section<T> {
+    match server_status.get_document("wiredTiger").and_then(|w| w.get_document(group)) {
+        Ok(stats) => Section::Read(figures(stats)),
+        Err(_) => Section::Refused { error: format!("serverStatus has no wiredTiger.{group} section") },
+    }
 }
 
-async fn collection_stats(orders: &Collection<Document>) -> Value {
-    let stats: Result<Vec<Document>, _> = match orders.aggregate([doc! {"$collStats": {"storageStats": {}}}]).await {
-        Ok(cursor) => cursor.try_collect().await,
-        Err(error) => Err(error),
-    };
-    let stats = match stats {
-        Ok(stats) => stats,
-        Err(error) => return json!({"error": describe(&error)}),
-    };
-    let Some(storage) = stats.first().and_then(|s| s.get_document("storageStats").ok()) else {
-        return json!({"error": "$collStats returned no storageStats"});
-    };
-    let mut report: serde_json::Map<String, Value> =
-        STORAGE_FIGURES.iter().map(|key| ((*key).to_owned(), json(storage.get(*key)))).collect();
-    report.insert("indexSizes".into(), json(storage.get("indexSizes")));
-    report.into()
+fn cache_figures(stats: &Document) -> CacheFigures {
+    let figure = |key: &str| number(stats.get(key));
+    CacheFigures {
+        bytes_currently_in_cache: figure("bytes currently in the cache"),
+        maximum_bytes_configured: figure("maximum bytes configured"),
+        tracked_dirty_bytes_in_cache: figure("tracked dirty bytes in the cache"),
+        pages_read_into_cache: figure("pages read into cache"),
+        pages_written_from_cache: figure("pages written from cache"),
+        bytes_read_into_cache: figure("bytes read into cache"),
+        bytes_written_from_cache: figure("bytes written from cache"),
+    }
+}
+
+fn log_figures(stats: &Document) -> LogFigures {
+    let figure = |key: &str| number(stats.get(key));
+    LogFigures {
+        log_sync_operations: figure("log sync operations"),
+        log_bytes_written: figure("log bytes written"),
+        log_flush_operations: figure("log flush operations"),
+    }
+}
+
+/// `serverStatus.opcounters`.
+pub fn opcounters(server_status: &Document) -> Opcounters {
+    match json(server_status.get("opcounters")) {
+        Value::Object(counters) => serde_json::from_value(Value::Object(counters)).unwrap_or_default(),
+        _ => Opcounters::default(),
+    }
+}
+
+/// `$collStats` storage statistics from its `storageStats` document.
+pub fn storage_stats(storage: &Document) -> CollectionStats {
+    let figure = |key: &str| number(storage.get(key));
+    CollectionStats {
+        count: figure("count"),
+        size: figure("size"),
+        avg_obj_size: figure("avgObjSize"),
+        storage_size: figure("storageSize"),
+        free_storage_size: figure("freeStorageSize"),
+        nindexes: figure("nindexes"),
+        total_index_size: figure("totalIndexSize"),
+        total_size: figure("totalSize"),
+        index_sizes: storage
+            .get_document("indexSizes")
+            .ok()
+            .map(|sizes| sizes.iter().filter_map(|(name, size)| Some((name.clone(), number(Some(size))?))).collect()),
+    }
+}
+
+async fn collection_stats(orders: &Collection<Document>) -> Section<CollectionStats> {
+    match crate::admin::coll_stats(orders).await {
+        Ok(Some(storage)) => Section::Read(storage_stats(&storage)),
+        Ok(None) => Section::Refused { error: "$collStats returned no storageStats".into() },
+        Err(error) => Section::Refused { error: describe(&error) },
+    }
 }
 
 /// The winning plan of the product query (`find({"items.product_id": N}).limit(10)`), with the
 /// stage names and index names of the plan tree flattened so `IXSCAN` on `orders_items` is easy
 /// to see (and to test).
-async fn product_query_plan(db: &Database) -> Value {
+async fn product_query_plan(db: &Database) -> Section<ProductQuery> {
     let find = doc! {"find": COLLECTION, "filter": {"items.product_id": EXPLAINED_PRODUCT}, "limit": 10_i64};
     let explained = match command(db, doc! {"explain": find.clone(), "verbosity": "queryPlanner"}).await {
         Ok(explained) => explained,
-        Err(error) => return json!({"error": error}),
+        Err(error) => return Section::Refused { error },
     };
     let Ok(planner) = explained.get_document("queryPlanner") else {
-        return json!({"error": "explain returned no queryPlanner"});
+        return Section::Refused { error: "explain returned no queryPlanner".into() };
     };
     let winning = planner.get("winningPlan").cloned().unwrap_or(Bson::Null);
     let (mut stages, mut indexes) = (Vec::new(), Vec::new());
     walk_plan(&winning, &mut stages, &mut indexes);
-    json!({
-        "command": Bson::Document(find).into_relaxed_extjson(),
-        "stages": stages,
-        "index_names": indexes,
-        "rejected_plans": planner.get_array("rejectedPlans").map(Vec::len).unwrap_or(0),
-        "winning_plan": winning.into_relaxed_extjson(),
+    Section::Read(ProductQuery {
+        command: Bson::Document(find).into_relaxed_extjson(),
+        stages,
+        index_names: indexes,
+        rejected_plans: planner.get_array("rejectedPlans").map(Vec::len).unwrap_or(0),
+        winning_plan: winning.into_relaxed_extjson(),
     })
 }
 
@@ -206,6 +507,7 @@ fn walk_plan(plan: &Bson, stages: &mut Vec<String>, indexes: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn plan_stages_are_flattened_in_order_through_nested_inputs() {
@@ -228,6 +530,9 @@ mod tests {
     #[test]
     fn a_refused_section_reports_the_error_in_its_place() {
         let refused: Result<Document, String> = Err("not supported on a standalone".into());
-        assert_eq!(section(&refused, |_| Value::Null), json!({"error": "not supported on a standalone"}));
+        let section = section(&refused, |_| Value::Null);
+        assert_eq!(serde_json::to_value(&section).expect("json"), json!({"error": "not supported on a standalone"}));
+        let read: Section<Topology> = serde_json::from_value(json!({"error": "refused"})).expect("parse");
+        assert_eq!(read.read(), None, "an error in place of a section is read as the refusal");
     }
 }

@@ -2,9 +2,11 @@
 //! and its JSON written straight from raw BSON on reads (`raw_json`), the `OrderStore` on the
 //! official driver (`store`), the indexes from `migrations/mongo`
 //! (`indexes`), how driver errors map to store errors (`error`), pool figures from the driver's
-//! pool events (`pool`) and the `/diagnostics` report (`diagnostics`). The HTTP API itself is the
-//! shared `orders-http` crate.
+//! pool events (`pool`) and the `/diagnostics` report (`diagnostics`); `admin` holds what the bench
+//! runner asks this database besides (seeding checks, `fsync`, sizes, counts, samples). The HTTP
+//! API itself is the shared `orders-http` crate.
 
+pub mod admin;
 pub mod config;
 pub mod diagnostics;
 pub mod document;

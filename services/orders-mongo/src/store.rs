@@ -291,13 +291,13 @@ impl OrderStore for MongoStore {
     async fn diagnostics(&self) -> Result<serde_json::Value, StoreError> {
         let _permit = self.gate.acquire().await?;
         let mut report = diagnostics::collect(&self.db, &self.orders, self.gate.status().max_size as u32).await?;
-        if let Some(settings) = report.get_mut("settings").and_then(serde_json::Value::as_object_mut) {
-            let millis = |d: Duration| serde_json::json!(d.as_millis() as u64);
-            settings.insert("pool_timeout_ms".into(), millis(self.pool_timeout));
-            settings.insert("max_time_ms".into(), millis(self.max_time));
-            settings.insert("server_selection_timeout_ms".into(), millis(self.server_selection_timeout));
+        if let Some(settings) = report.settings.as_mut() {
+            let millis = |d: Duration| Some(d.as_millis() as u64);
+            settings.pool_timeout_ms = millis(self.pool_timeout);
+            settings.max_time_ms = millis(self.max_time);
+            settings.server_selection_timeout_ms = millis(self.server_selection_timeout);
         }
-        Ok(report)
+        serde_json::to_value(report).map_err(|error| StoreError::Internal(error.to_string()))
     }
 
     fn pool_status(&self) -> PoolStatus {

@@ -3,9 +3,16 @@
 //! `fastupdate` and pending list (`pgstatginindex`), `pg_stat_user_tables` counters, relation
 //! sizes, the current WAL position, this connection's prepared statements with their generic and
 //! custom plan counts, and the generic and custom plans of the product query.
+//!
+//! The report is the typed `Diagnostics`: the service serializes it and the bench runner
+//! deserializes it (and fills a few sections itself from its own connections), so a renamed field
+//! breaks the build of both rather than leaving a figure silently "not reported". Every field is
+//! optional and absent ones are left out, so an older service's report still parses.
 
 use crate::config::{PgConfig, setting_name};
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// Settings read back with `current_setting`, as the server applies them to this session.
@@ -25,36 +32,239 @@ const SETTINGS: &[&str] = &[
 
 const PRODUCT_QUERY: &str = crate::sql::ORDERS_BY_PRODUCT.text;
 
-pub async fn collect(client: &Client, config: &PgConfig) -> Result<Value, tokio_postgres::Error> {
-    let mut report = Map::new();
-    report.insert("backend".into(), json!("postgres"));
+/// What `GET /diagnostics` answers (before the HTTP layer adds `pool`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Diagnostics {
+    /// `postgres`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Who read the figures when it was not the service (`orders-bench` for the runner's samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Why the figures are missing, when they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Settings>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gin_index: Option<GinIndex>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<TableCounters>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Sizes>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wal: Option<Wal>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prepared_statements: Option<Vec<PreparedStatement>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub product_query: Option<ProductQuery>,
+}
+
+/// The effective settings of the session (`current_setting`), and the client's own choices that
+/// Postgres cannot report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_cache_mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synchronous_commit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statement_timeout: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fsync: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_page_writes: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wal_level: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_buffers: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_mem: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_preload_libraries: Option<String>,
+    /// `prepared` or `unprepared`: how the service sends its statements.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statement_mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_timeout_ms: Option<u64>,
+}
+
+/// The GIN index on the items: its options and its pending list (`pgstatginindex`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GinIndex {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reloptions: Option<Vec<String>>,
+    /// `on` or `off` (on when the index has no explicit setting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fastupdate: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_pages: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_tuples: Option<i64>,
+}
+
+/// `pg_stat_user_tables` counters of `orders`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TableCounters {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq_scan: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq_tup_read: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idx_scan: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_tup_ins: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_tup_upd: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_tup_hot_upd: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_live_tup: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_dead_tup: Option<i64>,
+}
+
+impl TableCounters {
+    /// The counters from a row holding them from column `first` on, in the order `seq_scan,
+    /// seq_tup_read, idx_scan, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_live_tup, n_dead_tup`.
+    pub fn from_row(row: &tokio_postgres::Row, first: usize) -> Self {
+        let at = |i: usize| Some(row.get::<_, i64>(first + i));
+        Self {
+            seq_scan: at(0),
+            seq_tup_read: at(1),
+            idx_scan: at(2),
+            n_tup_ins: at(3),
+            n_tup_upd: at(4),
+            n_tup_hot_upd: at(5),
+            n_live_tup: at(6),
+            n_dead_tup: at(7),
+        }
+    }
+}
+
+/// Relation sizes, bytes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Sizes {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_bytes: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toast_bytes: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub indexes_bytes: Option<i64>,
+    /// Per index, by name.
+    pub index_bytes: BTreeMap<String, i64>,
+}
+
+/// The current WAL position, and the bytes written since `0/0`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Wal {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lsn: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<i64>,
+}
+
+/// A statement prepared on this connection and the plans it has used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PreparedStatement {
+    pub statement: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generic_plans: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_plans: Option<i64>,
+}
+
+/// The product query and its two plans.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProductQuery {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statement: Option<String>,
+    pub generic_plan: ExplainedPlan,
+    pub custom_plan: ExplainedPlan,
+}
+
+/// One plan: its node types outermost first, its cost and the whole `EXPLAIN` output.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExplainedPlan {
+    pub nodes: Vec<String>,
+    pub total_cost: Option<f64>,
+    pub plan: Value,
+}
+
+impl Diagnostics {
+    /// The prepared statement of the product query, when this connection holds it.
+    pub fn product_statement(&self) -> Option<&PreparedStatement> {
+        let statement = self.product_query.as_ref()?.statement.as_ref()?;
+        self.prepared_statements.as_ref()?.iter().find(|s| &s.statement == statement)
+    }
+}
+
+pub async fn collect(client: &Client, config: &PgConfig) -> Result<Diagnostics, tokio_postgres::Error> {
     let version: String = client.query_one("SELECT current_setting('server_version')", &[]).await?.get(0);
-    report.insert("server_version".into(), json!(version));
-    report.insert("settings".into(), settings(client, config).await?);
-    report.insert("gin_index".into(), gin_index(client).await?);
-    report.insert("table".into(), table_counters(client).await?);
-    report.insert("sizes".into(), sizes(client).await?);
+    let settings = settings(client, config).await?;
+    let gin_index = gin_index(client).await?;
+    let table = table_counters(client).await?;
+    let sizes = sizes(client).await?;
     let wal = client
         .query_one("SELECT pg_current_wal_lsn()::text, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint", &[])
         .await?;
-    report.insert("wal".into(), json!({"lsn": wal.get::<_, String>(0), "bytes": wal.get::<_, i64>(1)}));
-    report.insert("prepared_statements".into(), prepared_statements(client).await?);
-    report.insert("product_query".into(), product_plans(client).await?);
-    Ok(Value::Object(report))
+    Ok(Diagnostics {
+        backend: Some("postgres".into()),
+        source: None,
+        error: None,
+        server_version: Some(version),
+        settings: Some(settings),
+        gin_index: Some(gin_index),
+        table: Some(table),
+        sizes: Some(sizes),
+        wal: Some(Wal { lsn: Some(wal.get(0)), bytes: Some(wal.get(1)) }),
+        prepared_statements: Some(prepared_statements(client).await?),
+        product_query: Some(product_plans(client).await?),
+    })
 }
 
-async fn settings(client: &Client, config: &PgConfig) -> Result<Value, tokio_postgres::Error> {
+async fn settings(client: &Client, config: &PgConfig) -> Result<Settings, tokio_postgres::Error> {
     let rows = client.query("SELECT name, current_setting(name) FROM unnest($1::text[]) AS name", &[&SETTINGS]).await?;
-    let mut settings: Map<String, Value> =
-        rows.iter().map(|row| (row.get::<_, String>(0), json!(row.get::<_, String>(1)))).collect();
-    // The statement mode is the client's choice; Postgres cannot report it, so say what we use.
-    settings.insert("statement_mode".into(), json!(setting_name(config.statement_mode)));
-    settings.insert("pool_size".into(), json!(config.pool_size));
-    settings.insert("pool_timeout_ms".into(), json!(config.limits.pool_timeout.as_millis() as u64));
-    Ok(Value::Object(settings))
+    let setting = |name: &str| rows.iter().find(|row| row.get::<_, &str>(0) == name).map(|row| row.get::<_, String>(1));
+    Ok(Settings {
+        plan_cache_mode: setting("plan_cache_mode"),
+        synchronous_commit: setting("synchronous_commit"),
+        statement_timeout: setting("statement_timeout"),
+        fsync: setting("fsync"),
+        full_page_writes: setting("full_page_writes"),
+        wal_level: setting("wal_level"),
+        shared_buffers: setting("shared_buffers"),
+        work_mem: setting("work_mem"),
+        max_connections: setting("max_connections"),
+        jit: setting("jit"),
+        shared_preload_libraries: setting("shared_preload_libraries"),
+        // The statement mode is the client's choice; Postgres cannot report it, so say what we use.
+        statement_mode: Some(setting_name(config.statement_mode)),
+        pool_size: Some(u64::from(config.pool_size)),
+        pool_timeout_ms: Some(config.limits.pool_timeout.as_millis() as u64),
+    })
 }
 
-async fn gin_index(client: &Client) -> Result<Value, tokio_postgres::Error> {
+async fn gin_index(client: &Client) -> Result<GinIndex, tokio_postgres::Error> {
     let reloptions: Option<Vec<String>> =
         client.query_one("SELECT reloptions FROM pg_class WHERE oid = 'orders_items'::regclass", &[]).await?.get(0);
     let reloptions = reloptions.unwrap_or_default();
@@ -66,16 +276,16 @@ async fn gin_index(client: &Client) -> Result<Value, tokio_postgres::Error> {
     let pending = client
         .query_one("SELECT pending_pages::bigint, pending_tuples::bigint FROM pgstatginindex('orders_items')", &[])
         .await?;
-    Ok(json!({
-        "name": "orders_items",
-        "reloptions": reloptions,
-        "fastupdate": fastupdate,
-        "pending_pages": pending.get::<_, i64>(0),
-        "pending_tuples": pending.get::<_, i64>(1),
-    }))
+    Ok(GinIndex {
+        name: Some("orders_items".into()),
+        fastupdate: Some(fastupdate.into()),
+        reloptions: Some(reloptions),
+        pending_pages: Some(pending.get(0)),
+        pending_tuples: Some(pending.get(1)),
+    })
 }
 
-async fn table_counters(client: &Client) -> Result<Value, tokio_postgres::Error> {
+async fn table_counters(client: &Client) -> Result<TableCounters, tokio_postgres::Error> {
     let row = client
         .query_one(
             "SELECT seq_scan, seq_tup_read, coalesce(idx_scan, 0), n_tup_ins, n_tup_upd, n_tup_hot_upd,
@@ -84,12 +294,10 @@ async fn table_counters(client: &Client) -> Result<Value, tokio_postgres::Error>
             &[],
         )
         .await?;
-    let names =
-        ["seq_scan", "seq_tup_read", "idx_scan", "n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_live_tup", "n_dead_tup"];
-    Ok(Value::Object(names.iter().enumerate().map(|(i, name)| ((*name).into(), json!(row.get::<_, i64>(i)))).collect()))
+    Ok(TableCounters::from_row(&row, 0))
 }
 
-async fn sizes(client: &Client) -> Result<Value, tokio_postgres::Error> {
+async fn sizes(client: &Client) -> Result<Sizes, tokio_postgres::Error> {
     let row = client
         .query_one(
             "SELECT pg_relation_size(c.oid),
@@ -102,19 +310,19 @@ async fn sizes(client: &Client) -> Result<Value, tokio_postgres::Error> {
             &[],
         )
         .await?;
-    Ok(json!({
-        "table_bytes": row.get::<_, i64>(0),
-        "toast_bytes": row.get::<_, i64>(1),
-        "indexes_bytes": row.get::<_, i64>(2),
-        "index_bytes": {
-            "orders_customer": row.get::<_, i64>(3),
-            "orders_items": row.get::<_, i64>(4),
-            "orders_pkey": row.get::<_, i64>(5),
-        },
-    }))
+    Ok(Sizes {
+        table_bytes: Some(row.get(0)),
+        toast_bytes: Some(row.get(1)),
+        indexes_bytes: Some(row.get(2)),
+        index_bytes: BTreeMap::from([
+            ("orders_customer".into(), row.get(3)),
+            ("orders_items".into(), row.get(4)),
+            ("orders_pkey".into(), row.get(5)),
+        ]),
+    })
 }
 
-async fn prepared_statements(client: &Client) -> Result<Value, tokio_postgres::Error> {
+async fn prepared_statements(client: &Client) -> Result<Vec<PreparedStatement>, tokio_postgres::Error> {
     let rows = client
         .query(
             "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
@@ -122,30 +330,29 @@ async fn prepared_statements(client: &Client) -> Result<Value, tokio_postgres::E
             &[&crate::sql::REQUEST_STATEMENTS.iter().map(|s| s.text).collect::<Vec<_>>()],
         )
         .await?;
-    Ok(Value::Array(
-        rows.iter()
-            .map(|row| {
-                json!({
-                    "statement": row.get::<_, String>(0),
-                    "generic_plans": row.get::<_, i64>(1),
-                    "custom_plans": row.get::<_, i64>(2),
-                })
-            })
-            .collect(),
-    ))
+    Ok(rows
+        .iter()
+        .map(|row| PreparedStatement {
+            statement: row.get(0),
+            generic_plans: Some(row.get(1)),
+            custom_plans: Some(row.get(2)),
+        })
+        .collect())
 }
 
 /// The plan a prepared statement may switch to after five executions (generic: `$1` unknown,
 /// `@>` estimated by a fixed selectivity) and the one it gets for a real product (custom).
-async fn product_plans(client: &Client) -> Result<Value, tokio_postgres::Error> {
+async fn product_plans(client: &Client) -> Result<ProductQuery, tokio_postgres::Error> {
     let generic = explain(client, &format!("EXPLAIN (GENERIC_PLAN, FORMAT JSON) {PRODUCT_QUERY}")).await?;
     let custom_sql = PRODUCT_QUERY.replace("$1", "'[{\"product_id\": 1}]'::jsonb").replace("$2", "10");
     let custom = explain(client, &format!("EXPLAIN (FORMAT JSON) {custom_sql}")).await?;
-    Ok(json!({
-        "statement": PRODUCT_QUERY,
-        "generic_plan": {"nodes": node_types(&generic), "total_cost": generic["Plan"]["Total Cost"], "plan": generic},
-        "custom_plan": {"nodes": node_types(&custom), "total_cost": custom["Plan"]["Total Cost"], "plan": custom},
-    }))
+    let explained =
+        |plan: Value| ExplainedPlan { nodes: node_types(&plan), total_cost: plan["Plan"]["Total Cost"].as_f64(), plan };
+    Ok(ProductQuery {
+        statement: Some(PRODUCT_QUERY.into()),
+        generic_plan: explained(generic),
+        custom_plan: explained(custom),
+    })
 }
 
 /// Runs an EXPLAIN through the simple query protocol: `EXPLAIN (GENERIC_PLAN)` keeps `$1` and
@@ -179,6 +386,7 @@ fn node_types(explained: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn node_types_walk_the_plan_tree_outermost_first() {

@@ -2,8 +2,10 @@
 //! their environment toggles, `migrate` applies `migrations/postgres` at start-up, `sql` holds
 //! every statement and runs it prepared or unprepared, `store` implements `OrderStore` (one round
 //! trip per request on the success path), and `diagnostics` reads back what the server is really
-//! doing (settings, GIN pending list, table counters, plans of the product query).
+//! doing (settings, GIN pending list, table counters, plans of the product query). `admin` holds
+//! what the bench runner asks this database besides (seeding, counts, `CHECKPOINT`, WAL figures).
 
+pub mod admin;
 pub mod config;
 pub mod diagnostics;
 pub mod errors;

@@ -288,7 +288,8 @@ impl OrderStore for PgStore {
 
     async fn diagnostics(&self) -> Result<serde_json::Value, StoreError> {
         let client = self.connection().await?;
-        diagnostics::collect(&client, &self.config).await.map_err(from_db)
+        let report = diagnostics::collect(&client, &self.config).await.map_err(from_db)?;
+        serde_json::to_value(report).map_err(|error| StoreError::Internal(error.to_string()))
     }
 
     fn pool_status(&self) -> PoolStatus {

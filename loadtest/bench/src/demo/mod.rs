@@ -19,10 +19,11 @@ pub mod stack;
 
 use crate::budget::{self, BudgetArgs};
 use crate::databases::Databases;
-use crate::round::result::RatePlan;
-use crate::round::verdict::PassMark;
+use crate::model::result::RatePlan;
+use crate::model::verdict::PassMark;
 use crate::round::{self, RoundSpec, Setup};
-use crate::seed::{SeedArgs, Target};
+use crate::seed::{SeedArgs, Targets};
+use crate::target::Target;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use profile::{Profile, Staircase};
@@ -101,7 +102,7 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
         ..spec.clone()
     };
     let probed = round::run_round(&spec, setup, &dir.join("probe")).await?;
-    let knees: Vec<f64> = ["pg", "mongo"].iter().filter_map(|t| profile::knee(&probed, t)).collect();
+    let knees: Vec<f64> = Target::ALL.iter().filter_map(|t| profile::knee(&probed, t.name())).collect();
     if knees.is_empty() {
         bail!("the probe of {} found no target's limit; see {}", spec.mix, dir.join("probe").display());
     }
@@ -157,7 +158,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     let began = Instant::now();
     let repo = crate::repo::root()?;
     let out = crate::repo::absolute(
-        &args.out.clone().unwrap_or_else(|| repo.join("results").join(format!("{}-demo", round::folder_stamp()))),
+        &args.out.clone().unwrap_or_else(|| repo.join("results").join(format!("{}-demo", crate::repo::folder_stamp()))),
     );
     std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
     let marker = (MARKER.to_owned(), out.display().to_string());
@@ -181,13 +182,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
 pub async fn create_pg_database(admin_url: &str, name: &str) -> Result<()> {
     let (client, connection) = tokio_postgres::connect(admin_url, NoTls).await.context("connecting to PostgreSQL")?;
     let connection = tokio::spawn(connection);
-    let exists = client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name]).await?.is_some();
-    if !exists {
-        client
-            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
-            .await
-            .with_context(|| format!("creating database {name}"))?;
-    }
+    orders_pg::admin::create_database(&client, name).await.with_context(|| format!("creating database {name}"))?;
     drop(client);
     let _ = connection.await;
     Ok(())
@@ -301,7 +296,7 @@ async fn body(
         ("MONGODB_DB".to_owned(), args.db_name.clone()),
         marker.clone(),
     ];
-    for (name, env) in [(services::PG, pg_env), (services::MONGO, mongo_env)] {
+    for (name, env) in [(Target::Pg.service(), pg_env), (Target::Mongo.service(), mongo_env)] {
         let binary = services::binary(&bin_dir, name)?;
         started.services.push(Service::start(name, &binary, &env, out.join("logs").join(format!("{name}.log")))?);
     }
@@ -343,7 +338,7 @@ async fn body(
         products: None,
         items: 3,
         note_bytes: 0,
-        target: Target::Both,
+        target: Targets::all(),
         reset: true,
         databases,
         manifest,

@@ -15,8 +15,8 @@
 //! takes about two and a half minutes in full, 40 s with `--quick` (measured: `read` and `shop` in
 //! 3 min 55 s with 3 s steps; `--quick` 2 min 39 s).
 
-use crate::round::result::{RatePlan, RoundResult, two_digits};
-use crate::round::verdict::StepResult;
+use crate::model::result::{RatePlan, RoundResult, two_digits};
+use crate::model::verdict::StepResult;
 
 /// Rates per measured staircase.
 const STEPS: u32 = 10;

@@ -4,14 +4,12 @@
 //! SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped without being stopped is
 //! killed, so an error or a Ctrl-C never leaves one running.
 
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-
-pub const PG: &str = "orders-pg";
-pub const MONGO: &str = "orders-mongo";
 
 /// The packages the demo builds. `orders-bench` is among them although it is already built: cargo
 /// unifies features over the packages it is asked for, and `orders-pg` + `orders-mongo` alone
@@ -19,7 +17,7 @@ pub const MONGO: &str = "orders-mongo";
 /// own build did, so without it some twenty crates would be compiled a second time. With it, the
 /// selection resolves exactly as `cargo run --release -p orders-bench` did and only the two
 /// service binaries are compiled and linked (`scripts/check-build-once.sh` keeps it so).
-pub const BUILD_PACKAGES: [&str; 3] = ["orders-bench", PG, MONGO];
+pub const BUILD_PACKAGES: [&str; 3] = ["orders-bench", Target::Pg.service(), Target::Mongo.service()];
 
 /// Runs `cargo build --release -p orders-bench -p orders-pg -p orders-mongo` in the repository and
 /// returns the folder holding the binaries.

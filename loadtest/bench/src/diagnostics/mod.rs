@@ -88,7 +88,8 @@ impl Client {
     }
 }
 
-/// Numbers in `/diagnostics` are JSON numbers; read one by JSON pointer.
+/// A number of a raw `/diagnostics` answer by JSON pointer, for the readers not yet on the typed
+/// reports (`budget::record`); everything else reads `snapshot`.
 pub fn number(value: &Value, pointer: &str) -> Option<f64> {
     value.pointer(pointer).and_then(Value::as_f64)
 }
@@ -99,12 +100,4 @@ pub fn text(value: &Value, pointer: &str) -> Option<String> {
         Value::Null => None,
         other => Some(other.to_string()),
     }
-}
-
-pub fn strings(value: &Value, pointer: &str) -> Vec<String> {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_array)
-        .map(|items| items.iter().filter_map(|i| i.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default()
 }

@@ -7,7 +7,8 @@
 //! - MongoDB, two commands: `serverStatus` (opcounters, WiredTiger log) and `$collStats`
 //!   (document count and sizes).
 //!
-//! Each sample is shaped like a `/diagnostics` pair (the same JSON pointers, `"source":
+//! The statements are `orders_pg::admin::sample` and `orders_mongo::admin::sample`. Each sample is
+//! the services' own typed `/diagnostics` with only those sections filled (and `"source":
 //! "orders-bench"`), so the explaining code reads both alike. A database the runner cannot reach
 //! (a droplet that accepts only its service) is read through its service's `/diagnostics`, still
 //! once per sample, and the cost says so. The services' `/diagnostics` stay for the snapshots
@@ -15,41 +16,16 @@
 
 use super::{Client, Pair};
 use crate::databases::Databases;
-use futures_util::TryStreamExt;
-use mongodb::bson::{Bson, Document, doc};
+use crate::model::cpu::ProbeCost;
 use mongodb::options::ClientOptions;
-use serde::{Deserialize, Serialize};
+use orders_mongo::diagnostics as mongo;
+use orders_pg::diagnostics as pg;
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
 const CONNECT_LIMIT: Duration = Duration::from_secs(5);
 const SOURCE: &str = "orders-bench";
-
-const PG_SAMPLE: &str = "SELECT g.pending_pages::bigint, g.pending_tuples::bigint,
-        t.seq_scan, t.seq_tup_read, coalesce(t.idx_scan, 0), t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd,
-        t.n_live_tup, t.n_dead_tup,
-        pg_current_wal_lsn()::text, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
-    FROM pgstatginindex('orders_items') g, pg_stat_user_tables t
-    WHERE t.relid = 'orders'::regclass";
-
-const TABLE_COUNTERS: [&str; 8] =
-    ["seq_scan", "seq_tup_read", "idx_scan", "n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_live_tup", "n_dead_tup"];
-
-/// What the runner's sampling cost, for the report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProbeCost {
-    pub samples: u64,
-    /// Seconds between samples (about one step).
-    pub interval_seconds: f64,
-    /// Statements the runner sent to PostgreSQL itself (one per sample).
-    pub pg_queries: u64,
-    /// Commands it sent to MongoDB itself (two per sample).
-    pub mongo_commands: u64,
-    /// `/diagnostics` requests it had to send to a service instead, per service.
-    pub service_diagnostics: u64,
-    pub notes: Vec<String>,
-}
 
 enum PgSource {
     Direct(tokio_postgres::Client, tokio::task::JoinHandle<()>),
@@ -107,20 +83,8 @@ impl Probe {
 
     async fn pg_sample(&self) -> Value {
         match &self.pg {
-            PgSource::Direct(client, _) => match client.query_one(PG_SAMPLE, &[]).await {
-                Ok(row) => {
-                    let table: serde_json::Map<String, Value> = TABLE_COUNTERS
-                        .iter()
-                        .enumerate()
-                        .map(|(i, name)| ((*name).into(), json!(row.get::<_, i64>(i + 2))))
-                        .collect();
-                    json!({
-                        "source": SOURCE,
-                        "gin_index": {"pending_pages": row.get::<_, i64>(0), "pending_tuples": row.get::<_, i64>(1)},
-                        "table": table,
-                        "wal": {"lsn": row.get::<_, String>(10), "bytes": row.get::<_, i64>(11)},
-                    })
-                }
+            PgSource::Direct(client, _) => match orders_pg::admin::sample(client).await {
+                Ok(sample) => to_json(&pg::Diagnostics { source: Some(SOURCE.into()), ..sample }),
                 Err(error) => json!({"source": SOURCE, "error": error.to_string()}),
             },
             PgSource::Service => {
@@ -131,9 +95,10 @@ impl Probe {
 
     async fn mongo_sample(&self) -> Value {
         match &self.mongo {
-            MongoSource::Direct(db) => {
-                mongo_figures(db).await.unwrap_or_else(|e| json!({"source": SOURCE, "error": e}))
-            }
+            MongoSource::Direct(db) => match orders_mongo::admin::sample(db).await {
+                Ok(sample) => to_json(&mongo::Diagnostics { source: Some(SOURCE.into()), ..sample }),
+                Err(error) => json!({"source": SOURCE, "error": error.to_string()}),
+            },
             MongoSource::Service => self
                 .services
                 .fetch(&self.services.mongo_url)
@@ -168,53 +133,20 @@ async fn mongo_database(databases: &Databases) -> Result<mongodb::Database, Stri
     options.max_pool_size = Some(1);
     let client = mongodb::Client::with_options(options).map_err(|e| e.to_string())?;
     let db = client.database(&databases.mongodb_db);
-    db.run_command(doc! {"ping": 1}).await.map_err(|e| e.to_string())?;
+    orders_mongo::admin::ping(&db).await.map_err(|e| e.to_string())?;
     Ok(db)
 }
 
-fn number(document: &Document, path: &[&str]) -> Value {
-    let mut current = document;
-    for key in &path[..path.len() - 1] {
-        let Ok(next) = current.get_document(key) else { return Value::Null };
-        current = next;
-    }
-    current.get(path[path.len() - 1]).cloned().map_or(Value::Null, Bson::into_relaxed_extjson)
-}
-
-/// `serverStatus` without its largest sections, and `$collStats` of `orders`.
-async fn mongo_figures(db: &mongodb::Database) -> Result<Value, String> {
-    let status = db
-        .run_command(doc! {"serverStatus": 1, "repl": 0, "metrics": 0, "locks": 0, "network": 0, "tcmalloc": 0})
-        .await
-        .map_err(|e| e.to_string())?;
-    let opcounters = status.get("opcounters").cloned().map_or(Value::Null, Bson::into_relaxed_extjson);
-    let log = |name: &str| number(&status, &["wiredTiger", "log", name]);
-    let stats: Vec<Document> = db
-        .collection::<Document>("orders")
-        .aggregate([doc! {"$collStats": {"storageStats": {}}}])
-        .await
-        .map_err(|e| e.to_string())?
-        .try_collect()
-        .await
-        .map_err(|e| e.to_string())?;
-    let storage = stats.first().and_then(|s| s.get_document("storageStats").ok()).cloned().unwrap_or_default();
-    let figure = |name: &str| number(&storage, &[name]);
-    Ok(json!({
-        "source": SOURCE,
-        "opcounters": opcounters,
-        "settings": {"journal": {"wiredtiger_log": {
-            "log_bytes_written": log("log bytes written"),
-            "log_sync_operations": log("log sync operations"),
-        }}},
-        "collection": {"count": figure("count"), "size": figure("size"), "storageSize": figure("storageSize"),
-                       "totalIndexSize": figure("totalIndexSize")},
-    }))
+/// A sample as the `/diagnostics` JSON it stands in for.
+fn to_json(sample: &impl serde::Serialize) -> Value {
+    serde_json::to_value(sample).unwrap_or_else(|e| json!({"source": SOURCE, "error": e.to_string()}))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
+    use mongodb::bson::{Document, doc};
 
     fn mongodb_uri() -> String {
         // Tests read the environment directly, as the other database tests do.
@@ -239,7 +171,7 @@ mod tests {
         let _ = client.database(&mongodb_db).drop().await;
 
         let pg = PgSnapshot::from_json(&second.pg);
-        assert_eq!((pg.pending_pages, pg.counter("n_tup_ins")), (Some(0.0), Some(0.0)), "{:#}", second.pg);
+        assert_eq!((pg.pending_pages, pg.counter(|t| t.n_tup_ins)), (Some(0.0), Some(0.0)), "{:#}", second.pg);
         assert!(pg.wal_bytes.is_some_and(|b| b > 0.0), "{:#}", second.pg);
         let mongo = MongoSnapshot::from_json(&first.mongo);
         assert_eq!(mongo.count, Some(1.0), "{:#}", first.mongo);

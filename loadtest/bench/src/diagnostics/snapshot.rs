@@ -1,18 +1,22 @@
-//! The figures of one `/diagnostics` answer that explain a result, read into types: for
+//! The figures of one `/diagnostics` answer that explain a result, read from the services' typed
+//! reports (`orders_pg::diagnostics::Diagnostics`, `orders_mongo::diagnostics::Diagnostics`): for
 //! PostgreSQL the table counters, WAL position, GIN pending list, relation sizes, the product
 //! query's plans and the effective settings; for MongoDB the opcounters, journal (WiredTiger log)
-//! counters, collection and index sizes, the product query's plan and the write concern.
+//! counters, collection and index sizes, the product query's plan and the write concern. An answer
+//! that does not parse (an error page, a report of another shape) gives empty figures.
 
-use super::{number, strings, text};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use crate::model::explain::Plan;
+use orders_mongo::diagnostics::{self as mongo, Section};
+use orders_pg::diagnostics::{self as pg, TableCounters};
+use serde::Serialize;
+use serde_json::{Number, Value};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PgSnapshot {
     pub wal_bytes: Option<f64>,
-    /// `pg_stat_user_tables` counters of `orders` by name (seq_scan, n_tup_hot_upd, ...).
-    pub table: BTreeMap<String, f64>,
+    /// `pg_stat_user_tables` counters of `orders`.
+    pub table: TableCounters,
     pub pending_pages: Option<f64>,
     pub pending_tuples: Option<f64>,
     pub table_bytes: Option<f64>,
@@ -24,80 +28,94 @@ pub struct PgSnapshot {
     /// Plan counts of the prepared product statement on the connection that answered.
     pub product_generic_plans: Option<f64>,
     pub product_custom_plans: Option<f64>,
-    pub settings: BTreeMap<String, String>,
+    pub settings: pg::Settings,
+    pub gin_fastupdate: Option<String>,
+    pub server_version: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    pub nodes: Vec<String>,
-    pub total_cost: Option<f64>,
+/// An integer figure as the explaining arithmetic uses it.
+fn float(value: Option<i64>) -> Option<f64> {
+    value.map(|v| v as f64)
 }
 
-impl Plan {
-    pub fn describe(&self) -> String {
-        if self.nodes.is_empty() {
-            return "not reported".into();
-        }
-        let cost = self.total_cost.map(|c| format!(" (cost {c:.0})")).unwrap_or_default();
-        format!("{}{cost}", self.nodes.join(" → "))
-    }
+/// A server's figure (integer or not) as a float.
+fn figure(value: Option<&Number>) -> Option<f64> {
+    value.and_then(Number::as_f64)
+}
+
+/// A struct's fields by their serialized names, with their values as text (numbers and booleans
+/// written out, absent ones left out): the settings as `result.json` records them.
+fn as_text_map(value: &impl Serialize) -> BTreeMap<String, String> {
+    let Ok(Value::Object(fields)) = serde_json::to_value(value) else { return BTreeMap::new() };
+    fields
+        .into_iter()
+        .filter_map(|(name, value)| match value {
+            Value::Null => None,
+            Value::String(text) => Some((name, text)),
+            other => Some((name, other.to_string())),
+        })
+        .collect()
 }
 
 impl PgSnapshot {
     pub fn from_json(v: &Value) -> Self {
-        let map = |pointer: &str| -> BTreeMap<String, f64> {
-            v.pointer(pointer)
-                .and_then(Value::as_object)
-                .map(|o| o.iter().filter_map(|(k, x)| Some((k.clone(), x.as_f64()?))).collect())
-                .unwrap_or_default()
-        };
-        let plan = |name: &str| Plan {
-            nodes: strings(v, &format!("/product_query/{name}/nodes")),
-            total_cost: number(v, &format!("/product_query/{name}/total_cost")),
-        };
-        let product_statement = text(v, "/product_query/statement");
-        let prepared = v.pointer("/prepared_statements").and_then(Value::as_array).and_then(|statements| {
-            statements.iter().find(|s| product_statement.is_some() && text(s, "/statement") == product_statement)
-        });
-        let settings = v
-            .pointer("/settings")
-            .and_then(Value::as_object)
-            .map(|o| o.iter().filter_map(|(k, x)| Some((k.clone(), text(x, "")?))).collect())
-            .unwrap_or_default();
-        let mut snapshot = Self {
-            wal_bytes: number(v, "/wal/bytes"),
-            table: map("/table"),
-            pending_pages: number(v, "/gin_index/pending_pages"),
-            pending_tuples: number(v, "/gin_index/pending_tuples"),
-            table_bytes: number(v, "/sizes/table_bytes"),
-            toast_bytes: number(v, "/sizes/toast_bytes"),
-            indexes_bytes: number(v, "/sizes/indexes_bytes"),
-            index_bytes: map("/sizes/index_bytes"),
-            generic_plan: plan("generic_plan"),
-            custom_plan: plan("custom_plan"),
-            product_generic_plans: prepared.and_then(|p| number(p, "/generic_plans")),
-            product_custom_plans: prepared.and_then(|p| number(p, "/custom_plans")),
-            settings,
-        };
-        if let Some(fastupdate) = text(v, "/gin_index/fastupdate") {
-            snapshot.settings.insert("gin_fastupdate".into(), fastupdate);
-        }
-        if let Some(version) = text(v, "/server_version") {
-            snapshot.settings.insert("server_version".into(), version);
-        }
-        snapshot
+        Self::from(&serde_json::from_value::<pg::Diagnostics>(v.clone()).unwrap_or_default())
     }
 
-    pub fn counter(&self, name: &str) -> Option<f64> {
-        self.table.get(name).copied()
+    pub fn from(d: &pg::Diagnostics) -> Self {
+        let plan = |explained: Option<&pg::ExplainedPlan>| Plan {
+            nodes: explained.map(|p| p.nodes.clone()).unwrap_or_default(),
+            total_cost: explained.and_then(|p| p.total_cost),
+        };
+        let product = d.product_query.as_ref();
+        let prepared = d.product_statement();
+        let (gin, sizes) = (d.gin_index.as_ref(), d.sizes.as_ref());
+        Self {
+            wal_bytes: float(d.wal.as_ref().and_then(|w| w.bytes)),
+            table: d.table.clone().unwrap_or_default(),
+            pending_pages: float(gin.and_then(|g| g.pending_pages)),
+            pending_tuples: float(gin.and_then(|g| g.pending_tuples)),
+            table_bytes: float(sizes.and_then(|s| s.table_bytes)),
+            toast_bytes: float(sizes.and_then(|s| s.toast_bytes)),
+            indexes_bytes: float(sizes.and_then(|s| s.indexes_bytes)),
+            index_bytes: sizes
+                .map(|s| s.index_bytes.iter().map(|(name, bytes)| (name.clone(), *bytes as f64)).collect())
+                .unwrap_or_default(),
+            generic_plan: plan(product.map(|p| &p.generic_plan)),
+            custom_plan: plan(product.map(|p| &p.custom_plan)),
+            product_generic_plans: float(prepared.and_then(|p| p.generic_plans)),
+            product_custom_plans: float(prepared.and_then(|p| p.custom_plans)),
+            settings: d.settings.clone().unwrap_or_default(),
+            gin_fastupdate: gin.and_then(|g| g.fastupdate.clone()),
+            server_version: d.server_version.clone(),
+        }
     }
 
-    pub fn setting(&self, name: &str) -> &str {
-        self.settings.get(name).map_or("?", String::as_str)
+    /// One of the table counters, e.g. `counter(|t| t.seq_scan)`.
+    pub fn counter(&self, of: fn(&TableCounters) -> Option<i64>) -> Option<f64> {
+        float(of(&self.table))
+    }
+
+    /// The settings as `result.json` records them, by their names in `/diagnostics`, with the GIN
+    /// index's `fastupdate` (`gin_fastupdate`) and the `server_version`.
+    pub fn settings_map(&self) -> BTreeMap<String, String> {
+        let mut settings = as_text_map(&self.settings);
+        if let Some(fastupdate) = &self.gin_fastupdate {
+            settings.insert("gin_fastupdate".into(), fastupdate.clone());
+        }
+        if let Some(version) = &self.server_version {
+            settings.insert("server_version".into(), version.clone());
+        }
+        settings
+    }
+
+    #[cfg(test)]
+    fn setting(&self, name: &str) -> String {
+        self.settings_map().remove(name).unwrap_or_else(|| "?".into())
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct MongoSnapshot {
     pub opcounters: BTreeMap<String, f64>,
     pub journal_bytes: Option<f64>,
@@ -124,31 +142,43 @@ pub struct MongoSnapshot {
 
 impl MongoSnapshot {
     pub fn from_json(v: &Value) -> Self {
-        let map = |pointer: &str| -> BTreeMap<String, f64> {
-            v.pointer(pointer)
-                .and_then(Value::as_object)
-                .map(|o| o.iter().filter_map(|(k, x)| Some((k.clone(), x.as_f64()?))).collect())
-                .unwrap_or_default()
-        };
+        Self::from(&serde_json::from_value::<mongo::Diagnostics>(v.clone()).unwrap_or_default())
+    }
+
+    pub fn from(d: &mongo::Diagnostics) -> Self {
+        let settings = d.settings.as_ref();
+        let journal = settings.and_then(|s| s.journal.as_ref());
+        let log = read(journal.and_then(|j| j.wiredtiger_log.as_ref()));
+        let options = read(journal.and_then(|j| j.startup_options.as_ref()));
+        let sent = settings.and_then(|s| s.write_concern.as_ref()).and_then(|w| w.sent_with_every_write.as_ref());
+        let collection = read(d.collection.as_ref());
+        let opcounters = read(d.opcounters.as_ref());
+        let cache = read(d.wiredtiger_cache.as_ref());
+        let plan = read(d.product_query.as_ref());
+        let server = d.server.as_ref();
+        let topology = read(server.and_then(|s| s.topology.as_ref()));
         Self {
-            opcounters: map("/opcounters"),
-            journal_bytes: number(v, "/settings/journal/wiredtiger_log/log_bytes_written"),
-            journal_syncs: number(v, "/settings/journal/wiredtiger_log/log_sync_operations"),
-            count: number(v, "/collection/count"),
-            data_bytes: number(v, "/collection/size"),
-            storage_bytes: number(v, "/collection/storageSize"),
-            index_bytes_total: number(v, "/collection/totalIndexSize"),
-            index_bytes: map("/collection/indexSizes"),
-            cache_bytes: number(v, "/wiredtiger_cache/bytes_currently_in_cache"),
-            plan_stages: strings(v, "/product_query/stages"),
-            plan_indexes: strings(v, "/product_query/index_names"),
-            database: text(v, "/settings/database"),
-            version: text(v, "/server/version"),
-            topology: text(v, "/server/topology/kind"),
-            write_w: text(v, "/settings/write_concern/sent_with_every_write/w"),
-            write_j: v.pointer("/settings/write_concern/sent_with_every_write/j").and_then(Value::as_bool),
-            journal_enabled: v.pointer("/settings/journal/startup_options/enabled").and_then(Value::as_bool),
-            pool_size: number(v, "/settings/pool/max_pool_size_per_server"),
+            opcounters: opcounters.map(numbers).unwrap_or_default(),
+            journal_bytes: figure(log.and_then(|l| l.log_bytes_written.as_ref())),
+            journal_syncs: figure(log.and_then(|l| l.log_sync_operations.as_ref())),
+            count: figure(collection.and_then(|c| c.count.as_ref())),
+            data_bytes: figure(collection.and_then(|c| c.size.as_ref())),
+            storage_bytes: figure(collection.and_then(|c| c.storage_size.as_ref())),
+            index_bytes_total: figure(collection.and_then(|c| c.total_index_size.as_ref())),
+            index_bytes: collection
+                .and_then(|c| c.index_sizes.as_ref())
+                .map(|sizes| sizes.iter().filter_map(|(name, n)| Some((name.clone(), n.as_f64()?))).collect())
+                .unwrap_or_default(),
+            cache_bytes: figure(cache.and_then(|c| c.bytes_currently_in_cache.as_ref())),
+            plan_stages: plan.map(|p| p.stages.clone()).unwrap_or_default(),
+            plan_indexes: plan.map(|p| p.index_names.clone()).unwrap_or_default(),
+            database: settings.and_then(|s| s.database.clone()),
+            version: server.and_then(|s| s.version.clone()),
+            topology: topology.and_then(|t| t.kind.clone()),
+            write_w: sent.and_then(|w| w.w.as_ref()).map(ToString::to_string),
+            write_j: sent.and_then(|w| w.j),
+            journal_enabled: options.and_then(|o| o.enabled),
+            pool_size: settings.and_then(|s| s.pool.as_ref()).and_then(|p| p.max_pool_size_per_server).map(f64::from),
         }
     }
 
@@ -160,6 +190,17 @@ impl MongoSnapshot {
             if self.plan_indexes.is_empty() { String::new() } else { format!(" on {}", self.plan_indexes.join(", ")) };
         format!("{}{on}", self.plan_stages.join(" → "))
     }
+}
+
+/// A section the service read (not one the server refused).
+fn read<T>(section: Option<&Section<T>>) -> Option<&T> {
+    section.and_then(Section::read)
+}
+
+/// Every opcounter that is a number, by name (the named ones and any other the server sent).
+fn numbers(opcounters: &mongo::Opcounters) -> BTreeMap<String, f64> {
+    let Ok(Value::Object(fields)) = serde_json::to_value(opcounters) else { return BTreeMap::new() };
+    fields.into_iter().filter_map(|(name, value)| Some((name, value.as_f64()?))).collect()
 }
 
 #[cfg(test)]
@@ -217,7 +258,7 @@ mod tests {
     #[test]
     fn postgres_figures_are_read_from_their_sections() {
         let s = PgSnapshot::from_json(&samples::pg(3, 1_000_000, 12, 5000));
-        assert_eq!(s.counter("seq_scan"), Some(3.0));
+        assert_eq!(s.counter(|t| t.seq_scan), Some(3.0));
         assert_eq!(s.wal_bytes, Some(1_000_000.0));
         assert_eq!(s.pending_pages, Some(12.0));
         assert_eq!(s.index_bytes["orders_items"], 2000.0);
@@ -243,7 +284,7 @@ mod tests {
     #[test]
     fn a_missing_section_gives_empty_figures_not_an_error() {
         let s = PgSnapshot::from_json(&json!({"backend": "postgres"}));
-        assert_eq!((s.wal_bytes, s.table.len()), (None, 0));
+        assert_eq!((s.wal_bytes, s.table.seq_scan), (None, None));
         assert_eq!(s.generic_plan.describe(), "not reported");
     }
 }

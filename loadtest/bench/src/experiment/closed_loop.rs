@@ -14,6 +14,7 @@ use super::services::Urls;
 use crate::dataset::Profile;
 use crate::manifest::Manifest;
 use crate::prng::SplitMix64;
+use crate::target::Target;
 use anyhow::{Context, Result};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde::{Deserialize, Serialize};
@@ -180,7 +181,8 @@ pub async fn run(plan: &Plan, urls: &Urls, manifest: &Manifest) -> Result<Run> {
     });
     let started = Instant::now();
     let mut handles = Vec::new();
-    for (name, base) in [("pg", &urls.pg), ("mongo", &urls.mongo)] {
+    for target in Target::ALL {
+        let (name, base) = (target.name(), urls.get(target));
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .pool_max_idle_per_host(plan.clients as usize)
@@ -188,7 +190,7 @@ pub async fn run(plan: &Plan, urls: &Urls, manifest: &Manifest) -> Result<Run> {
             .context("HTTP client")?;
         for index in 0..plan.clients {
             // The same seeds on both targets: both get the same sequence of requests.
-            let task = tokio::spawn(client(job.clone(), http.clone(), base.clone(), u64::from(index) + 1));
+            let task = tokio::spawn(client(job.clone(), http.clone(), base.to_owned(), u64::from(index) + 1));
             handles.push((name, task));
         }
     }

@@ -17,9 +17,10 @@ use super::output::{Outcome, RoundRef};
 use super::rounds::{self, RoundPlan};
 use super::studies::{self, Reference};
 use super::variant::{self, Variant, mongo, pg};
-use crate::charts::{self, Chart, MONGO_COLOR, PG_COLOR, Point, Series};
+use crate::charts::{self, Chart, Point, Series};
 use crate::report::doc::Block;
 use crate::report::format::{self, NONE};
+use crate::target::Target;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -200,13 +201,17 @@ fn charts(results: &[SettingResult]) -> Vec<(String, String, String)> {
         .map(|mix| {
             let mut series = Vec::new();
             for (n, size) in SIZES.iter().enumerate() {
-                for (target, label, color) in [("pg", "PostgreSQL", PG_COLOR), ("mongo", "MongoDB", MONGO_COLOR)] {
+                for target in Target::ALL {
+                    let (label, color) = (target.label(), target.color());
                     let points = results
                         .iter()
                         .enumerate()
                         .filter_map(|(i, s)| {
                             let w = s.workloads.iter().find(|w| w.mix == *mix && w.size == size.label)?;
-                            let y = if target == "pg" { w.closed_loop.pg? } else { w.closed_loop.mongo? };
+                            let y = match target {
+                                Target::Pg => w.closed_loop.pg?,
+                                Target::Mongo => w.closed_loop.mongo?,
+                            };
                             Some(Point { x: i as f64 + 1.0, y, ok: s.fair })
                         })
                         .collect();

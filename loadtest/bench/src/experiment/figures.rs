@@ -4,10 +4,11 @@
 //! growth per 1,000 writes, journal, bytes on disk, CPU per 1,000 requests). Growth and bytes
 //! are per write so that rounds of different lengths and rates compare.
 
-use crate::round::cpu::LimitKind;
-use crate::round::explain::{Growth, MongoExplain, PgExplain};
-use crate::round::result::RoundResult;
-use crate::round::verdict::RateSummary;
+use crate::model::cpu::LimitKind;
+use crate::model::explain::{Growth, MongoExplain, PgExplain};
+use crate::model::result::RoundResult;
+use crate::model::verdict::RateSummary;
+use crate::target::Target;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -112,14 +113,15 @@ fn per_write(total: Option<f64>, writes: u64) -> Option<f64> {
     (writes > 0).then(|| total.map(|t| t / writes as f64)).flatten()
 }
 
-fn cpu_per_1k(round: &RoundResult, names: [&str; 2]) -> Option<f64> {
+/// CPU seconds per 1,000 requests of `target`'s database and service together.
+fn cpu_per_1k(round: &RoundResult, target: Target) -> Option<f64> {
     median(
         round
             .repeats
             .iter()
             .filter_map(|r| {
                 let of = |name: &str| r.cpu.components.iter().find(|c| c.name == name).and_then(|c| c.per_1k_requests);
-                Some(of(names[0])? + of(names[1])?)
+                Some(of(target.database())? + of(target.service())?)
             })
             .collect(),
     )
@@ -182,7 +184,7 @@ fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>)
         index_growth_per_1k_writes: med(&explains, |e| per_1k(&e.indexes, e.write_requests)),
         gin_growth_per_1k_writes: med(&explains, |e| per_1k(e.index.get("orders_items")?, e.write_requests)),
         disk_per_order: med(extras, |x| x.pg_disk_per_order),
-        cpu_per_1k: cpu_per_1k(round, ["postgres", "orders-pg"]),
+        cpu_per_1k: cpu_per_1k(round, Target::Pg),
         settings: last.map(|e| e.settings.clone()).unwrap_or_default(),
     }
 }
@@ -195,14 +197,15 @@ fn mongo_figures(round: &RoundResult, extras: &[RepeatExtras]) -> MongoFigures {
         storage_growth_per_1k_writes: med(&explains, |e| per_1k(&e.storage, e.write_requests)),
         index_growth_per_1k_writes: med(&explains, |e| per_1k(&e.indexes, e.write_requests)),
         disk_per_order: med(extras, |x| x.mongo_disk_per_order),
-        cpu_per_1k: cpu_per_1k(round, ["mongod", "orders-mongo"]),
+        cpu_per_1k: cpu_per_1k(round, Target::Mongo),
         settings: explains.last().map(|e| e.settings.clone()).unwrap_or_default(),
     }
 }
 
 impl RoundFigures {
     pub fn of(round: &RoundResult, dir: &str, extras: &[RepeatExtras], prefer_minimal: bool) -> Self {
-        let (pg, mongo) = (round.max_rate.get("pg").cloned(), round.max_rate.get("mongo").cloned());
+        let (pg, mongo) =
+            (round.max_rate.get(Target::Pg.name()).cloned(), round.max_rate.get(Target::Mongo.name()).cloned());
         let orders = round.data_set.as_ref().map(|d| d.orders as f64);
         let mut limits: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for repeat in &round.repeats {

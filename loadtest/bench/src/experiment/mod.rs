@@ -31,7 +31,8 @@ mod wal;
 
 use crate::databases::Databases;
 use crate::demo::stack::Stack;
-use crate::round::{self, parse_seconds};
+use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
+use crate::round::parse_seconds;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 pub use scale::{Scale, Size, Staircase};
@@ -196,10 +197,8 @@ impl Ctx {
         }
         if self.versions.postgres.is_none() {
             let pair = crate::diagnostics::Client::new(&urls.pg, &urls.mongo)?.pair(0.0).await?;
-            self.versions = Versions {
-                postgres: crate::diagnostics::text(&pair.pg, "/server_version"),
-                mongodb: crate::diagnostics::text(&pair.mongo, "/server/version"),
-            };
+            let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
+            self.versions = Versions { postgres: pg.server_version, mongodb: mongo.version };
         }
         Ok(Some(urls))
     }
@@ -224,7 +223,7 @@ pub async fn run(args: ExperimentArgs) -> Result<()> {
     let repo = crate::repo::root()?;
     let name = args.name;
     let out = crate::repo::absolute(&args.out.clone().unwrap_or_else(|| {
-        repo.join("results").join(format!("{}-experiment-{}", round::folder_stamp(), name.as_str()))
+        repo.join("results").join(format!("{}-experiment-{}", crate::repo::folder_stamp(), name.as_str()))
     }));
     std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
     let marker = (MARKER.to_owned(), out.display().to_string());

@@ -7,8 +7,8 @@
 use super::compare::{self, Comparison};
 use super::studies::Setup;
 use super::{Ctx, Scale, Size, Versions};
+use crate::model::result::Machine;
 use crate::report::doc::{self, Block};
-use crate::round::result::Machine;
 use anyhow::{Context, Result};
 use serde::Serialize;
 

@@ -6,6 +6,7 @@
 //! database, so it runs before a reload.
 
 use super::services::Urls;
+use crate::target::Target;
 use anyhow::{Context, Result};
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use std::time::Duration;
@@ -23,7 +24,7 @@ impl Support {
 
     /// Why the header is not sent, when it is not.
     pub fn note(&self) -> Option<String> {
-        let missing: Vec<&str> = [("orders-pg", self.pg), ("orders-mongo", self.mongo)]
+        let missing: Vec<&str> = [(Target::Pg.service(), self.pg), (Target::Mongo.service(), self.mongo)]
             .iter()
             .filter(|(_, ok)| !ok)
             .map(|(name, _)| *name)

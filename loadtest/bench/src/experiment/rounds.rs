@@ -13,10 +13,12 @@ use super::figures::{RepeatExtras, RoundFigures};
 use super::services::Urls;
 use super::variant::Variant;
 use crate::manifest::{self, Manifest};
-use crate::round::result::{RatePlan, RoundResult};
-use crate::round::verdict::{self, PassMark};
+use crate::model::result::{RatePlan, RoundResult};
+use crate::model::verdict::PassMark;
+use crate::round::verdict;
 use crate::round::{RoundSpec, Setup};
-use crate::seed::{self, SeedArgs, Target};
+use crate::seed::{self, SeedArgs, Targets};
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -55,7 +57,7 @@ fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
         products: None,
         items: data.items,
         note_bytes: data.note_bytes,
-        target: Target::Both,
+        target: Targets::all(),
         reset: true,
         databases: ctx.databases.clone(),
         manifest: ctx.manifest.clone(),
@@ -66,7 +68,7 @@ fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
 async fn checkpoint(database_url: &str) {
     let Ok((client, connection)) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await else { return };
     let connection = tokio::spawn(connection);
-    if let Err(error) = client.batch_execute("CHECKPOINT").await {
+    if let Err(error) = orders_pg::admin::checkpoint(&client).await {
         eprintln!("note: CHECKPOINT after reloading failed ({error}); the first step may share the disk with it");
     }
     drop(client);
@@ -81,8 +83,8 @@ pub async fn reload(ctx: &Ctx, data: Data) -> Result<Manifest> {
     manifest::read(&ctx.manifest)
 }
 
-fn disk_per_order(manifest: &Manifest, target: &str) -> Option<f64> {
-    manifest.targets.get(target).map(|t| t.bytes_on_disk as f64 / manifest.orders.max(1) as f64)
+fn disk_per_order(manifest: &Manifest, target: Target) -> Option<f64> {
+    manifest.targets.get(target.name()).map(|t| t.bytes_on_disk as f64 / manifest.orders.max(1) as f64)
 }
 
 /// `runs` closed-loop runs of `work` on freshly reloaded data.
@@ -157,8 +159,8 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
         let flushes_after = super::wal::flushes(&ctx.databases.database_url).await;
         extras.push(RepeatExtras {
             wal_flushes: flushes_after.zip(flushes_before).map(|(a, b)| a - b),
-            pg_disk_per_order: disk_per_order(&manifest, "pg"),
-            mongo_disk_per_order: disk_per_order(&manifest, "mongo"),
+            pg_disk_per_order: disk_per_order(&manifest, Target::Pg),
+            mongo_disk_per_order: disk_per_order(&manifest, Target::Mongo),
         });
         runs.push(round);
     }
@@ -184,10 +186,11 @@ fn merge(runs: Vec<RoundResult>) -> Result<RoundResult> {
     }
     merged.fairness_overridden = merged.repeats.iter().any(|r| !r.fairness.ok);
     let mut max_rate = BTreeMap::new();
-    for target in ["pg", "mongo"] {
-        let rates: Vec<_> = merged.repeats.iter().filter_map(|r| r.targets.get(target)).map(|t| t.max_rate).collect();
+    for target in Target::ALL {
+        let rates: Vec<_> =
+            merged.repeats.iter().filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
         if let Some(summary) = verdict::summarize(&rates) {
-            max_rate.insert(target.to_owned(), summary);
+            max_rate.insert(target.name().to_owned(), summary);
         }
     }
     merged.max_rate = max_rate;

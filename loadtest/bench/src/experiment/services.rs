@@ -14,6 +14,7 @@
 use super::variant::Variant;
 use crate::demo::services::{self, Service};
 use crate::diagnostics::{self, Client};
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +23,15 @@ use std::time::Duration;
 pub struct Urls {
     pub pg: String,
     pub mongo: String,
+}
+
+impl Urls {
+    pub fn get(&self, target: Target) -> &str {
+        match target {
+            Target::Pg => &self.pg,
+            Target::Mongo => &self.mongo,
+        }
+    }
 }
 
 /// What `prepare` found.
@@ -151,8 +161,8 @@ impl Local {
         }
         self.stop().await;
         for (name, env) in [
-            (services::PG, with_variant(&self.pg_env, &variant.pg_env)),
-            (services::MONGO, with_variant(&self.mongo_env, &variant.mongo_env)),
+            (Target::Pg.service(), with_variant(&self.pg_env, &variant.pg_env)),
+            (Target::Mongo.service(), with_variant(&self.mongo_env, &variant.mongo_env)),
         ] {
             let binary = services::binary(&self.bin_dir, name)?;
             let log = self.logs.join(format!("{name}.log"));

@@ -32,14 +32,14 @@ pub fn read(before: &Path, polled: &Path, after: &Path) -> Vec<Point> {
     pairs.extend(read_pair(after));
     let snapshots: Vec<(f64, PgSnapshot)> =
         pairs.iter().map(|p| (p.at_s.max(0.0), PgSnapshot::from_json(&p.pg))).collect();
-    let base = snapshots.first().and_then(|(_, s)| s.counter("seq_scan"));
+    let base = snapshots.first().and_then(|(_, s)| s.counter(|t| t.seq_scan));
     snapshots
         .iter()
         .map(|(t, s)| Point {
             t: *t,
             pending_pages: s.pending_pages,
             pending_tuples: s.pending_tuples,
-            seq_scans: s.counter("seq_scan").zip(base).map(|(now, base)| now - base),
+            seq_scans: s.counter(|t| t.seq_scan).zip(base).map(|(now, base)| now - base),
         })
         .collect()
 }

@@ -7,20 +7,14 @@
 
 use crate::diagnostics::Pair;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
+use crate::target::Target;
 use serde::Serialize;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Side {
-    Pg,
-    Mongo,
-}
 
 /// A setting `/diagnostics` must report: `gin_fastupdate`, `plan_cache_mode`, `statement_mode`,
 /// `synchronous_commit` (PostgreSQL); `w`, `j` (MongoDB's write concern).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Expect {
-    pub side: Side,
+    pub side: Target,
     pub setting: &'static str,
     pub value: &'static str,
 }
@@ -52,14 +46,14 @@ impl Variant {
             .iter()
             .filter_map(|e| {
                 let actual = match e.side {
-                    Side::Pg => pg.settings.get(e.setting).cloned(),
-                    Side::Mongo => match e.setting {
+                    Target::Pg => pg.settings_map().remove(e.setting),
+                    Target::Mongo => match e.setting {
                         "w" => mongo.write_w.clone(),
                         "j" => mongo.write_j.map(|j| j.to_string()),
                         _ => None,
                     },
                 };
-                let side = if e.side == Side::Pg { "pg" } else { "mongo" };
+                let side = e.side;
                 (actual.as_deref() != Some(e.value)).then(|| {
                     format!(
                         "{side} {}: {} (expected {})",
@@ -74,11 +68,11 @@ impl Variant {
 }
 
 pub const fn pg(setting: &'static str, value: &'static str) -> Expect {
-    Expect { side: Side::Pg, setting, value }
+    Expect { side: Target::Pg, setting, value }
 }
 
 pub const fn mongo(setting: &'static str, value: &'static str) -> Expect {
-    Expect { side: Side::Mongo, setting, value }
+    Expect { side: Target::Mongo, setting, value }
 }
 
 /// The services' own defaults, both waiting for the disk: what `doc-size` runs.

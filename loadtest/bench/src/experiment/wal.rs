@@ -8,20 +8,11 @@
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
-const PG18: &str = "SELECT sum(fsyncs)::float8 FROM pg_stat_io WHERE object = 'wal'";
-const PG14: &str = "SELECT wal_sync::float8 FROM pg_stat_wal";
-
 pub async fn flushes(database_url: &str) -> Option<f64> {
     let query = async {
         let (client, connection) = tokio_postgres::connect(database_url, NoTls).await.ok()?;
         let connection = tokio::spawn(connection);
-        let mut value = None;
-        for sql in [PG18, PG14] {
-            if let Ok(row) = client.query_one(sql, &[]).await {
-                value = row.get::<_, Option<f64>>(0);
-                break;
-            }
-        }
+        let value = orders_pg::admin::wal_flushes(&client).await;
         drop(client);
         let _ = connection.await;
         value

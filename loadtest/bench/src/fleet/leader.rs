@@ -10,7 +10,7 @@ use super::{
     FleetReport, LoadCpu, MachineRun, RunReport, RunRequest, RunState, SCRIPT_VARIABLES, Segment, StepLoadCpu,
 };
 use crate::k6::{self, merge, summary::Summary};
-use crate::round::cpu::{CpuReport, Role};
+use crate::model::cpu::{CpuReport, Role};
 use crate::round::verdict::drops_per_step;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;

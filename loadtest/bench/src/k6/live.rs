@@ -5,8 +5,8 @@
 //! higher steps would only overload the machine and say nothing new.
 
 use crate::k6::summary::Windows;
+use crate::model::verdict::PassMark;
 use crate::round::stall;
-use crate::round::verdict::PassMark;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

@@ -5,6 +5,7 @@
 //! result folders. What only the native generator knows (exact drops and short windows per step,
 //! its own schedule lag and CPU time) is optional.
 
+use crate::target::Target;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -152,15 +153,15 @@ impl Summary {
     }
 
     /// Requests that write (inserts and status updates) sent to `target`.
-    pub fn write_requests(&self, target: &str) -> u64 {
+    pub fn write_requests(&self, target: Target) -> u64 {
         self.targets
-            .get(target)
+            .get(target.name())
             .map(|t| ["insert", "status"].iter().filter_map(|e| t.endpoints.get(*e)).map(|f| f.count).sum())
             .unwrap_or(0)
     }
 
-    pub fn requests(&self, target: &str) -> u64 {
-        self.targets.get(target).map_or(0, |t| t.figures.count)
+    pub fn requests(&self, target: Target) -> u64 {
+        self.targets.get(target.name()).map_or(0, |t| t.figures.count)
     }
 }
 
@@ -187,7 +188,7 @@ mod tests {
         assert!(!pg.passed);
         let step_total: u64 = pg.steps.iter().map(|s| s.figures.count).sum();
         assert_eq!(step_total, pg.figures.count, "every request belongs to one step");
-        assert_eq!(summary.write_requests("pg"), pg.endpoints["insert"].count);
+        assert_eq!(summary.write_requests(Target::Pg), pg.endpoints["insert"].count);
     }
 
     #[test]

@@ -5,8 +5,8 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::round::cpu::{CpuReport, StepCpu};
-use crate::round::result::RoundResult;
+use crate::model::cpu::{self, CpuReport, StepCpu};
+use crate::model::result::RoundResult;
 
 /// "0.25 CPU and 4.0 GiB each (cgroup v1, 10 ms quota period); caches: postgres 1.0 GiB, mongod 1.5 GiB".
 pub fn budget_paragraph(round: &RoundResult) -> Option<Block> {
@@ -90,7 +90,7 @@ pub fn runner_cost(cpu: &CpuReport) -> Option<String> {
     let probe = cpu.probe.as_ref()?;
     let steps = cpu.steps.len().max(1) as f64;
     let sent = probe.pg_queries + probe.mongo_commands + probe.service_diagnostics;
-    let runner = cpu.components.iter().find(|c| c.name == crate::round::cpu::RUNNER);
+    let runner = cpu.components.iter().find(|c| c.name == cpu::RUNNER);
     let via_services = if probe.service_diagnostics > 0 {
         format!(", {} /diagnostics requests to the services", probe.service_diagnostics)
     } else {

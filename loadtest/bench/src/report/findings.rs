@@ -6,8 +6,8 @@
 //! HOT, every index gets new entries) from the status rounds.
 
 use super::format::{self, NONE};
-use crate::round::explain::PgExplain;
-use crate::round::result::RoundResult;
+use crate::model::explain::PgExplain;
+use crate::model::result::RoundResult;
 
 fn has(round: &RoundResult, endpoint: &str) -> bool {
     round.mix_weights.contains_key(endpoint) || round.mix == endpoint

@@ -6,9 +6,8 @@
 use super::doc::Block;
 use super::format::{self, NONE};
 use crate::fleet::MachineRun;
-use crate::round::result::{RepeatResult, RoundResult};
-
-const TARGETS: [&str; 2] = ["pg", "mongo"];
+use crate::model::result::{RepeatResult, RoundResult};
+use crate::target::Target;
 
 fn rate(value: f64) -> String {
     if value >= 100.0 { format::count(value) } else { format!("{value:.1}") }
@@ -24,28 +23,25 @@ fn cores(used: Option<f64>, of: Option<usize>) -> String {
 
 fn machine_rows(repeat: &RepeatResult, machine: &MachineRun, rows: &mut Vec<Vec<String>>, step: usize) {
     let Some(s) = machine.steps.iter().find(|s| s.step == step) else { return };
-    let figure = |t: &str, pick: &dyn Fn(&crate::fleet::MachineFigures) -> String| {
-        s.targets.get(t).map_or_else(|| NONE.to_owned(), pick)
+    let figure = |t: Target, pick: &dyn Fn(&crate::fleet::MachineFigures) -> String| {
+        s.targets.get(t.name()).map_or_else(|| NONE.to_owned(), pick)
     };
     rows.push(vec![
         repeat.index.to_string(),
         (step + 1).to_string(),
         format!("{} ({})", machine.host, machine.segment),
         rate(s.offered_rate),
-        figure("pg", &|f| rate(f.achieved_rate)),
-        figure("mongo", &|f| rate(f.achieved_rate)),
-        format!(
-            "{} / {}",
-            figure("pg", &|f| format::count(f.dropped as f64)),
-            figure("mongo", &|f| format::count(f.dropped as f64))
-        ),
+        figure(Target::Pg, &|f| rate(f.achieved_rate)),
+        figure(Target::Mongo, &|f| rate(f.achieved_rate)),
+        Target::ALL.map(|t| figure(t, &|f| format::count(f.dropped as f64))).join(" / "),
         cores(s.k6_cores, None),
         cores(s.machine_busy_cores, Some(machine.cores)),
     ]);
 }
 
 fn merged_row(repeat: &RepeatResult, step: usize, rows: &mut Vec<Vec<String>>) {
-    let steps: Vec<_> = TARGETS.iter().map(|t| repeat.targets.get(*t).and_then(|r| r.steps.get(step))).collect();
+    let steps: Vec<_> =
+        Target::ALL.iter().map(|t| repeat.targets.get(t.name()).and_then(|r| r.steps.get(step))).collect();
     let offered = steps.iter().flatten().map(|s| s.rate).next().map_or(NONE.into(), |r| rate(f64::from(r)));
     let achieved = |i: usize| steps[i].map_or(NONE.into(), |s| rate(s.achieved_rate));
     let dropped = |i: usize| steps[i].map_or(NONE.into(), |s| format::count(s.dropped as f64));

@@ -14,7 +14,8 @@ pub mod format;
 mod sections;
 mod summary;
 
-use crate::round::result::{self, RoundResult};
+use crate::model::result::{self, RoundResult};
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use doc::Block;
@@ -48,7 +49,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
         _ => crate::repo::root()
             .unwrap_or_default()
             .join("results")
-            .join(format!("{}-report", crate::round::folder_stamp())),
+            .join(format!("{}-report", crate::repo::folder_stamp())),
     };
     write(&out, &rounds)?;
     println!("report: {} and {}", out.join("report.md").display(), out.join("report.html").display());
@@ -169,7 +170,7 @@ fn max_rate_block(rounds: &[&RoundResult]) -> Block {
     let rows = rounds
         .iter()
         .map(|r| {
-            let (pg, mongo) = (r.max_rate.get("pg"), r.max_rate.get("mongo"));
+            let (pg, mongo) = (r.max_rate.get(Target::Pg.name()), r.max_rate.get(Target::Mongo.name()));
             vec![
                 format!("{}{}", r.name, if r.name == r.mix { String::new() } else { format!(" (mix {})", r.mix) }),
                 format::max_rate(pg, r.plan.start_rate),

@@ -7,18 +7,16 @@
 use super::doc::Block;
 use super::format::{self, NONE, joined};
 use crate::charts::{self, Chart, Point, Series};
-use crate::round::explain::{Growth, MongoExplain, PgExplain};
-use crate::round::result::{RepeatResult, RoundResult};
-use crate::round::stall::Outcome;
-
-const TARGETS: [(&str, &str, &str); 2] =
-    [("pg", "PostgreSQL", charts::PG_COLOR), ("mongo", "MongoDB", charts::MONGO_COLOR)];
+use crate::model::explain::{Growth, MongoExplain, PgExplain};
+use crate::model::result::{RepeatResult, RoundResult};
+use crate::model::verdict::{Outcome, StepResult};
+use crate::target::Target;
 
 fn chart(round: &RoundResult, latency: bool) -> Chart {
     let mut series = Vec::new();
     for repeat in &round.repeats {
-        for (target, label, color) in TARGETS {
-            let Some(t) = repeat.targets.get(target) else { continue };
+        for target in Target::ALL {
+            let Some(t) = repeat.targets.get(target.name()) else { continue };
             let points = t
                 .steps
                 .iter()
@@ -29,11 +27,11 @@ fn chart(round: &RoundResult, latency: bool) -> Chart {
                 })
                 .collect();
             series.push(Series {
-                label: label.into(),
-                color,
+                label: target.label().into(),
+                color: target.color(),
                 points,
                 faint: repeat.index > 1,
-                dashed: target == "mongo",
+                dashed: target == Target::Mongo,
             });
         }
     }
@@ -78,9 +76,9 @@ pub fn charts(round: &RoundResult) -> Vec<(&'static str, String, String)> {
 
 fn steps_table(round: &RoundResult) -> Block {
     let mut header = vec!["offered req/s".to_owned()];
-    for (_, label, _) in TARGETS {
+    for target in Target::ALL {
         for column in ["achieved req/s", "p50 ms", "p95 ms", "p99 ms", "failed", "pass"] {
-            header.push(format!("{label} {column}"));
+            header.push(format!("{} {column}", target.label()));
         }
     }
     let rates = round.plan.rates();
@@ -92,10 +90,10 @@ fn steps_table(round: &RoundResult) -> Block {
         })
         .map(|(i, rate)| {
             let mut row = vec![format::count(f64::from(*rate))];
-            for (target, _, _) in TARGETS {
+            for target in Target::ALL {
                 let steps: Vec<_> =
-                    round.repeats.iter().map(|r| r.targets.get(target).and_then(|t| t.steps.get(i))).collect();
-                let cell = |f: &dyn Fn(&crate::round::verdict::StepResult) -> String| {
+                    round.repeats.iter().map(|r| r.targets.get(target.name()).and_then(|t| t.steps.get(i))).collect();
+                let cell = |f: &dyn Fn(&StepResult) -> String| {
                     joined(steps.iter().map(|s| s.filter(|s| s.complete).map_or_else(|| NONE.to_owned(), f)))
                 };
                 row.push(cell(&|s| format!("{:.0}", s.achieved_rate)));
@@ -120,8 +118,9 @@ fn steps_table(round: &RoundResult) -> Block {
 fn stalls(round: &RoundResult) -> Vec<String> {
     let mut items = Vec::new();
     for repeat in &round.repeats {
-        for (target, label, _) in TARGETS {
-            let steps = repeat.targets.get(target).map(|t| t.steps.as_slice()).unwrap_or_default();
+        for target in Target::ALL {
+            let label = target.label();
+            let steps = repeat.targets.get(target.name()).map(|t| t.steps.as_slice()).unwrap_or_default();
             for step in steps.iter().filter(|s| s.complete) {
                 let Some(stall) = step.stall.as_ref().filter(|st| st.mattered()) else { continue };
                 items.push(format!(
@@ -289,8 +288,9 @@ fn cpu_table(round: &RoundResult) -> Block {
 fn limits(round: &RoundResult) -> Vec<String> {
     let mut items = Vec::new();
     for repeat in &round.repeats {
-        for (target, label, _) in TARGETS {
-            if let Some(limit) = repeat.cpu.limits.get(target) {
+        for target in Target::ALL {
+            let label = target.label();
+            if let Some(limit) = repeat.cpu.limits.get(target.name()) {
                 let kind = super::summary::kind_name(limit.kind);
                 items.push(format!(
                     "repeat {}: {label} first failed at {} req/s; limit: **{kind}**: {}",

@@ -8,8 +8,9 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::round::cpu::{LimitKind, Role};
-use crate::round::result::RoundResult;
+use crate::model::cpu::{LimitKind, Role};
+use crate::model::result::{RepeatResult, RoundResult};
+use crate::target::Target;
 use std::collections::BTreeMap;
 
 pub fn median(mut values: Vec<f64>) -> Option<f64> {
@@ -35,7 +36,7 @@ fn per_1k(round: &RoundResult, name: &str) -> Option<f64> {
 
 /// The same for the load generator, whichever it was (k6 or orders-bench load).
 fn generator_per_1k(round: &RoundResult) -> Option<f64> {
-    let generator = |r: &crate::round::result::RepeatResult| {
+    let generator = |r: &RepeatResult| {
         r.cpu.components.iter().find(|c| c.role == Role::LoadGenerator).and_then(|c| c.per_1k_requests)
     };
     median(round.repeats.iter().filter_map(generator).collect())
@@ -52,10 +53,10 @@ pub fn kind_name(kind: LimitKind) -> &'static str {
     }
 }
 
-fn kind_counts(round: &RoundResult, target: &str) -> BTreeMap<&'static str, usize> {
+fn kind_counts(round: &RoundResult, target: Target) -> BTreeMap<&'static str, usize> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for repeat in &round.repeats {
-        if let Some(limit) = repeat.cpu.limits.get(target) {
+        if let Some(limit) = repeat.cpu.limits.get(target.name()) {
             *counts.entry(kind_name(limit.kind)).or_default() += 1;
         }
     }
@@ -63,7 +64,7 @@ fn kind_counts(round: &RoundResult, target: &str) -> BTreeMap<&'static str, usiz
 }
 
 /// "load generator ×2, database ×1" over the repeats.
-fn limits(round: &RoundResult, target: &str) -> String {
+fn limits(round: &RoundResult, target: Target) -> String {
     let counts = kind_counts(round, target);
     if counts.is_empty() {
         return NONE.into();
@@ -75,8 +76,8 @@ fn limits(round: &RoundResult, target: &str) -> String {
         .join(", ")
 }
 
-fn pair(round: &RoundResult, database: &str, service: &str) -> String {
-    match (per_1k(round, database), per_1k(round, service)) {
+fn pair(round: &RoundResult, target: Target) -> String {
+    match (per_1k(round, target.database()), per_1k(round, target.service())) {
         (None, None) => NONE.into(),
         (db, svc) => format!("{} + {}", format::seconds(db, 3), format::seconds(svc, 3)),
     }
@@ -88,7 +89,8 @@ fn pair(round: &RoundResult, database: &str, service: &str) -> String {
 pub fn limit_words(round: &RoundResult) -> String {
     let mut limited = Vec::new();
     let mut not = Vec::new();
-    for (target, label) in [("pg", "PostgreSQL"), ("mongo", "MongoDB")] {
+    for target in Target::ALL {
+        let label = target.label();
         let counts = kind_counts(round, target);
         let database = counts.get("database").copied().unwrap_or(0);
         if counts.is_empty() {
@@ -112,10 +114,10 @@ pub fn cpu_table(rounds: &[&RoundResult]) -> Block {
         .map(|r| {
             vec![
                 r.name.clone(),
-                pair(r, "postgres", "orders-pg"),
-                pair(r, "mongod", "orders-mongo"),
+                pair(r, Target::Pg),
+                pair(r, Target::Mongo),
                 format::seconds(generator_per_1k(r), 3),
-                format!("{} / {}", limits(r, "pg"), limits(r, "mongo")),
+                Target::ALL.map(|t| limits(r, t)).join(" / "),
             ]
         })
         .collect();
@@ -139,10 +141,10 @@ pub fn shared_limit(rounds: &[&RoundResult]) -> Vec<String> {
         .filter(|round| {
             !round.repeats.is_empty()
                 && round.repeats.iter().all(|r| {
-                    let first = |t: &str| r.targets.get(t).and_then(|t| t.max_rate.first_failed_rate);
-                    let kinds = ["pg", "mongo"].map(|t| r.cpu.limits.get(t).map(|l| l.kind));
-                    first("pg").is_some()
-                        && first("pg") == first("mongo")
+                    let first = |t: Target| r.targets.get(t.name()).and_then(|t| t.max_rate.first_failed_rate);
+                    let kinds = Target::ALL.map(|t| r.cpu.limits.get(t.name()).map(|l| l.kind));
+                    first(Target::Pg).is_some()
+                        && first(Target::Pg) == first(Target::Mongo)
                         && kinds.iter().all(|k| {
                             matches!(k, Some(LimitKind::LoadGenerator | LimitKind::Service | LimitKind::Machine))
                         })

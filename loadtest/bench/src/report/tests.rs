@@ -7,9 +7,10 @@ use crate::charts::tests::assert_well_formed;
 use crate::diagnostics::Pair;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot, samples};
 use crate::k6::summary::{FIXTURE, Summary};
-use crate::round::cpu::CpuReport;
-use crate::round::result::{DataSet, Machine, RatePlan, RepeatResult, TargetResult};
-use crate::round::verdict::{PassMark, judge_target, max_passing_rate, summarize};
+use crate::model::cpu::CpuReport;
+use crate::model::result::{DataSet, Machine, RatePlan, RepeatResult, TargetResult};
+use crate::model::verdict::PassMark;
+use crate::round::verdict::{judge_target, max_passing_rate, summarize};
 use crate::round::{explain, fairness};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -161,7 +162,7 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
 
 #[test]
 fn rounds_limited_by_the_shared_machine_are_called_out() {
-    use crate::round::cpu::{Limit, LimitKind};
+    use crate::model::cpu::{Limit, LimitKind};
     let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new(), evidence: None };
     let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
     for repeat in &mut shop.repeats {
@@ -177,7 +178,7 @@ fn rounds_limited_by_the_shared_machine_are_called_out() {
 
 #[test]
 fn the_headline_says_in_words_which_rows_are_not_database_limited() {
-    use crate::round::cpu::{Limit, LimitKind};
+    use crate::model::cpu::{Limit, LimitKind};
     let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new(), evidence: None };
     let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
     shop.budget = Some("0.25 CPU and 4.0 GiB each (cgroup v1, 10 ms quota period)".into());

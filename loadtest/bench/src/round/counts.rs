@@ -5,8 +5,10 @@
 //! so right after a reload it may still carry the previous round's inserts. When a database is out
 //! of reach, the gate falls back to the figures in `/diagnostics` and the WAL figures stay empty.
 
-use mongodb::bson::{Document, doc};
+use mongodb::bson::Document;
 use mongodb::options::ClientOptions;
+use orders_mongo::indexes::COLLECTION;
+use orders_pg::admin;
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
@@ -22,7 +24,7 @@ pub struct Counts {
 async fn pg_count(url: &str) -> Option<u64> {
     let (client, connection) = tokio_postgres::connect(url, NoTls).await.ok()?;
     let connection = tokio::spawn(connection);
-    let count: Option<i64> = client.query_one("SELECT count(*) FROM orders", &[]).await.ok().map(|row| row.get(0));
+    let count = admin::count_orders(&client).await.ok();
     drop(client);
     let _ = connection.await;
     count.and_then(|c| u64::try_from(c).ok())
@@ -33,7 +35,7 @@ async fn mongo_count(uri: &str, db: &str) -> Option<u64> {
     options.server_selection_timeout = Some(Duration::from_secs(5));
     options.app_name = Some("orders-bench".into());
     let client = mongodb::Client::with_options(options).ok()?;
-    client.database(db).collection::<Document>("orders").count_documents(doc! {}).await.ok()
+    orders_mongo::admin::count_orders(&client.database(db).collection::<Document>(COLLECTION)).await.ok()
 }
 
 /// `pg_stat_wal`: server-wide WAL records, full-page images and bytes since the last reset.
@@ -47,10 +49,10 @@ pub async fn wal_stats(database_url: &str) -> Option<WalStats> {
     let query = async {
         let (client, connection) = tokio_postgres::connect(database_url, NoTls).await.ok()?;
         let connection = tokio::spawn(connection);
-        let row = client.query_one("SELECT wal_records::float8, wal_fpi::float8 FROM pg_stat_wal", &[]).await.ok();
+        let figures = admin::wal_records_and_fpi(&client).await.ok();
         drop(client);
         let _ = connection.await;
-        row.map(|row| WalStats { records: row.get(0), fpi: row.get(1) })
+        figures.map(|(records, fpi)| WalStats { records, fpi })
     };
     tokio::time::timeout(LIMIT, query).await.ok().flatten()
 }

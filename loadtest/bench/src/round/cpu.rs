@@ -14,34 +14,13 @@
 use crate::budget::record::DbBudget;
 use crate::cgroup::{self, Placement, Reading};
 use crate::k6::summary::OfferedStep;
+use crate::model::cpu::{Component, ComponentCpu, CpuReport, DbStep, RUNNER, Role, StepCpu};
 use crate::procstat;
-use serde::{Deserialize, Serialize};
+use crate::target::Target;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-pub use super::limit::{Limit, LimitKind};
 use super::load_generator::GeneratorSummary;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Database,
-    Service,
-    LoadGenerator,
-    /// `orders-bench` itself: its live readings, the databases' figures, the CPU sampling.
-    Runner,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Component {
-    pub name: String,
-    pub role: Role,
-    /// `pg` or `mongo`; none for k6, which drives both.
-    pub target: Option<String>,
-    pub pid: Option<u32>,
-    /// Why it is not measured, when it is not.
-    pub note: Option<String>,
-}
 
 /// The port of a URL whose host is this machine (`postgres://u@127.0.0.1:5432/db`,
 /// `mongodb://localhost:27017`, `http://127.0.0.1:8080`), else `None`.
@@ -66,7 +45,7 @@ fn default_port(scheme: &str) -> Option<u16> {
 }
 
 /// The component listening at `url` on this machine, or why it cannot be measured.
-pub fn locate(name: &str, role: Role, target: &str, url: &str) -> Component {
+pub fn locate(name: &str, role: Role, target: Target, url: &str) -> Component {
     let (pid, note) = match local_port(url) {
         None => (None, Some(format!("{url} is not on this machine"))),
         Some(port) => match procstat::listening_pid(port) {
@@ -74,7 +53,7 @@ pub fn locate(name: &str, role: Role, target: &str, url: &str) -> Component {
             None => (None, Some(format!("no readable process listens on port {port}"))),
         },
     };
-    Component { name: name.into(), role, target: Some(target.into()), pid, note }
+    Component { name: name.into(), role, target: Some(target.name().into()), pid, note }
 }
 
 /// The runner: this process's own threads (not its children: k6 and the demo's services are
@@ -82,8 +61,6 @@ pub fn locate(name: &str, role: Role, target: &str, url: &str) -> Component {
 pub fn runner() -> Component {
     Component { name: RUNNER.into(), role: Role::Runner, target: None, pid: Some(std::process::id()), note: None }
 }
-
-pub const RUNNER: &str = "orders-bench";
 
 /// A database's cgroup, and whether its counters are the server's alone.
 struct Account {
@@ -295,81 +272,6 @@ impl Sampler {
             probe: None,
         }
     }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CpuReport {
-    pub cores: usize,
-    /// Wall seconds the samples span.
-    pub seconds: f64,
-    pub machine_busy_seconds: Option<f64>,
-    /// Busy seconds of the machine not used by any measured component.
-    pub other_seconds: Option<f64>,
-    pub components: Vec<ComponentCpu>,
-    pub steps: Vec<StepCpu>,
-    /// Per target, what limited it at its first failing step.
-    pub limits: BTreeMap<String, Limit>,
-    /// Per database, the budget it ran under (from the kernel).
-    #[serde(default)]
-    pub budgets: BTreeMap<String, DbBudget>,
-    /// What the runner's own sampling of the databases cost.
-    #[serde(default)]
-    pub probe: Option<crate::diagnostics::probe::ProbeCost>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ComponentCpu {
-    pub name: String,
-    pub role: Role,
-    pub target: Option<String>,
-    pub note: Option<String>,
-    pub cpu_seconds: Option<f64>,
-    pub cores_used: Option<f64>,
-    pub per_1k_requests: Option<f64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepCpu {
-    pub step: usize,
-    pub rate: u32,
-    /// Busy cores of the whole machine (`/proc/stat`), everything on it included.
-    pub machine_busy_cores: Option<f64>,
-    /// The measured components' cores added up (can exceed `machine_busy_cores` only when the two
-    /// sources disagree; `limit` then uses the larger).
-    #[serde(default)]
-    pub components_cores: Option<f64>,
-    /// Cores used by each component during the step.
-    pub cores: BTreeMap<String, f64>,
-    /// The kernel's figures of each database in a cgroup of its own.
-    #[serde(default)]
-    pub databases: BTreeMap<String, DbStep>,
-    /// The load generator's own figures for the step, when its summary has them.
-    #[serde(default)]
-    pub generator: Option<GeneratorStep>,
-}
-
-/// A database over one step, from its cgroup's counters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DbStep {
-    pub cores: Option<f64>,
-    /// Its CPU quota, cores (`None`: unlimited).
-    pub budget_cores: Option<f64>,
-    /// Quota periods in which it had work (the kernel counts only those).
-    pub periods: Option<f64>,
-    /// Share of those periods in which it was throttled, 0..1.
-    pub throttled_share: Option<f64>,
-    /// Time its threads waited for the next period, summed over its CPUs.
-    pub throttled_seconds: Option<f64>,
-    pub memory_peak_bytes: Option<f64>,
-    pub memory_limit_bytes: Option<f64>,
-}
-
-/// The load generator's own report of a step: its CPU and how late it sent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GeneratorStep {
-    pub kind: String,
-    pub cores: Option<f64>,
-    pub schedule_lag_p99_ms: Option<f64>,
 }
 
 #[cfg(test)]

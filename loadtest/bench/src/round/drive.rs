@@ -4,12 +4,14 @@
 //! early stop) and beside it the runner's own sampling of both databases, about once per step
 //! (`diagnostics::probe`; the services' `/diagnostics` are left alone while they are measured).
 
-use super::cpu::{self, Component, Role, Sampler};
+use super::cpu::{self, Sampler};
 use super::launch;
 use super::{RoundSpec, Setup};
-use crate::diagnostics::probe::{Probe, ProbeCost};
+use crate::diagnostics::probe::Probe;
 use crate::diagnostics::{self, Pair};
 use crate::k6::live::{EarlyStop, LiveView};
+use crate::model::cpu::{Component, ProbeCost, Role};
+use crate::target::Target;
 use crate::{fleet, procstat};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -17,8 +19,6 @@ use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-pub const TARGETS: [&str; 2] = ["pg", "mongo"];
 
 /// What the run left for the verdicts and the report; times are seconds after `origin` (the
 /// generator's start).
@@ -65,10 +65,10 @@ fn spawn_probe(
 }
 
 fn progress_line(view: &LiveView, step: usize, rate: u32) -> String {
-    let figures: Vec<String> = TARGETS
+    let figures: Vec<String> = Target::ALL
         .iter()
         .map(|t| {
-            let s = view.steps.get(*t).and_then(|steps| steps.get(&step)).copied().unwrap_or_default();
+            let s = view.steps.get(t.name()).and_then(|steps| steps.get(&step)).copied().unwrap_or_default();
             let p95 = s.p95_ms.map_or("-".into(), |p| format!("{p:.1} ms"));
             format!("{t} {} req p95 {p95} failed {:.1}%", s.count, s.failed_rate * 100.0)
         })
@@ -86,7 +86,7 @@ pub async fn run(
 ) -> Result<Driven> {
     let _ = std::fs::remove_file(summary_path);
     let mut env = vec![
-        ("TARGETS".to_owned(), format!("pg={},mongo={}", setup.pg_url, setup.mongo_url)),
+        ("TARGETS".to_owned(), setup.targets_arg()),
         ("MIX".into(), spec.mix.clone()),
         ("START_RATE".into(), spec.plan.start_rate.to_string()),
         ("STEP".into(), spec.plan.step.to_string()),
@@ -103,13 +103,12 @@ pub async fn run(
         env.push(("PREFER".into(), "return=minimal".into()));
     }
     env.extend(setup.extra_env.iter().cloned());
-    let components = vec![
-        cpu::locate("postgres", Role::Database, "pg", &setup.databases.database_url),
-        cpu::locate("orders-pg", Role::Service, "pg", &setup.pg_url),
-        cpu::locate("mongod", Role::Database, "mongo", &setup.databases.mongodb_uri),
-        cpu::locate("orders-mongo", Role::Service, "mongo", &setup.mongo_url),
-        cpu::runner(),
-    ];
+    let mut components = Vec::new();
+    for target in Target::ALL {
+        components.push(cpu::locate(target.database(), Role::Database, target, setup.databases.url(target)));
+        components.push(cpu::locate(target.service(), Role::Service, target, setup.url(target)));
+    }
+    components.push(cpu::runner());
     let probe = Probe::connect(&setup.databases, client.clone(), spec.poll_interval).await;
 
     // With other load machines, every k6 starts paused and all are resumed at the same moment.
@@ -141,7 +140,7 @@ pub async fn run(
     let (stop_polling, poller) = spawn_probe(probe, spec.poll_interval, origin, polled.clone());
 
     let rates = spec.plan.rates();
-    let targets: Vec<String> = TARGETS.iter().map(|t| (*t).to_owned()).collect();
+    let targets: Vec<String> = Target::ALL.iter().map(|t| t.name().to_owned()).collect();
     let mut early = EarlyStop::default();
     // A released (paused) k6 starts its scenarios at `origin`; otherwise estimated from its counts.
     let released = fleet.as_ref().map(|_| 0.0);
@@ -166,7 +165,7 @@ pub async fn run(
                 drop_samples.push((now, view.dropped.clone()));
                 scenario_start = scenario_start.or(running.scenario_start());
                 if scenario_start.is_none() {
-                    let first = TARGETS.iter().filter_map(|t| view.steps.get(*t)?.get(&0)).map(|s| s.count).max();
+                    let first = Target::ALL.iter().filter_map(|t| view.steps.get(t.name())?.get(&0)).map(|s| s.count).max();
                     if let Some(count) = first.filter(|c| *c > 0) {
                         scenario_start = Some(now - count as f64 / f64::from(spec.plan.start_rate));
                     }

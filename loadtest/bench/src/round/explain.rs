@@ -8,92 +8,10 @@
 //! during the run counts too.
 
 use crate::diagnostics::Pair;
-use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot, Plan};
-use serde::{Deserialize, Serialize};
+use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
+use crate::model::explain::{Explain, Growth, MongoExplain, PgExplain};
+use orders_pg::diagnostics::TableCounters;
 use std::collections::BTreeMap;
-
-/// A size before and after the run, bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Growth {
-    pub before: Option<f64>,
-    pub after: Option<f64>,
-}
-
-impl Growth {
-    pub fn of(before: Option<f64>, after: Option<f64>) -> Self {
-        Self { before, after }
-    }
-
-    pub fn delta(&self) -> Option<f64> {
-        Some(self.after? - self.before?)
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PgExplain {
-    pub write_requests: u64,
-    pub wal_bytes: Option<f64>,
-    pub wal_bytes_per_write: Option<f64>,
-    /// From `pg_stat_wal` when the runner reaches the database (server-wide, like the bytes).
-    #[serde(default)]
-    pub wal_records: Option<f64>,
-    #[serde(default)]
-    pub wal_records_per_write: Option<f64>,
-    /// Full-page images: the first change of a page after a checkpoint logs the whole 8 KiB page.
-    #[serde(default)]
-    pub wal_fpi: Option<f64>,
-    #[serde(default)]
-    pub wal_fpi_per_write: Option<f64>,
-    pub inserts: Option<f64>,
-    pub updates: Option<f64>,
-    pub hot_updates: Option<f64>,
-    /// HOT updates / updates, 0..1.
-    pub hot_share: Option<f64>,
-    pub seq_scans: Option<f64>,
-    pub seq_tup_read: Option<f64>,
-    pub rows_per_seq_scan: Option<f64>,
-    pub idx_scans: Option<f64>,
-    pub max_pending_pages: Option<f64>,
-    pub max_pending_tuples: Option<f64>,
-    pub dead_tuples_after: Option<f64>,
-    pub table: Growth,
-    pub toast: Growth,
-    pub indexes: Growth,
-    pub index: BTreeMap<String, Growth>,
-    pub generic_plan_before: Plan,
-    pub generic_plan_after: Plan,
-    pub custom_plan_after: Plan,
-    /// Every distinct generic plan shape seen before, during and after the run.
-    pub generic_plans_seen: Vec<String>,
-    /// Generic / custom plans the prepared product statement has used on the pooled connection that
-    /// answered `/diagnostics` after the run, since that connection opened (snapshots may come from
-    /// different connections, so no difference is taken).
-    pub product_generic_plans: Option<f64>,
-    pub product_custom_plans: Option<f64>,
-    pub settings: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MongoExplain {
-    pub write_requests: u64,
-    pub opcounters: BTreeMap<String, f64>,
-    pub journal_bytes: Option<f64>,
-    pub journal_bytes_per_write: Option<f64>,
-    pub journal_syncs: Option<f64>,
-    pub count: Growth,
-    pub data: Growth,
-    pub storage: Growth,
-    pub indexes: Growth,
-    pub index: BTreeMap<String, Growth>,
-    pub plan: String,
-    pub settings: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Explain {
-    pub pg: PgExplain,
-    pub mongo: MongoExplain,
-}
 
 fn diff(after: Option<f64>, before: Option<f64>) -> Option<f64> {
     Some(after? - before?)
@@ -125,10 +43,10 @@ impl PgExplain {
 }
 
 pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_requests: u64) -> PgExplain {
-    let counter = |name: &str| diff(after.counter(name), before.counter(name));
+    let counter = |of: fn(&TableCounters) -> Option<i64>| diff(after.counter(of), before.counter(of));
     let all = || std::iter::once(before).chain(polled).chain(std::iter::once(after));
     let (updates, hot_updates, seq_scans, seq_tup_read) =
-        (counter("n_tup_upd"), counter("n_tup_hot_upd"), counter("seq_scan"), counter("seq_tup_read"));
+        (counter(|t| t.n_tup_upd), counter(|t| t.n_tup_hot_upd), counter(|t| t.seq_scan), counter(|t| t.seq_tup_read));
     let wal_bytes = diff(after.wal_bytes, before.wal_bytes);
     let mut generic_plans_seen: Vec<String> = Vec::new();
     for snapshot in all() {
@@ -145,7 +63,7 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
         wal_records_per_write: None,
         wal_fpi: None,
         wal_fpi_per_write: None,
-        inserts: counter("n_tup_ins"),
+        inserts: counter(|t| t.n_tup_ins),
         updates,
         hot_updates,
         hot_share: match (hot_updates, updates) {
@@ -158,10 +76,10 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
             (Some(rows), Some(scans)) if scans > 0.0 => Some(rows / scans),
             _ => None,
         },
-        idx_scans: counter("idx_scan"),
+        idx_scans: counter(|t| t.idx_scan),
         max_pending_pages: max_of(all().map(|s| s.pending_pages)),
         max_pending_tuples: max_of(all().map(|s| s.pending_tuples)),
-        dead_tuples_after: after.counter("n_dead_tup"),
+        dead_tuples_after: after.counter(|t| t.n_dead_tup),
         table: Growth::of(before.table_bytes, after.table_bytes),
         toast: Growth::of(before.toast_bytes, after.toast_bytes),
         indexes: Growth::of(before.indexes_bytes, after.indexes_bytes),
@@ -172,7 +90,7 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
         generic_plans_seen,
         product_generic_plans: after.product_generic_plans,
         product_custom_plans: after.product_custom_plans,
-        settings: after.settings.clone(),
+        settings: after.settings_map(),
     }
 }
 

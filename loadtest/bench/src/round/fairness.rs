@@ -9,39 +9,14 @@
 use super::counts::Counts;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::manifest::Manifest;
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    pub name: String,
-    pub pg: String,
-    pub mongo: String,
-    pub ok: bool,
-    /// What the values mean, or what to do about a mismatch.
-    pub note: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Fairness {
-    pub ok: bool,
-    pub checks: Vec<Check>,
-}
-
-impl Fairness {
-    pub fn mismatches(&self) -> Vec<String> {
-        self.checks
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| format!("{}: pg {}, mongo {} ({})", c.name, c.pg, c.mongo, c.note))
-            .collect()
-    }
-}
+use crate::model::fairness::{Check, Fairness};
+use crate::target::Target;
 
 /// Whether Postgres makes a commit wait for the WAL flush: `fsync` on and `synchronous_commit`
 /// anything but `off` (`local`, `remote_write`, `remote_apply` all flush locally first).
 pub fn pg_waits_for_disk(pg: &PgSnapshot) -> Option<bool> {
-    let fsync = pg.settings.get("fsync")?;
-    let commit = pg.settings.get("synchronous_commit")?;
+    let fsync = pg.settings.fsync.as_ref()?;
+    let commit = pg.settings.synchronous_commit.as_ref()?;
     Some(fsync == "on" && commit != "off")
 }
 
@@ -86,8 +61,8 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
         pg: format!(
             "{} (synchronous_commit={}, fsync={})",
             words(pg_waits),
-            pg.setting("synchronous_commit"),
-            pg.setting("fsync")
+            pg.settings.synchronous_commit.as_deref().unwrap_or("?"),
+            pg.settings.fsync.as_deref().unwrap_or("?")
         ),
         mongo: format!(
             "{} (w={}, j={}, journal {})",
@@ -104,11 +79,11 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
         note: "both must acknowledge a write at the same point (study S2, finding F4)".into(),
     });
 
-    let pg_count = exact.pg.map(|c| c as f64).or(pg.counter("n_live_tup"));
+    let pg_count = exact.pg.map(|c| c as f64).or(pg.counter(|t| t.n_live_tup));
     let mongo_count = exact.mongo.map(|c| c as f64).or(mongo.count);
     let source = |exact: Option<u64>, estimate: &str| if exact.is_some() { "counted" } else { estimate }.to_owned();
     let seeded = manifest.map(|m| m.orders as f64);
-    let in_both = manifest.is_some_and(|m| m.targets.contains_key("pg") && m.targets.contains_key("mongo"));
+    let in_both = manifest.is_some_and(|m| Target::ALL.iter().all(|t| m.targets.contains_key(t.name())));
     checks.push(Check {
         name: "data set".into(),
         pg: format!("{} rows ({})", count_text(pg_count), source(exact.pg, "n_live_tup")),
@@ -129,7 +104,7 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
     });
 
     let mongo_db_seeded =
-        manifest.and_then(|m| m.targets.get("mongo")).map(|t| t.database.rsplit('/').next().unwrap_or(""));
+        manifest.and_then(|m| m.targets.get(Target::Mongo.name())).map(|t| t.database.rsplit('/').next().unwrap_or(""));
     if let (Some(seeded_db), Some(served_db)) = (mongo_db_seeded, mongo.database.as_deref()) {
         checks.push(Check {
             name: "MongoDB database".into(),
@@ -140,7 +115,7 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
         });
     }
 
-    let pg_pool = pg.settings.get("pool_size").cloned();
+    let pg_pool = pg.settings.pool_size.map(|p| p.to_string());
     let mongo_pool = mongo.pool_size.map(|p| format!("{p:.0}"));
     checks.push(Check {
         name: "connection pool".into(),

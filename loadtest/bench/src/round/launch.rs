@@ -118,7 +118,7 @@ fn native_args(spec: &RoundSpec, setup: &Setup, summary: &Path) -> Vec<String> {
     let mut args = vec![
         "load".into(),
         "--targets".into(),
-        format!("pg={},mongo={}", setup.pg_url, setup.mongo_url),
+        setup.targets_arg(),
         "--mix".into(),
         spec.mix.clone(),
         "--manifest".into(),
@@ -214,8 +214,8 @@ fn native_binary() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::round::result::RatePlan;
-    use crate::round::verdict::PassMark;
+    use crate::model::result::RatePlan;
+    use crate::model::verdict::PassMark;
     use std::time::Duration;
 
     #[test]

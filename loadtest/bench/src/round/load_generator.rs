@@ -5,7 +5,7 @@
 //! limit, whatever its CPU. Summaries without the object (k6's today) give nothing, and the
 //! generator's CPU then comes from sampling its process.
 
-use super::cpu::GeneratorStep;
+use crate::model::cpu::GeneratorStep;
 use serde::Deserialize;
 use std::path::Path;
 

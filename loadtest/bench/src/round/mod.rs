@@ -17,20 +17,20 @@ pub mod launch;
 pub mod limit;
 mod load_generator;
 mod repeat;
-pub mod result;
 pub mod stall;
 pub mod verdict;
 
 use crate::manifest;
-use crate::seed::{SeedArgs, Target};
+use crate::model::result::{self, DataSet, Machine, RatePlan, RoundResult};
+use crate::model::verdict::PassMark;
+use crate::seed::{SeedArgs, Targets};
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use orders_core::Timestamp;
-use result::{DataSet, Machine, RatePlan, RoundResult};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use verdict::PassMark;
 
 /// Everything about the load of a round that `round` and `demo` share.
 #[derive(Debug, Clone, Args)]
@@ -235,9 +235,19 @@ pub struct Setup {
     pub budget_note: Option<String>,
 }
 
-/// `20261130T101500Z`, for folder names.
-pub fn folder_stamp() -> String {
-    Timestamp::now().to_string().chars().filter(char::is_ascii_alphanumeric).take(15).collect::<String>() + "Z"
+impl Setup {
+    /// The base URL of `target`'s service.
+    pub fn url(&self, target: Target) -> &str {
+        match target {
+            Target::Pg => &self.pg_url,
+            Target::Mongo => &self.mongo_url,
+        }
+    }
+
+    /// `pg=http://...,mongo=http://...`: the targets as both load generators take them.
+    pub fn targets_arg(&self) -> String {
+        Target::ALL.map(|t| format!("{t}={}", self.url(t))).join(",")
+    }
 }
 
 fn folder_name(name: &str) -> String {
@@ -265,7 +275,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
             products: known.as_ref().filter(|m| args.orders.is_none_or(|o| o == m.orders)).map(|m| m.products),
             items: args.items.or(known.as_ref().map(|m| m.items_per_order)).unwrap_or(3),
             note_bytes: args.note_bytes.or(known.as_ref().map(|m| m.note_bytes)).unwrap_or(0),
-            target: Target::Both,
+            target: Targets::all(),
             reset: true,
             databases: args.databases.clone(),
             manifest: manifest.clone(),
@@ -302,9 +312,11 @@ pub async fn run(args: RoundArgs) -> Result<()> {
     };
     let out = match &args.out {
         Some(out) => out.clone(),
-        None => {
-            repo.clone().unwrap_or_default().join("results").join(format!("{}-{}", folder_stamp(), folder_name(&name)))
-        }
+        None => repo.clone().unwrap_or_default().join("results").join(format!(
+            "{}-{}",
+            crate::repo::folder_stamp(),
+            folder_name(&name)
+        )),
     };
     let budget = match (&args.budget, &repo) {
         (flags, Some(repo)) if flags.given() => {
@@ -341,10 +353,10 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         repeats.push(repeat::run(spec, setup, out, index).await?);
     }
     let mut max_rate = BTreeMap::new();
-    for target in ["pg", "mongo"] {
-        let rates: Vec<_> = repeats.iter().filter_map(|r| r.targets.get(target)).map(|t| t.max_rate).collect();
+    for target in Target::ALL {
+        let rates: Vec<_> = repeats.iter().filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
         if let Some(summary) = verdict::summarize(&rates) {
-            max_rate.insert(target.to_owned(), summary);
+            max_rate.insert(target.name().to_owned(), summary);
         }
     }
     let data_set = manifest::read(&setup.manifest).ok().map(|m| DataSet {
@@ -396,7 +408,7 @@ mod tests {
     #[test]
     fn folder_names_are_safe_and_stamped() {
         assert_eq!(folder_name("read:50,insert:50"), "read_50_insert_50");
-        let stamp = folder_stamp();
+        let stamp = crate::repo::folder_stamp();
         assert_eq!(stamp.len(), 16, "{stamp}");
         assert!(stamp.ends_with('Z'));
     }

@@ -4,17 +4,19 @@
 //! explaining figures and the CPU report (the load run itself is `drive`). Raw files go to
 //! `repeat-<n>/`.
 
-use super::drive::{self, Driven, TARGETS};
-use super::fairness::{self, Fairness};
+use super::drive::{self, Driven};
+use super::fairness;
 use super::limit;
 use super::load_generator::GeneratorSummary;
-use super::result::{RepeatResult, TargetResult};
 use super::verdict::{drops_per_step, judge_target, max_passing_rate};
 use super::{RoundSpec, Setup, counts, explain, stall};
 use crate::budget::record;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::diagnostics::{self, Pair};
 use crate::k6::summary::{LoadGenerator, Summary};
+use crate::model::fairness::Fairness;
+use crate::model::result::{RepeatResult, TargetResult};
+use crate::target::Target;
 use crate::{manifest, seed};
 use anyhow::{Context, Result, bail};
 use orders_core::Timestamp;
@@ -57,14 +59,14 @@ async fn gate(client: &diagnostics::Client, setup: &Setup, settle: Duration) -> 
 async fn checkpoint(database_url: &str) {
     let Ok((client, connection)) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await else { return };
     let connection = tokio::spawn(connection);
-    if let Err(error) = client.batch_execute("CHECKPOINT").await {
+    if let Err(error) = orders_pg::admin::checkpoint(&client).await {
         eprintln!("note: CHECKPOINT after reseeding failed ({error}); the first step may share the disk with it");
     }
     drop(client);
     let _ = connection.await;
 }
 
-pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) -> Result<super::result::RepeatResult> {
+pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) -> Result<RepeatResult> {
     let label = format!("[{} {index}/{}]", spec.name, spec.repeats);
     let rel = format!("repeat-{index}");
     let dir = round_dir.join(&rel);
@@ -184,12 +186,18 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             },
         );
     }
-    let mut explain =
-        explain::from_pairs(&before, &polled, &after, summary.write_requests("pg"), summary.write_requests("mongo"));
+    let mut explain = explain::from_pairs(
+        &before,
+        &polled,
+        &after,
+        summary.write_requests(Target::Pg),
+        summary.write_requests(Target::Mongo),
+    );
     if let (Some(b), Some(a)) = (wal_before, wal_after) {
         explain.pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi);
     }
-    let requests: BTreeMap<String, u64> = TARGETS.iter().map(|t| ((*t).to_owned(), summary.requests(t))).collect();
+    let requests: BTreeMap<String, u64> =
+        Target::ALL.iter().map(|t| (t.name().to_owned(), summary.requests(*t))).collect();
     let generator_figures = GeneratorSummary::read(&summary_path);
     let mut cpu = sampler.report(load_seconds, start, &summary.offered.steps, &requests, generator_figures.as_ref());
     cpu.probe = Some(probe);

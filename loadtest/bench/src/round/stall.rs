@@ -20,10 +20,9 @@
 //! The live view gets the same test (`explains_live`), so a run is not stopped early on a stall.
 //! Summaries without windows (k6) are left as they are.
 
-use super::verdict::{PassMark, StepResult};
 use crate::k6::live::LiveView;
 use crate::k6::summary::{Summary, Windows};
-use serde::{Deserialize, Serialize};
+use crate::model::verdict::{Outcome, PassMark, Stall, StepResult};
 use std::collections::BTreeMap;
 
 /// A window counts as slow for a target from this share of slow requests on.
@@ -32,47 +31,6 @@ const SLOW_SHARE: f64 = 0.25;
 const MAX_DISCOUNTED_SHARE: f64 = 0.1;
 /// Steps per target and run the search may step over.
 pub const MAX_INCONCLUSIVE: usize = 2;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The step passed anyway.
-    Noted,
-    /// Short, and the rest of the step passes: counted as a pass.
-    Discounted,
-    /// Long, and the rest of the step passes: neither pass nor fail.
-    Inconclusive,
-    /// The rest of the step fails too: a failure of the target.
-    Confirmed,
-}
-
-/// What the stall review found in one step of one target.
-impl Stall {
-    /// The stall changed, or could have changed, the step's verdict (worth a line in the report).
-    pub fn mattered(&self) -> bool {
-        self.passes_outside && self.outcome != Outcome::Noted
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stall {
-    /// Stalled windows and their length in seconds.
-    pub windows: usize,
-    pub seconds: f64,
-    /// Seconds after the step began at which each stalled window starts.
-    pub at_s: Vec<f64>,
-    /// Requests, slow requests, failures and drops in those windows.
-    pub requests: u64,
-    pub slow: u64,
-    pub failures: u64,
-    pub dropped: u64,
-    /// The share of slow requests in the rest of the step, and whether the rest met the pass mark.
-    pub slow_share_outside: f64,
-    #[serde(default)]
-    pub passes_outside: bool,
-    pub outcome: Outcome,
-    pub note: String,
-}
 
 /// Which windows of a step were stalled: `targets` are every target's windows of that step,
 /// `lag_ms` the generator's worst lag per window.

@@ -17,50 +17,7 @@
 //! `StepResult::stall` says what was found.
 
 use crate::k6::summary::{StepSummary, TargetSummary};
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PassMark {
-    pub p95_ms: f64,
-    /// Failed requests / requests, e.g. 0.01.
-    pub max_failed_rate: f64,
-    /// Dropped iterations allowed per step (0: none).
-    pub max_dropped: u64,
-}
-
-impl Default for PassMark {
-    fn default() -> Self {
-        Self { p95_ms: 50.0, max_failed_rate: 0.01, max_dropped: 0 }
-    }
-}
-
-/// One step of one target, as the report shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepResult {
-    pub step: usize,
-    /// Offered rate, requests/s.
-    pub rate: u32,
-    pub offered: u64,
-    /// Requests started in the step.
-    pub count: u64,
-    pub achieved_rate: f64,
-    pub failures: u64,
-    pub failed_rate: f64,
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    /// Estimated, see the module documentation.
-    pub dropped: u64,
-    /// False for a step the run did not finish (stopped early once every target had failed).
-    pub complete: bool,
-    pub passed: bool,
-    /// Why it failed: `p95 84.5 ms ≥ 50 ms`, `failed 2.1% ≥ 1%`, `dropped ~120`.
-    pub reasons: Vec<String>,
-    /// A stall of the shared machine seen in this step (native generator only), and whether it
-    /// was discounted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stall: Option<super::stall::Stall>,
-}
+use crate::model::verdict::{MaxRate, Outcome, PassMark, RateSummary, StepResult};
 
 /// Requests started late enough to carry the next step's tag, not dropped.
 fn boundary_tolerance(offered: u64) -> u64 {
@@ -176,27 +133,10 @@ pub fn judge_target(
     steps
 }
 
-/// The outcome of the rate search of one target in one run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct MaxRate {
-    /// Highest passing rate with every lower step passing; 0 when the first step failed.
-    pub rate: u32,
-    /// Rate of the first failing step; `None` when no completed step failed (`rate` is then a
-    /// lower bound: the target was not saturated).
-    pub first_failed_rate: Option<u32>,
-}
-
-impl MaxRate {
-    pub fn saturated(&self) -> bool {
-        self.first_failed_rate.is_some()
-    }
-}
-
 /// Steps a stall of the machine left inconclusive (`stall`) are stepped over.
 pub fn max_passing_rate(steps: &[StepResult]) -> MaxRate {
     let mut rate = 0;
-    let inconclusive =
-        |s: &&StepResult| s.stall.as_ref().is_some_and(|st| st.outcome == super::stall::Outcome::Inconclusive);
+    let inconclusive = |s: &&StepResult| s.stall.as_ref().is_some_and(|st| st.outcome == Outcome::Inconclusive);
     for step in steps.iter().filter(|s| s.complete).filter(|s| !inconclusive(s)) {
         if !step.passed {
             return MaxRate { rate, first_failed_rate: Some(step.rate) };
@@ -204,17 +144,6 @@ pub fn max_passing_rate(steps: &[StepResult]) -> MaxRate {
         rate = step.rate;
     }
     MaxRate { rate, first_failed_rate: None }
-}
-
-/// Median and range of the repeats' maximum passing rates.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RateSummary {
-    pub median: f64,
-    pub min: u32,
-    pub max: u32,
-    pub runs: Vec<u32>,
-    /// True when at least one repeat never failed: the median is then a lower bound.
-    pub lower_bound: bool,
 }
 
 pub fn summarize(rates: &[MaxRate]) -> Option<RateSummary> {
@@ -320,7 +249,7 @@ mod tests {
     #[test]
     fn a_step_a_stall_left_inconclusive_is_stepped_over() {
         let mut steps = results(&[true, false, true, false]);
-        steps[1].stall = Some(crate::round::stall::Stall {
+        steps[1].stall = Some(crate::model::verdict::Stall {
             windows: 8,
             seconds: 0.8,
             at_s: vec![],
@@ -330,7 +259,7 @@ mod tests {
             dropped: 0,
             slow_share_outside: 0.01,
             passes_outside: true,
-            outcome: crate::round::stall::Outcome::Inconclusive,
+            outcome: crate::model::verdict::Outcome::Inconclusive,
             note: String::new(),
         });
         assert_eq!(max_passing_rate(&steps), MaxRate { rate: 300, first_failed_rate: Some(400) });

@@ -11,10 +11,12 @@ mod progress;
 
 use crate::dataset::Profile;
 use crate::manifest::{Manifest, TargetRecord};
+use crate::target::Target;
 use anyhow::{Result, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use orders_core::Timestamp;
 use std::path::PathBuf;
+use std::str::FromStr;
 
 #[derive(Debug, Clone, Args)]
 pub struct SeedArgs {
@@ -38,9 +40,9 @@ pub struct SeedArgs {
     /// Adds a note of exactly this many bytes of text to every order (study S2's big documents).
     #[arg(long = "note-bytes", default_value_t = 0)]
     pub note_bytes: u32,
-    /// Which database(s) to seed; `both` loads them at the same time.
-    #[arg(long, value_enum, default_value = "both")]
-    pub target: Target,
+    /// Which database(s) to seed: pg, mongo, or both (loaded at the same time).
+    #[arg(long, default_value = "both")]
+    pub target: Targets,
     /// Empty the table / drop the collection first (otherwise a target holding orders is refused).
     #[arg(long)]
     pub reset: bool,
@@ -51,11 +53,37 @@ pub struct SeedArgs {
     pub manifest: PathBuf,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Target {
-    Pg,
-    Mongo,
-    Both,
+/// `--target`: one target by its name, or `both` (also `all`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Targets(Vec<Target>);
+
+impl Targets {
+    pub fn all() -> Self {
+        Self(Target::ALL.to_vec())
+    }
+
+    pub fn includes(&self, target: Target) -> bool {
+        self.0.contains(&target)
+    }
+
+    fn label(&self) -> String {
+        let labels: Vec<&str> = self.0.iter().map(|t| t.label()).collect();
+        if labels.len() > 1 { format!("{} at once", labels.join(" and ")) } else { labels.concat() }
+    }
+}
+
+impl FromStr for Targets {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "both" | "all" => Ok(Self::all()),
+            name => Target::from_name(name).map(|t| Self(vec![t])).ok_or_else(|| {
+                let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
+                format!("expected {} or both", names.join(", "))
+            }),
+        }
+    }
 }
 
 impl SeedArgs {
@@ -74,7 +102,7 @@ impl SeedArgs {
 
 /// What one target's load did, for the final line and the manifest.
 pub struct Loaded {
-    pub target: &'static str,
+    pub target: Target,
     pub database: String,
     pub orders: u64,
     pub seconds: f64,
@@ -120,8 +148,8 @@ pub async fn run(args: SeedArgs) -> Result<()> {
     let profile = args.profile();
     profile.check()?;
     let approx_doc_bytes = profile.approx_doc_bytes()?;
-    let wants_pg = args.target != Target::Mongo;
-    let wants_mongo = args.target != Target::Pg;
+    let wants_pg = args.target.includes(Target::Pg);
+    let wants_mongo = args.target.includes(Target::Mongo);
 
     // Connect to every target and check it before loading any, so a refusal changes nothing.
     let pg = if wants_pg { Some(postgres::PgTarget::connect(&args.databases.database_url).await?) } else { None };
@@ -149,22 +177,20 @@ pub async fn run(args: SeedArgs) -> Result<()> {
         profile.seed,
         profile.items,
         profile.note_bytes,
-        match args.target {
-            Target::Pg => "PostgreSQL",
-            Target::Mongo => "MongoDB",
-            Target::Both => "PostgreSQL and MongoDB at once",
-        }
+        args.target.label()
     );
     let bars = progress::Bars::new();
     let pg_load = async {
         match pg {
-            Some(pg) => pg.load(profile, args.reset, bars.add("pg", profile.orders)).await.map(Some),
+            Some(pg) => pg.load(profile, args.reset, bars.add(Target::Pg.name(), profile.orders)).await.map(Some),
             None => Ok(None),
         }
     };
     let mongo_load = async {
         match mongo {
-            Some(mongo) => mongo.load(profile, args.reset, bars.add("mongo", profile.orders)).await.map(Some),
+            Some(mongo) => {
+                mongo.load(profile, args.reset, bars.add(Target::Mongo.name(), profile.orders)).await.map(Some)
+            }
             None => Ok(None),
         }
     };
@@ -174,16 +200,16 @@ pub async fn run(args: SeedArgs) -> Result<()> {
     let mut manifest = Manifest::new(&profile, approx_doc_bytes);
     let mut failures = Vec::new();
     let mut failed_targets = Vec::new();
-    for (target, result) in [("pg", pg_loaded), ("mongo", mongo_loaded)] {
+    for (target, result) in [(Target::Pg, pg_loaded), (Target::Mongo, mongo_loaded)] {
         match result {
             Ok(Some(loaded)) => {
                 println!("{}", loaded.line());
-                manifest.targets.insert(loaded.target.to_owned(), loaded.record());
+                manifest.targets.insert(loaded.target.name().to_owned(), loaded.record());
             }
             Ok(None) => {}
             Err(error) => {
                 failures.push(format!("{target}: {error:#}"));
-                failed_targets.push(target);
+                failed_targets.push(target.name());
             }
         }
     }

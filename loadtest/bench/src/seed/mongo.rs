@@ -6,13 +6,15 @@
 
 use super::{Loaded, feed, refusal_message};
 use crate::dataset::Profile;
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use indicatif::ProgressBar;
-use mongodb::bson::{Bson, Document, RawDocumentBuf, doc};
+use mongodb::bson::{Bson, Document, RawDocumentBuf};
 use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 use mongodb::{Client, Collection, Database};
+use orders_mongo::admin;
 use orders_mongo::document::to_document;
 use orders_mongo::indexes::{self, COLLECTION};
 use std::time::{Duration, Instant};
@@ -42,21 +44,21 @@ impl MongoTarget {
         let database = format!("mongodb://{}/{db}", hosts.join(","));
         let client = Client::with_options(options).context("MongoDB client")?;
         let db = client.database(db);
-        db.run_command(doc! {"ping": 1}).await.with_context(|| format!("connecting to MongoDB at {database}"))?;
+        admin::ping(&db).await.with_context(|| format!("connecting to MongoDB at {database}"))?;
         let orders = db.collection::<Document>(COLLECTION);
         Ok(Self { db, orders, database })
     }
 
     /// Why this target must not be seeded without `--reset`, if it must not.
     pub async fn refusal(&self) -> Result<Option<String>> {
-        let holds = self.orders.find_one(doc! {}).await?.is_some();
+        let holds = admin::holds_orders(&self.orders).await?;
         Ok(holds.then(|| refusal_message("MongoDB collection `orders`", &self.database)))
     }
 
     pub async fn load(self, profile: Profile, reset: bool, bar: ProgressBar) -> Result<Loaded> {
         let started = Instant::now();
         let mut phases = Vec::new();
-        if !reset && self.orders.find_one(doc! {}).await?.is_some() {
+        if !reset && admin::holds_orders(&self.orders).await? {
             bail!(refusal_message("MongoDB collection `orders`", &self.database));
         }
         // Empty (or to be emptied): dropping it also drops its indexes, so they are built after.
@@ -84,7 +86,7 @@ impl MongoTarget {
         let (bytes_on_disk, size_source) = self.size_on_disk().await?;
         bar.finish_with_message("done");
         Ok(Loaded {
-            target: "mongo",
+            target: Target::Mongo,
             database: self.database,
             orders: inserted,
             seconds,
@@ -128,11 +130,10 @@ impl MongoTarget {
     /// `storageSize + totalIndexSize` of `$collStats`, after an `fsync` that makes WiredTiger
     /// write a checkpoint (before one, the files do not yet hold the data just inserted).
     async fn size_on_disk(&self) -> Result<(u64, String)> {
-        let admin = self.db.client().database("admin");
-        let checkpoint = admin.run_command(doc! {"fsync": 1}).await.is_ok();
-        let mut stats = self.orders.aggregate([doc! {"$collStats": {"storageStats": {}}}]).await?;
-        let Some(stats) = stats.next().await.transpose()? else { bail!("$collStats returned nothing") };
-        let storage = stats.get_document("storageStats").context("$collStats without storageStats")?;
+        let checkpoint = admin::checkpoint(&self.db).await.is_ok();
+        let Some(storage) = admin::coll_stats(&self.orders).await? else {
+            bail!("$collStats returned nothing with storageStats")
+        };
         let (data, index) = (number(storage.get("storageSize")), number(storage.get("totalIndexSize")));
         let source = format!(
             "$collStats storageSize {:.1} MiB + totalIndexSize {:.1} MiB{}",

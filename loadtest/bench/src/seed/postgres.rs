@@ -6,9 +6,11 @@
 
 use super::{Loaded, feed, refusal_message};
 use crate::dataset::Profile;
+use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use bytes::{BufMut, BytesMut};
 use indicatif::ProgressBar;
+use orders_pg::admin;
 use orders_pg::migrate::{self, SECONDARY_INDEXES};
 use std::error::Error;
 use std::time::Instant;
@@ -46,18 +48,17 @@ impl PgTarget {
 
     /// Why this target must not be seeded without `--reset`, if it must not.
     pub async fn refusal(&self) -> Result<Option<String>> {
-        Ok(holds_orders(&self.client).await?.then(|| refusal_message("PostgreSQL table `orders`", &self.database)))
+        Ok(admin::holds_orders(&self.client)
+            .await?
+            .then(|| refusal_message("PostgreSQL table `orders`", &self.database)))
     }
 
     pub async fn load(mut self, profile: Profile, reset: bool, bar: ProgressBar) -> Result<Loaded> {
         let started = Instant::now();
         let mut phases = Vec::new();
         let tx = self.client.transaction().await?;
-        tx.batch_execute(&format!(
-            "LOCK TABLE orders IN ACCESS EXCLUSIVE MODE; SET LOCAL maintenance_work_mem = '{MAINTENANCE_WORK_MEM}'"
-        ))
-        .await?;
-        if !reset && holds_orders(&tx).await? {
+        tx.batch_execute(&admin::lock_for_load(MAINTENANCE_WORK_MEM)).await?;
+        if !reset && admin::holds_orders(&tx).await? {
             // Someone wrote orders since the check before loading.
             bail!(refusal_message("PostgreSQL table `orders`", &self.database));
         }
@@ -65,11 +66,11 @@ impl PgTarget {
         // FREEZE`: rows are written frozen and their pages all-visible, so neither the first
         // reads (setting hint bits) nor an autovacuum triggered by the inserts rewrite the table
         // during the first steps of a round, under the database's CPU budget.
-        tx.batch_execute("TRUNCATE orders").await?;
+        tx.batch_execute(admin::TRUNCATE).await?;
         let mut rebuild = Vec::new();
         for (name, statement) in SECONDARY_INDEXES {
-            rebuild.push(with_options(statement, &storage_options(&tx, name).await?)?);
-            tx.batch_execute(&format!("DROP INDEX IF EXISTS {name}")).await?;
+            rebuild.push(with_options(statement, &admin::index_options(&tx, name).await?)?);
+            tx.batch_execute(&admin::drop_index(name)).await?;
         }
 
         phases.push(("prepare", started.elapsed().as_secs_f64()));
@@ -88,21 +89,21 @@ impl PgTarget {
 
         bar.set_message("ANALYZE");
         let analyzing = Instant::now();
-        tx.batch_execute("ANALYZE orders").await?;
+        tx.batch_execute(admin::ANALYZE).await?;
         tx.commit().await?;
         // Cheap on frozen pages; it resets the count of inserts that would trigger autovacuum, once
         // this session's own count of them has reached the statistics (PostgreSQL 15+ sends it
         // when the session is next idle; older servers refuse the call, and their autovacuum
         // finds all-visible pages to skip anyway).
-        let _ = self.client.batch_execute("SELECT pg_stat_force_next_flush()").await;
-        self.client.batch_execute("VACUUM orders").await?;
+        let _ = self.client.batch_execute(admin::FLUSH_STATS).await;
+        self.client.batch_execute(admin::VACUUM).await?;
         phases.push(("analyze+commit", analyzing.elapsed().as_secs_f64()));
         let seconds = started.elapsed().as_secs_f64();
 
-        let size: i64 = self.client.query_one("SELECT pg_total_relation_size('orders')", &[]).await?.get(0);
+        let size = admin::total_size(&self.client).await?;
         bar.finish_with_message("done");
         Ok(Loaded {
-            target: "pg",
+            target: Target::Pg,
             database: self.database,
             orders: copied,
             seconds,
@@ -111,16 +112,6 @@ impl PgTarget {
             size_source: "pg_total_relation_size: heap, TOAST and indexes".into(),
         })
     }
-}
-
-async fn holds_orders(client: &impl tokio_postgres::GenericClient) -> Result<bool> {
-    Ok(client.query_one("SELECT EXISTS (SELECT 1 FROM orders)", &[]).await?.get(0))
-}
-
-/// The `reloptions` of an index (`["fastupdate=off"]`), empty when it has none or is missing.
-async fn storage_options(tx: &Transaction<'_>, index: &str) -> Result<Vec<String>> {
-    let row = tx.query_opt("SELECT reloptions FROM pg_class WHERE oid = to_regclass($1)", &[&index]).await?;
-    Ok(row.and_then(|row| row.get::<_, Option<Vec<String>>>(0)).unwrap_or_default())
 }
 
 /// `statement` with a `WITH (name = 'value', ...)` clause for `options` (as `reloptions` lists
@@ -147,7 +138,7 @@ fn with_options(statement: &str, options: &[String]) -> Result<String> {
 /// Streams every order with `COPY orders (id, doc) FROM STDIN (FORMAT binary, FREEZE)`; returns the rows.
 async fn copy_orders(tx: &Transaction<'_>, profile: Profile, bar: &ProgressBar) -> Result<u64> {
     let mut batches = feed::batches(profile, BATCH, |order| Ok((order.id.as_i64(), serde_json::to_vec(&order)?)));
-    let sink = tx.copy_in("COPY orders (id, doc) FROM STDIN (FORMAT binary, FREEZE)").await?;
+    let sink = tx.copy_in(admin::COPY_ORDERS).await?;
     let writer = BinaryCopyInWriter::new(sink, &[Type::INT8, Type::JSONB]);
     let mut writer = std::pin::pin!(writer);
     while let Some(batch) = batches.recv().await {

@@ -21,6 +21,7 @@ use super::variant;
 use crate::dataset::Profile;
 use crate::report::doc::Block;
 use crate::report::format::{self, NONE};
+use crate::target::Target;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
@@ -81,14 +82,14 @@ pub struct ClosedSummary {
 
 impl ClosedSummary {
     pub fn of(runs: Vec<ClosedRun>) -> Self {
-        let of = |target: &str, f: fn(&super::closed_loop::TargetRun) -> Option<f64>| {
-            median(runs.iter().filter_map(|r| r.targets.get(target).and_then(f)).collect())
+        let of = |target: Target, f: fn(&super::closed_loop::TargetRun) -> Option<f64>| {
+            median(runs.iter().filter_map(|r| r.targets.get(target.name()).and_then(f)).collect())
         };
         Self {
-            pg: of("pg", |t| Some(t.per_second)),
-            mongo: of("mongo", |t| Some(t.per_second)),
-            pg_p95_ms: of("pg", |t| t.p95_ms),
-            mongo_p95_ms: of("mongo", |t| t.p95_ms),
+            pg: of(Target::Pg, |t| Some(t.per_second)),
+            mongo: of(Target::Mongo, |t| Some(t.per_second)),
+            pg_p95_ms: of(Target::Pg, |t| t.p95_ms),
+            mongo_p95_ms: of(Target::Mongo, |t| t.p95_ms),
             runs,
         }
     }

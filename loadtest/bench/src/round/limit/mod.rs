@@ -19,59 +19,7 @@
 //! up: the two come from different counters, and a step that needed 2.2 cores of the
 //! components on a 2-core machine was saturated whatever the machine counter said.
 
-use super::cpu::{Component, DbStep, Role, StepCpu};
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitKind {
-    LoadGenerator,
-    Service,
-    Database,
-    /// All cores busy, and nobody at a limit of its own.
-    Machine,
-    /// The machine had idle CPU and the database was below its budget: the target waited on
-    /// something else (disk flushes, locks).
-    NotCpu,
-    Unknown,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Limit {
-    pub step: usize,
-    pub rate: u32,
-    pub kind: LimitKind,
-    pub text: String,
-    /// The figures the verdict rests on.
-    #[serde(default)]
-    pub evidence: Option<Evidence>,
-}
-
-/// The figures of one target at one step that decide its limit.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Evidence {
-    pub machine_cores: usize,
-    pub machine_busy_cores: Option<f64>,
-    pub components_cores: Option<f64>,
-    /// The larger of the two above.
-    pub busy_cores: Option<f64>,
-    pub database: Option<String>,
-    pub database_cores: Option<f64>,
-    pub budget_cores: Option<f64>,
-    pub throttled_share: Option<f64>,
-    pub throttled_seconds: Option<f64>,
-    pub service: Option<String>,
-    pub service_cores: Option<f64>,
-    pub generator: Option<String>,
-    pub generator_cores: Option<f64>,
-    pub generator_lag_p99_ms: Option<f64>,
-    /// The other target's service and database and the runner, added up.
-    #[serde(default)]
-    pub rest_cores: Option<f64>,
-    /// Busy cores no measured component accounts for: other processes on the machine.
-    #[serde(default)]
-    pub unmeasured_cores: Option<f64>,
-}
+use crate::model::cpu::{Component, DbStep, Evidence, Limit, LimitKind, Role, StepCpu};
 
 /// At least this share of all cores busy: saturated.
 pub const SATURATED: f64 = 0.8;

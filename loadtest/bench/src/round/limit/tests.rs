@@ -4,7 +4,7 @@
 //! its schedule, a service that took the machine, an even share, and idle cores.
 
 use super::*;
-use crate::round::cpu::GeneratorStep;
+use crate::model::cpu::GeneratorStep;
 use std::collections::BTreeMap;
 
 fn components() -> Vec<Component> {

@@ -1,0 +1,106 @@
+//! The figures that explain a run, as `result.json` records them: per database, what its server
+//! did during the run (WAL or journal per write, table, index and collection growth, scans, the
+//! product query's plans) and the settings it ran with. `round::explain` computes them from the
+//! `/diagnostics` snapshots.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A size before and after the run, bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Growth {
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+}
+
+impl Growth {
+    pub fn of(before: Option<f64>, after: Option<f64>) -> Self {
+        Self { before, after }
+    }
+
+    pub fn delta(&self) -> Option<f64> {
+        Some(self.after? - self.before?)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub nodes: Vec<String>,
+    pub total_cost: Option<f64>,
+}
+
+impl Plan {
+    pub fn describe(&self) -> String {
+        if self.nodes.is_empty() {
+            return "not reported".into();
+        }
+        let cost = self.total_cost.map(|c| format!(" (cost {c:.0})")).unwrap_or_default();
+        format!("{}{cost}", self.nodes.join(" → "))
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PgExplain {
+    pub write_requests: u64,
+    pub wal_bytes: Option<f64>,
+    pub wal_bytes_per_write: Option<f64>,
+    /// From `pg_stat_wal` when the runner reaches the database (server-wide, like the bytes).
+    #[serde(default)]
+    pub wal_records: Option<f64>,
+    #[serde(default)]
+    pub wal_records_per_write: Option<f64>,
+    /// Full-page images: the first change of a page after a checkpoint logs the whole 8 KiB page.
+    #[serde(default)]
+    pub wal_fpi: Option<f64>,
+    #[serde(default)]
+    pub wal_fpi_per_write: Option<f64>,
+    pub inserts: Option<f64>,
+    pub updates: Option<f64>,
+    pub hot_updates: Option<f64>,
+    /// HOT updates / updates, 0..1.
+    pub hot_share: Option<f64>,
+    pub seq_scans: Option<f64>,
+    pub seq_tup_read: Option<f64>,
+    pub rows_per_seq_scan: Option<f64>,
+    pub idx_scans: Option<f64>,
+    pub max_pending_pages: Option<f64>,
+    pub max_pending_tuples: Option<f64>,
+    pub dead_tuples_after: Option<f64>,
+    pub table: Growth,
+    pub toast: Growth,
+    pub indexes: Growth,
+    pub index: BTreeMap<String, Growth>,
+    pub generic_plan_before: Plan,
+    pub generic_plan_after: Plan,
+    pub custom_plan_after: Plan,
+    /// Every distinct generic plan shape seen before, during and after the run.
+    pub generic_plans_seen: Vec<String>,
+    /// Generic / custom plans the prepared product statement has used on the pooled connection that
+    /// answered `/diagnostics` after the run, since that connection opened (snapshots may come from
+    /// different connections, so no difference is taken).
+    pub product_generic_plans: Option<f64>,
+    pub product_custom_plans: Option<f64>,
+    pub settings: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MongoExplain {
+    pub write_requests: u64,
+    pub opcounters: BTreeMap<String, f64>,
+    pub journal_bytes: Option<f64>,
+    pub journal_bytes_per_write: Option<f64>,
+    pub journal_syncs: Option<f64>,
+    pub count: Growth,
+    pub data: Growth,
+    pub storage: Growth,
+    pub indexes: Growth,
+    pub index: BTreeMap<String, Growth>,
+    pub plan: String,
+    pub settings: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Explain {
+    pub pg: PgExplain,
+    pub mongo: MongoExplain,
+}
