@@ -14,11 +14,10 @@ pub fn lock_for_load(maintenance_work_mem: &str) -> String {
 }
 
 pub const TRUNCATE: &str = "TRUNCATE orders";
-pub const ANALYZE: &str = "ANALYZE orders";
 /// After the load's commit: the session's insert counts sent to the statistics now (PostgreSQL
-/// 15+), then a VACUUM (cheap on frozen pages) that resets the count autovacuum would act on.
+/// 15+), then VACUUM ANALYZE (cheap on frozen pages), which resets the counts autovacuum acts on.
 pub const FLUSH_STATS: &str = "SELECT pg_stat_force_next_flush()";
-pub const VACUUM: &str = "VACUUM orders";
+pub const VACUUM_ANALYZE: &str = "VACUUM (ANALYZE) orders";
 /// Streams `(id, doc)` rows in the binary format, frozen (the table was truncated in the same
 /// transaction).
 pub const COPY_ORDERS: &str = "COPY orders (id, doc) FROM STDIN (FORMAT binary, FREEZE)";

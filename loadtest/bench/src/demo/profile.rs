@@ -81,23 +81,28 @@ impl Profile {
     }
 }
 
-/// Where a target of a probe gave up: the geometric middle of its highest passing rate and the
-/// first failing rate above it (half its first rate when nothing passed, the highest passing rate
-/// when nothing above it failed). A probe's steps are short, so one stall of the machine can fail
-/// a step the target passes again at higher rates; the highest pass is what the target can do.
+/// Where a target of a probe gave up: the geometric middle of the rate of its first real failure
+/// and the pass before it (half its first rate when that failed, the highest rate when none did).
+/// A probe's steps are short, so one stall can fail a step the target then passes again at higher
+/// rates: a failure followed by two passes is taken for such a stall and stepped over. (A single
+/// pass after a failure is not enough: just beyond its limit a target may still pass a 1.5 s step
+/// before its queue has grown.)
 pub fn knee(round: &RoundResult, target: &str) -> Option<f64> {
     knee_of(&round.repeats.first()?.targets.get(target)?.steps)
 }
 
 fn knee_of(steps: &[StepResult]) -> Option<f64> {
-    let complete = || steps.iter().filter(|s| s.complete);
-    let passed = complete().filter(|s| s.passed).map(|s| s.rate).max();
-    let failed_above = complete().filter(|s| !s.passed && s.rate > passed.unwrap_or(0)).map(|s| s.rate).min();
-    Some(match (passed, failed_above) {
-        (None, Some(failed)) => f64::from(failed) / 2.0,
-        (Some(passed), Some(failed)) => (f64::from(passed) * f64::from(failed)).sqrt(),
-        (Some(passed), None) => f64::from(passed),
-        (None, None) => return None,
+    let mut complete: Vec<&StepResult> = steps.iter().filter(|s| s.complete).collect();
+    complete.sort_by_key(|s| s.rate);
+    let stall = |i: usize| complete.get(i + 1..i + 3).is_some_and(|next| next.iter().all(|s| s.passed));
+    let failure = (0..complete.len()).find(|&i| !complete[i].passed && !stall(i));
+    let last_pass = |before: usize| complete[..before].iter().rev().find(|s| s.passed).map(|s| s.rate);
+    Some(match failure {
+        Some(i) => match last_pass(i) {
+            Some(passed) => (f64::from(passed) * f64::from(complete[i].rate)).sqrt(),
+            None => f64::from(complete[i].rate) / 2.0,
+        },
+        None => f64::from(last_pass(complete.len())?),
     })
 }
 
@@ -144,6 +149,10 @@ mod tests {
         let steps = [step(420, true), step(670, false), step(1100, true), step(1800, true), step(2900, false)];
         let knee = knee_of(&steps).expect("knee");
         assert!((knee - (1800.0f64 * 2900.0).sqrt()).abs() < 1e-9, "{knee}");
+        // One lucky pass just beyond the limit does not move it.
+        let lucky = [step(670, true), step(1100, false), step(1800, true), step(2900, false)];
+        let knee = knee_of(&lucky).expect("knee");
+        assert!((knee - (670.0f64 * 1100.0).sqrt()).abs() < 1e-9, "{knee}");
         assert_eq!(knee_of(&[step(100, false), step(160, false)]), Some(50.0));
         assert_eq!(knee_of(&[step(100, true), step(160, true)]), Some(160.0));
         let mut unfinished = step(260, false);

@@ -2,7 +2,7 @@
 //! table, empty it (`--reset`), drop the secondary indexes of `orders_pg::migrate`, stream the
 //! orders with binary `COPY` (int8, jsonb), build the indexes again from the same statements with
 //! the storage options the dropped ones had (say `fastupdate=off` set by a running service), and
-//! `ANALYZE`. If anything fails, the transaction rolls back and the table is as it was.
+//! `VACUUM (ANALYZE)` after the commit. If the load fails, the transaction rolls back and the table is as it was.
 
 use super::{Loaded, feed, refusal_message};
 use crate::dataset::Profile;
@@ -87,17 +87,18 @@ impl PgTarget {
         }
         phases.push(("indexes", indexing.elapsed().as_secs_f64()));
 
-        bar.set_message("ANALYZE");
+        bar.set_message("VACUUM ANALYZE");
         let analyzing = Instant::now();
-        tx.batch_execute(admin::ANALYZE).await?;
         tx.commit().await?;
-        // Cheap on frozen pages; it resets the count of inserts that would trigger autovacuum, once
-        // this session's own count of them has reached the statistics (PostgreSQL 15+ sends it
-        // when the session is next idle; older servers refuse the call, and their autovacuum
-        // finds all-visible pages to skip anyway).
+        // After the commit, once this session's counts of the inserted rows have reached the
+        // statistics (PostgreSQL 15+ sends them when the session is next idle; older servers
+        // refuse the call): then VACUUM ANALYZE resets both counts autovacuum acts on. Otherwise
+        // it would VACUUM and ANALYZE the freshly loaded table by itself, minutes later, in the
+        // middle of a round and under the database's CPU budget (a stall of a few hundred ms
+        // that fails a step). VACUUM is cheap on the frozen pages of `COPY ... FREEZE`.
         let _ = self.client.batch_execute(admin::FLUSH_STATS).await;
-        self.client.batch_execute(admin::VACUUM).await?;
-        phases.push(("analyze+commit", analyzing.elapsed().as_secs_f64()));
+        self.client.batch_execute(admin::VACUUM_ANALYZE).await?;
+        phases.push(("commit+vacuum analyze", analyzing.elapsed().as_secs_f64()));
         let seconds = started.elapsed().as_secs_f64();
 
         let size = admin::total_size(&self.client).await?;
