@@ -84,9 +84,9 @@ impl Profile {
 /// Where a target of a probe gave up: the geometric middle of the rate of its first real failure
 /// and the pass before it (half its first rate when that failed, the highest rate when none did).
 /// A probe's steps are short, so one stall can fail a step the target then passes again at higher
-/// rates: a failure followed by two passes is taken for such a stall and stepped over. (A single
-/// pass after a failure is not enough: just beyond its limit a target may still pass a 1.5 s step
-/// before its queue has grown.)
+/// rates: a failure followed only by passes (two, or one where the probe ended) is taken for such
+/// a stall and stepped over. (A pass followed by another failure is not enough: just beyond its
+/// limit a target may still pass a 1.5 s step before its queue has grown.)
 pub fn knee(round: &RoundResult, target: &str) -> Option<f64> {
     knee_of(&round.repeats.first()?.targets.get(target)?.steps)
 }
@@ -94,7 +94,10 @@ pub fn knee(round: &RoundResult, target: &str) -> Option<f64> {
 fn knee_of(steps: &[StepResult]) -> Option<f64> {
     let mut complete: Vec<&StepResult> = steps.iter().filter(|s| s.complete).collect();
     complete.sort_by_key(|s| s.rate);
-    let stall = |i: usize| complete.get(i + 1..i + 3).is_some_and(|next| next.iter().all(|s| s.passed));
+    let stall = |i: usize| {
+        let next = &complete[i + 1..(i + 3).min(complete.len())];
+        !next.is_empty() && next.iter().all(|s| s.passed)
+    };
     let failure = (0..complete.len()).find(|&i| !complete[i].passed && !stall(i));
     let last_pass = |before: usize| complete[..before].iter().rev().find(|s| s.passed).map(|s| s.rate);
     Some(match failure {
@@ -149,6 +152,9 @@ mod tests {
         let steps = [step(420, true), step(670, false), step(1100, true), step(1800, true), step(2900, false)];
         let knee = knee_of(&steps).expect("knee");
         assert!((knee - (1800.0f64 * 2900.0).sqrt()).abs() < 1e-9, "{knee}");
+        // A failure passed again at the probe's last step was a stall too.
+        let at_the_end = [step(1100, true), step(1800, false), step(2900, true)];
+        assert_eq!(knee_of(&at_the_end), Some(2900.0));
         // One lucky pass just beyond the limit does not move it.
         let lucky = [step(670, true), step(1100, false), step(1800, true), step(2900, false)];
         let knee = knee_of(&lucky).expect("knee");
