@@ -1,7 +1,7 @@
 //! k6's REST API while a run is going: `GET /v1/metrics` gives the same per-target, per-step
 //! sub-metrics the summary will hold (the script declares them in thresholds), so the runner can
 //! show progress and stop the staircase early (`PATCH /v1/status` with `stopped: true`, after which
-//! k6 still writes its summary) once every target has failed a step and one more step has run:
+//! k6 still writes its summary) once every target has failed two steps in a row (`EarlyStop`):
 //! higher steps would only overload the machine and say nothing new.
 
 use crate::k6::summary::Windows;
@@ -76,10 +76,13 @@ pub fn parse_metrics(body: &Value) -> LiveView {
     view
 }
 
-/// Decides when the staircase has said all it can: every target has failed a step, and the step
-/// after the last of those first failures has run in full.
+/// Decides when the staircase has said all it can: every target has failed two steps in a row
+/// (one failed step followed by a pass was a moment, not a limit), and the last of those second
+/// failures has run in full.
 #[derive(Debug, Default)]
 pub struct EarlyStop {
+    /// Per target, the second of its first two failed steps in a row (with dropped iterations: the
+    /// step after the one they failed).
     pub first_failed: BTreeMap<String, usize>,
 }
 
@@ -94,19 +97,23 @@ impl EarlyStop {
             let steps = view.steps.get(target);
             // Only steps that are over are judged (the next one has begun); a step that only failed
             // in a stall of the whole machine is no failure of its target.
-            let failed = steps.into_iter().flatten().filter(|(i, _)| **i < current).find(|(i, s)| {
-                s.count > 0
-                    && (s.p95_ms.is_some_and(|p| p >= mark.p95_ms) || s.failed_rate >= mark.max_failed_rate)
-                    && !stall::explains_live(view, target, **i, mark)
-            });
-            if let Some((step, _)) = failed {
-                self.first_failed.insert(target.clone(), *step);
+            let failed = |i: usize| {
+                steps.and_then(|s| s.get(&i)).is_some_and(|s| {
+                    s.count > 0
+                        && (s.p95_ms.is_some_and(|p| p >= mark.p95_ms) || s.failed_rate >= mark.max_failed_rate)
+                        && !stall::explains_live(view, target, i, mark)
+                })
+            };
+            if let Some(second) = (1..current).find(|&i| failed(i - 1) && failed(i)) {
+                self.first_failed.insert(target.clone(), second);
             } else if view.dropped.get(target).copied().unwrap_or(0) > mark.max_dropped {
-                self.first_failed.insert(target.clone(), current.saturating_sub(1));
+                // Dropped iterations (a running count) failed the step before this one; the run
+                // goes on until this one is over too.
+                self.first_failed.insert(target.clone(), current);
             }
         }
         let all_failed = targets.iter().all(|t| self.first_failed.contains_key(t));
-        all_failed && self.first_failed.values().max().is_some_and(|last| current >= last + 2)
+        all_failed && self.first_failed.values().max().is_some_and(|last| current > *last)
     }
 }
 
@@ -190,21 +197,23 @@ mod tests {
     }
 
     #[test]
-    fn the_run_stops_one_full_step_after_the_last_target_failed() {
+    fn the_run_stops_once_every_target_failed_two_steps_in_a_row() {
         let targets = vec!["pg".to_owned(), "mongo".to_owned()];
         let mark = PassMark::default();
         let mut stop = EarlyStop::default();
         let ok = (100, 5.0);
         let slow = (100, 90.0);
         assert!(!stop.observe(&view(&[ok, slow], &[ok, ok], 0), &targets, &mark), "step 1 still running");
-        assert!(!stop.observe(&view(&[ok, slow, slow], &[ok, ok, ok], 0), &targets, &mark));
-        assert_eq!(stop.first_failed.get("pg"), Some(&1));
-        assert!(
-            !stop.observe(&view(&[ok, slow, slow, slow], &[ok, ok, slow, ok], 0), &targets, &mark),
-            "mongo failed at 2"
-        );
+        assert!(!stop.observe(&view(&[ok, slow, slow], &[ok, ok, ok], 0), &targets, &mark), "step 2 still running");
         assert!(!stop.observe(&view(&[ok, slow, slow, slow], &[ok, ok, slow, ok], 0), &targets, &mark));
-        assert!(stop.observe(&view(&[ok, slow, slow, slow, ok], &[ok, ok, slow, ok, ok], 0), &targets, &mark));
+        assert_eq!(stop.first_failed.get("pg"), Some(&2));
+        assert_eq!(stop.first_failed.get("mongo"), None, "mongo failed step 2 and passed step 3: a moment");
+        assert!(!stop.observe(&view(&[ok, slow, slow, slow, slow], &[ok, ok, slow, ok, slow], 0), &targets, &mark));
+        let running = view(&[ok, slow, slow, slow, slow, slow], &[ok, ok, slow, ok, slow, slow], 0);
+        assert!(!stop.observe(&running, &targets, &mark), "mongo's step 5 still running");
+        let done = view(&[ok, slow, slow, slow, slow, slow, slow], &[ok, ok, slow, ok, slow, slow, ok], 0);
+        assert!(stop.observe(&done, &targets, &mark), "mongo's second failure in a row (step 5) is over");
+        assert_eq!(stop.first_failed.get("mongo"), Some(&5));
     }
 
     #[test]
@@ -213,6 +222,7 @@ mod tests {
         let mut stop = EarlyStop::default();
         let ok = (100, 5.0);
         assert!(!stop.observe(&view(&[ok, ok, ok], &[], 3), &targets, &PassMark::default()));
-        assert_eq!(stop.first_failed.get("pg"), Some(&1));
+        assert_eq!(stop.first_failed.get("pg"), Some(&2));
+        assert!(stop.observe(&view(&[ok, ok, ok, ok], &[], 3), &targets, &PassMark::default()), "one more step ran");
     }
 }

@@ -178,7 +178,7 @@ pub async fn run(
                 }
                 if spec.early_stop && !stopped_early && early.observe(&view, &targets, &spec.mark) {
                     stopped_early = true;
-                    eprintln!("{label} every target has failed a step: stopping {generator} after one more step");
+                    eprintln!("{label} every target has failed two steps in a row: stopping {generator}");
                     if let Err(error) = running.stop().await {
                         eprintln!("{label} could not stop {generator} early ({error:#}); it runs to the last step");
                     }
