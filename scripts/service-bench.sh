@@ -107,6 +107,8 @@ stop_service() {
 start_service() {
 	local name=$1
 	shift
+	# The log exists before the service starts: the loop below reads it at once.
+	: >"$work/$name.log"
 	env "$@" BIND_ADDR=127.0.0.1:0 RUST_LOG=warn,orders_http::serve=info LOG_FORMAT=text \
 		"$bin/$name" >"$work/$name.log" 2>&1 &
 	service_pid=$!
