@@ -161,6 +161,33 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
 }
 
 #[test]
+fn the_generator_is_compared_with_the_cheaper_database() {
+    use crate::model::cpu::{ComponentCpu, Role};
+    let component = |name: &str, role, per_1k| ComponentCpu {
+        name: name.into(),
+        role,
+        target: None,
+        note: None,
+        cpu_seconds: Some(1.0),
+        cores_used: None,
+        per_1k_requests: Some(per_1k),
+    };
+    let mut read = round("read", &[("read", 100)], true);
+    for (repeat, generator) in read.repeats.iter_mut().zip([0.010, 0.014]) {
+        repeat.cpu.components = vec![
+            component("postgres", Role::Database, 0.040),
+            component("mongod", Role::Database, 0.080),
+            component("orders-bench load", Role::LoadGenerator, generator),
+        ];
+    }
+    let (share, cheaper) = summary::generator_share(&read).expect("share");
+    assert_eq!(cheaper, Target::Pg);
+    assert!((share - 0.3).abs() < 1e-9, "median 0.012 of 0.040: {share}");
+    let table = doc::markdown(&[summary::cpu_table(&[&read])]);
+    assert!(table.contains("| 0.30 of postgres |"), "{table}");
+}
+
+#[test]
 fn rounds_limited_by_the_shared_machine_are_called_out() {
     use crate::model::cpu::{Limit, LimitKind};
     let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new(), evidence: None };
@@ -172,6 +199,7 @@ fn rounds_limited_by_the_shared_machine_are_called_out() {
     assert_eq!(summary::shared_limit(&[&shop]), ["`shop`"], "both failed at 1,100 in the fixture");
     let table = doc::markdown(&[summary::cpu_table(&[&shop])]);
     assert!(table.contains("| load generator ×2 / service ×2 |"), "{table}");
+    assert!(table.contains("| load generator ÷ cheaper database |"), "{table}");
     shop.repeats[1].cpu.limits.insert("pg".into(), limit(LimitKind::Database));
     assert!(summary::shared_limit(&[&shop]).is_empty(), "a database limit is a real result");
 }
