@@ -5,7 +5,8 @@
 #     `unprepared` mode vs `pgbench -M extended` (unnamed statements, planned every time);
 #  2. GET /orders/{id} through orders-mongo against the same find_one straight from the driver
 #     (services/orders-mongo/examples/find_one_loop.rs), same pool and concurrency;
-#     each as PAIRS alternating (service, direct) runs, with the median ratio;
+#     each as PAIRS alternating (service, direct) runs, with the median ratio, and the ratio a
+#     service costing nothing would reach (direct CPU per request / (database + wrk) through it);
 #  3. the services' own CPU time per request (user and system apart, from /proc/<pid>/stat) for
 #     every endpoint: get by id, by customer, by product, insert, status update.
 # Every CPU figure is user + system time from /proc (the database server's from the local stack's
@@ -284,7 +285,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 compare() {
 	local label=$1 direct_label=$2
 	shift 2
-	local ratios=() cpu_ratios=() services=() directs=() lines=()
+	local ratios=() cpu_ratios=() bounds=() services=() directs=() lines=()
 	warm_up get
 	for pair in $(seq "$pairs"); do
 		local measured rate su ss du ds cu cs direct drate ddu dds dcu dcs
@@ -302,15 +303,18 @@ compare() {
 				du + ds, su, ss, su + ss, cu + cs, path, ddu + dds, dcu + dcs, direct, 0 }')")
 		read -r cpu_ratio db_cpu _ _ service_cpu wrk_cpu path_cpu direct_db_cpu direct_client_cpu direct_cpu _ <<<"${lines[-1]}"
 		cpu_ratios+=("$cpu_ratio")
+		# A service that cost nothing: the database's and wrk's CPU per request would remain.
+		bounds+=("$(awk -v d="$direct_cpu" -v db="$db_cpu" -v w="$wrk_cpu" 'BEGIN { printf "%.3f", d / (db + w) }')")
 		printf '  pair %d: %-22s %8.0f req/s | %-20s %8.0f/s | ratio %s\n' \
 			"$pair" "$label" "$rate" "$direct_label" "$drate" "${ratios[-1]}"
 		printf '          CPU us/request: database %5.1f + service %5.1f (user %4.1f, sys %4.1f) + wrk %4.1f = %5.1f | database %5.1f + client %4.1f = %5.1f | CPU ratio %s\n' \
 			"$db_cpu" "$service_cpu" "$su" "$ss" "$wrk_cpu" "$path_cpu" "$direct_db_cpu" "$direct_client_cpu" \
 			"$direct_cpu" "$cpu_ratio"
 	done
-	printf '  median: %-22s %8.0f req/s | %-20s %8.0f/s | ratio %s | CPU ratio %s\n' "$label" \
-		"$(printf '%s\n' "${services[@]}" | median)" "$direct_label" "$(printf '%s\n' "${directs[@]}" | median)" \
-		"$(printf '%s\n' "${ratios[@]}" | median)" "$(printf '%s\n' "${cpu_ratios[@]}" | median)"
+	printf '  median: %-22s %8.0f req/s | %-20s %8.0f/s | ratio %s | CPU ratio %s | with a service costing nothing: %s\n' \
+		"$label" "$(printf '%s\n' "${services[@]}" | median)" "$direct_label" \
+		"$(printf '%s\n' "${directs[@]}" | median)" "$(printf '%s\n' "${ratios[@]}" | median)" \
+		"$(printf '%s\n' "${cpu_ratios[@]}" | median)" "$(printf '%s\n' "${bounds[@]}" | median)"
 }
 
 printf 'service-bench: %s orders; wrk -t%s -c%s for %ss against pgbench -c %s -j %s / the driver loop (%s tasks), pool %s; %s pairs\n' \
