@@ -8,8 +8,10 @@
 //!   and status updates at 1 KB and 100 KB.
 //!
 //! On the local stack it starts what it needs (stack, services with each variant's settings) and
-//! stops what it started, like `demo`; against deployed services (`--pg-url`, `--mongo-url`) it
-//! changes variants with `--apply CMD` or measures only the variant they run. Every round is a
+//! stops what it started, like `demo`, and puts the databases under the demo's equal budgets
+//! (`crate::budget::local`: the same flags, default and messages); against deployed services
+//! (`--pg-url`, `--mongo-url`) it changes variants with `--apply CMD` or measures only the variant
+//! they run, and refuses budget flags. Every round is a
 //! `round::run_round` after a reload of the data; the folder gets `result.json`, `report.md`,
 //! `report.html`, the charts and one standard round report per round.
 
@@ -29,6 +31,8 @@ mod timeline;
 mod variant;
 mod wal;
 
+use crate::budget::BudgetArgs;
+use crate::budget::local::{self, Session};
 use crate::databases::Databases;
 use crate::demo::stack::Stack;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
@@ -136,6 +140,11 @@ pub struct ExperimentArgs {
     /// Local: do not build; use the service binaries next to this orders-bench binary.
     #[arg(long = "no-build")]
     pub no_build: bool,
+    /// Local: equal budgets for the two databases, as the demo's [default: an eighth of the cores
+    /// and a quarter of the memory each, at least 0.1 CPU and 1 GiB, at most 4 GiB; `none` runs
+    /// without]. Refused with deployed services.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 }
 
 /// Versions the experiment ran against, read from `/diagnostics`.
@@ -156,6 +165,8 @@ pub struct Ctx {
     pub script: PathBuf,
     pub manifest: PathBuf,
     pub marker: (String, String),
+    /// Why the local databases run without budgets, when they do (the rounds' reports say it).
+    pub budget_note: Option<String>,
     /// Whether the experiment sends `Prefer: return=minimal` where it measures writes: both
     /// services honour it (probed once, before the first reload; `gin` compares with S1, whose
     /// writes returned the order, and sends it nowhere).
@@ -227,22 +238,17 @@ pub async fn run(args: ExperimentArgs) -> Result<()> {
     }));
     std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
     let marker = (MARKER.to_owned(), out.display().to_string());
-    let mut stack: Option<Stack> = None;
+    let mut session = Session::new("experiment");
     let mut ctx: Option<Ctx> = None;
     let outcome = tokio::select! {
-        outcome = body(&args, &repo, &out, &marker, &mut stack, &mut ctx) => outcome,
+        outcome = body(&args, &repo, &out, &marker, &mut session, &mut ctx) => outcome,
         _ = shutdown_signal() => Err(anyhow!("interrupted")),
     };
     eprintln!("experiment: stopping what it started");
     if let Some(ctx) = ctx.as_mut() {
         ctx.services.stop().await;
     }
-    if let Some(stack) = stack {
-        eprintln!("experiment: stopping the local stack it started");
-        if let Err(error) = stack.stop().await {
-            eprintln!("experiment: {error:#}");
-        }
-    }
+    session.end().await;
     let table = outcome?;
     println!("\n{table}");
     println!(
@@ -260,28 +266,23 @@ async fn body(
     repo: &Path,
     out: &Path,
     marker: &(String, String),
-    started_stack: &mut Option<Stack>,
+    session: &mut Session,
     slot: &mut Option<Ctx>,
 ) -> Result<String> {
     if !args.db_name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         bail!("--db-name: letters, digits and _ only");
     }
     let started_at = orders_core::Timestamp::now().to_string();
-    let (services, databases, k6) = match (&args.pg_url, &args.mongo_url) {
+    let (services, databases, k6, budget_note) = match (&args.pg_url, &args.mongo_url) {
         (Some(pg), Some(mongo)) => {
+            local::local_only(&args.budget)?;
             let urls = Urls { pg: pg.trim_end_matches('/').into(), mongo: mongo.trim_end_matches('/').into() };
             let k6 = crate::k6::binary(args.k6.as_deref(), Some(repo))?;
-            (Services::Deployed(Deployed::new(urls, args.apply.clone())), args.databases.clone(), k6)
+            (Services::Deployed(Deployed::new(urls, args.apply.clone())), args.databases.clone(), k6, None)
         }
         _ => {
             let stack = Stack::new(repo, marker.clone());
-            if stack.running().await? {
-                eprintln!("experiment: the local stack is running; it will be left running");
-            } else {
-                eprintln!("experiment: starting the local stack (bash infra/local/stack.sh start)");
-                *started_stack = Some(Stack::new(repo, marker.clone()));
-                stack.start(&[]).await?;
-            }
+            let budget_note = session.begin(&stack, &args.budget).await?;
             let env = stack.env().await?;
             let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
             let database_url = crate::demo::with_database(&need("DATABASE_URL")?, &args.db_name);
@@ -300,7 +301,7 @@ async fn body(
                 marker.clone(),
             ];
             let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
-            (Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env)), databases, k6)
+            (Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env)), databases, k6, budget_note)
         }
     };
     let ctx = slot.insert(Ctx {
@@ -313,6 +314,7 @@ async fn body(
         script: repo.join(crate::repo::SCRIPT),
         manifest: out.join("dataset.json"),
         marker: marker.clone(),
+        budget_note,
         minimal: None,
         versions: Versions::default(),
         notes: Vec::new(),

@@ -153,7 +153,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             manifest: ctx.manifest.clone(),
             extra_env: vec![ctx.marker.clone()],
             fleet: None,
-            budget_note: None,
+            budget_note: ctx.budget_note.clone(),
         };
         let round = crate::round::run_round(&spec, &setup, &dir.join(format!("run-{index}"))).await?;
         let flushes_after = super::wal::flushes(&ctx.databases.database_url).await;
