@@ -11,9 +11,10 @@
 //! stops what it started, like `demo`, and puts the databases under the demo's equal budgets
 //! (`crate::budget::local`: the same flags, default and messages); against deployed services
 //! (`--pg-url`, `--mongo-url`) it changes variants with `--apply CMD` or measures only the variant
-//! they run, and refuses budget flags. Every round is a
-//! `round::run_round` after a reload of the data; the folder gets `result.json`, `report.md`,
-//! `report.html`, the charts and one standard round report per round.
+//! they run, and refuses budget flags. Every round is a `round::run_round` after a reload of the
+//! data, driven by the native generator (the closed loops by `closed_loop`), so no k6 binary is
+//! needed; the folder gets `result.json`, `report.md`, `report.html`, the charts and one standard
+//! round report per round.
 
 mod closed_loop;
 mod compare;
@@ -128,9 +129,6 @@ pub struct ExperimentArgs {
     /// With deployed services: where their databases are (the experiment reloads them).
     #[command(flatten)]
     pub databases: Databases,
-    /// The k6 binary [default: the local stack's .venv/bin/k6, else k6 on the PATH].
-    #[arg(long, env = "K6")]
-    pub k6: Option<PathBuf>,
     /// Local: the database created and loaded in both servers, and the services use.
     #[arg(long = "db-name", default_value = "orders_experiment")]
     pub db_name: String,
@@ -161,7 +159,6 @@ pub struct Ctx {
     pub out: PathBuf,
     pub services: Services,
     pub databases: Databases,
-    pub k6: PathBuf,
     pub script: PathBuf,
     pub manifest: PathBuf,
     pub marker: (String, String),
@@ -273,12 +270,11 @@ async fn body(
         bail!("--db-name: letters, digits and _ only");
     }
     let started_at = orders_core::Timestamp::now().to_string();
-    let (services, databases, k6, budget_note) = match (&args.pg_url, &args.mongo_url) {
+    let (services, databases, budget_note) = match (&args.pg_url, &args.mongo_url) {
         (Some(pg), Some(mongo)) => {
             local::local_only(&args.budget)?;
             let urls = Urls { pg: pg.trim_end_matches('/').into(), mongo: mongo.trim_end_matches('/').into() };
-            let k6 = crate::k6::binary(args.k6.as_deref(), Some(repo))?;
-            (Services::Deployed(Deployed::new(urls, args.apply.clone())), args.databases.clone(), k6, None)
+            (Services::Deployed(Deployed::new(urls, args.apply.clone())), args.databases.clone(), None)
         }
         _ => {
             let stack = Stack::new(repo, marker.clone());
@@ -291,7 +287,6 @@ async fn body(
                 .cloned()
                 .unwrap_or_else(|| crate::demo::with_database(&database_url, "postgres"));
             let mongodb_uri = need("MONGODB_URI")?;
-            let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo))?;
             crate::demo::create_pg_database(&admin_url, &args.db_name).await?;
             let bin_dir = services::bin_dir(repo, args.bin_dir.as_deref(), args.no_build).await?;
             let pg_env = vec![("DATABASE_URL".to_owned(), database_url.clone()), marker.clone()];
@@ -301,7 +296,7 @@ async fn body(
                 marker.clone(),
             ];
             let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
-            (Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env)), databases, k6, budget_note)
+            (Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env)), databases, budget_note)
         }
     };
     let ctx = slot.insert(Ctx {
@@ -310,7 +305,6 @@ async fn body(
         out: out.to_path_buf(),
         services,
         databases,
-        k6,
         script: repo.join(crate::repo::SCRIPT),
         manifest: out.join("dataset.json"),
         marker: marker.clone(),
