@@ -11,20 +11,10 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::{describe, read_json};
+use support::{describe, read_json, stack_budgets};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `STACK_BUDGET_METHOD`, `STACK_DB_CPUS` and `STACK_DB_MEMORY` of `stack.sh env`.
-fn stack_budgets() -> Vec<String> {
-    let output = Command::new("bash").arg(repo().join("infra/local/stack.sh")).arg("env").output().expect("stack.sh");
-    let text = String::from_utf8_lossy(&output.stdout).to_string();
-    ["STACK_BUDGET_METHOD=", "STACK_DB_CPUS=", "STACK_DB_MEMORY="]
-        .iter()
-        .map(|name| text.lines().find_map(|l| l.strip_prefix("export ")?.strip_prefix(name)).unwrap_or("?").to_owned())
-        .collect()
 }
 
 fn stack_running() -> bool {

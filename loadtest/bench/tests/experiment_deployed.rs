@@ -2,7 +2,8 @@
 //! droplets: here both services run in this process over test databases of their own. Without
 //! `--apply` only the variant they run is measured and the others are listed as skipped; with
 //! `--apply CMD` the command gets the variant's settings, and a variant `/diagnostics` does not
-//! confirm stops the experiment instead of being measured under the wrong label.
+//! confirm stops the experiment instead of being measured under the wrong label. Budget flags,
+//! which only the local stack's servers can take, are refused before anything runs.
 
 mod support;
 
@@ -93,4 +94,18 @@ async fn apply_gets_the_variant_and_a_variant_not_in_effect_stops_the_experiment
     assert!(stderr.contains("pg gin_fastupdate: on (expected off)"), "{stderr}");
     let line = std::fs::read_to_string(&applied).expect("the --apply command ran");
     assert_eq!(line.trim(), "PG_GIN_FASTUPDATE=off PG_PLAN_CACHE_MODE=auto PG_STATEMENT_MODE=prepared");
+}
+
+#[tokio::test]
+async fn budget_flags_are_refused_for_databases_elsewhere() {
+    let out = support::scratch_dir("experiment_deployed_budget");
+    let mongo = MongoDatabase::fresh();
+    // Nothing listens on these: the refusal comes before any connection.
+    let mut args = deployed("http://127.0.0.1:9", "http://127.0.0.1:9", "postgres://127.0.0.1:9/x", &mongo, &out);
+    args.extend(["--db-cpus".into(), "0.25".into()]);
+    let output = experiment(args).await;
+    assert!(!output.status.success(), "{}", describe(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--db-cpus/--db-memory budget the local stack's database servers only"), "{stderr}");
+    assert!(!out.join("result.json").exists(), "nothing ran");
 }

@@ -4,14 +4,17 @@
 //! report. Each must exit 0, write result.json, report.md, report.html and its charts, and show
 //! the study's figure and setup beside ours in every row of its table; durability's mixed
 //! settings must be marked UNFAIR with the fairness gate's refusal. No process it started may be
-//! left: every one carries `ORDERS_BENCH_EXPERIMENT=<its folder>` in its environment.
+//! left: every one carries `ORDERS_BENCH_EXPERIMENT=<its folder>` in its environment. Like the
+//! demo, it puts the stack's databases under its default budgets (nextest runs these tests alone,
+//! one at a time, see .config/nextest.toml), every round records them, and the stack's own budgets
+//! are put back.
 
 mod support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::{describe, read_json};
+use support::{describe, read_json, stack_budgets};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -70,6 +73,7 @@ async fn drop_databases(name: &str) {
 async fn run(name: &str, extra: &[&str]) -> (PathBuf, Value, String) {
     assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
     ensure_services();
+    let budgets_before = stack_budgets();
     let out = support::scratch_dir(&format!("experiment_{name}"));
     let db = format!("exp_test_{}_{}", std::process::id(), name.replace('-', "_"));
     let started = std::time::Instant::now();
@@ -94,13 +98,32 @@ async fn run(name: &str, extra: &[&str]) -> (PathBuf, Value, String) {
     let left = marked_processes(&out);
     assert!(left.is_empty(), "processes the experiment started are still running: {left:#?}");
     assert!(stack_running(), "the stack was running before the experiment, so it must be running after it");
+    assert_eq!(stack_budgets(), budgets_before, "the experiment puts the stack's budgets back");
     for file in ["result.json", "report.md", "report.html", "dataset.json"] {
         assert!(out.join(file).is_file(), "{file} missing in {}", out.display());
     }
     let result = read_json(&out.join("result.json"));
     assert_eq!(result["schema"], "orders-bench/experiment/1");
     assert_eq!(result["experiment"], name);
+    assert_every_round_ran_under_the_default_budgets(&out, &result, &budgets_before[0]);
     (out, result, String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Every round's own result says the budgets it ran under: the default ones where the stack can
+/// set budgets (`method` is not `none`), else none.
+fn assert_every_round_ran_under_the_default_budgets(out: &Path, result: &Value, method: &str) {
+    let rounds = result["rounds"].as_array().expect("rounds");
+    assert!(!rounds.is_empty());
+    for round in rounds {
+        let dir = out.join(round["dir"].as_str().expect("dir"));
+        let own = read_json(&dir.join("result.json"));
+        let budget = own["rounds"][0]["budget"].as_str().unwrap_or_else(|| panic!("budgets in words: {own:#}"));
+        if method == "none" {
+            assert!(budget.starts_with("no budgets"), "{budget}");
+        } else {
+            assert!(budget.contains(" CPU and ") && budget.ends_with("quota period)"), "{budget}");
+        }
+    }
 }
 
 /// The rows of the table under "Ours beside the studies" in report.md.

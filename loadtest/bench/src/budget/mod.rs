@@ -1,13 +1,15 @@
-//! Equal resource budgets for the two databases, as `round` and `demo` take them (`--db-cpus`,
-//! `--db-memory`): the flags, the demo's default choice (one place: [`demo_default`]), applying a
-//! budget to the local stack through `infra/local/stack.sh budget` and putting back what was there
-//! afterwards, and the budget each database really ran under, read from the kernel, for
+//! Equal resource budgets for the two databases, as `round`, `demo` and `experiment` take them
+//! (`--db-cpus`, `--db-memory`): the flags, the default choice of `demo` and `experiment` (one
+//! place: [`demo_default`]), applying a budget to the local stack through `infra/local/stack.sh
+//! budget` and putting back what was there afterwards, the local stack under a budget for one
+//! command (`local`), and the budget each database really ran under, read from the kernel, for
 //! `result.json` and the report (`record`).
 //!
 //! A budget is what a database droplet is in the cloud: each server's whole process tree in a
 //! cgroup of its own with the same CPU quota and the same memory limit (page cache included), so
 //! that on one shared machine the databases run out before the load path does.
 
+pub mod local;
 pub mod record;
 
 use crate::demo::stack::Stack;
@@ -136,9 +138,9 @@ impl fmt::Display for Budget {
     }
 }
 
-/// The demo's default budget on a machine of `cores` and `memory_bytes`: an eighth of the cores
-/// per database (0.25 on two cores), and a quarter of the memory, between 1 and 4 GiB (a 4 GB
-/// database droplet, as in study S1).
+/// The default budget of `demo` and `experiment` on a machine of `cores` and `memory_bytes`: an
+/// eighth of the cores per database (0.25 on two cores), and a quarter of the memory, between 1
+/// and 4 GiB (a 4 GB database droplet, as in study S1).
 ///
 /// Why every machine gets one: per request, the load path (the load generator and a service)
 /// costs more CPU than the database it measures, so two uncapped databases sharing a machine with

@@ -5,10 +5,11 @@
 //! everything it started, also on an error or Ctrl-C: the services, k6, and the stack if it was
 //! not running before. About ten minutes on two cores; `--quick` takes under three.
 //!
-//! The databases run under equal resource budgets (`crate::budget`: by default an eighth of the
-//! cores and a quarter of the memory each, printed at the start): given to `stack.sh start` when
-//! the demo starts the stack, applied with `stack.sh budget` to a running stack and put back
-//! afterwards. Where budgets are not available, it says so and the report says "no budgets".
+//! The databases run under equal resource budgets (`crate::budget::local`, shared with
+//! `experiment`: by default an eighth of the cores and a quarter of the memory each, printed at the
+//! start): given to `stack.sh start` when the demo starts the stack, applied with `stack.sh budget`
+//! to a running stack and put back afterwards. Where budgets are not available, it says so and the
+//! report says "no budgets".
 //!
 //! Every process it starts carries `ORDERS_BENCH_DEMO=<report folder>` in its environment, so a
 //! test (or a person) can check that none is left.
@@ -117,12 +118,10 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
 }
 
 /// What the demo has started and must stop.
-#[derive(Default)]
 struct Started {
-    stack: Option<stack::Stack>,
+    /// The local stack it started, or the budget it applied to a running one.
+    session: budget::local::Session,
     services: Vec<Service>,
-    /// Budgets applied to a stack the demo did not start, to be put back.
-    budget: Option<budget::Applied>,
 }
 
 impl Started {
@@ -130,18 +129,7 @@ impl Started {
         for service in &mut self.services {
             service.stop().await;
         }
-        if let Some(applied) = self.budget.take() {
-            eprintln!("demo: putting the stack's budgets back ({})", applied.previous());
-            if let Err(error) = applied.restore().await {
-                eprintln!("demo: {error:#}");
-            }
-        }
-        if let Some(stack) = self.stack.take() {
-            eprintln!("demo: stopping the local stack it started");
-            if let Err(error) = stack.stop().await {
-                eprintln!("demo: {error:#}");
-            }
-        }
+        self.session.end().await;
     }
 }
 
@@ -162,7 +150,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     );
     std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
     let marker = (MARKER.to_owned(), out.display().to_string());
-    let mut started = Started::default();
+    let mut started = Started { session: budget::local::Session::new("demo"), services: Vec::new() };
     let outcome = tokio::select! {
         outcome = body(&args, &repo, &out, &marker, &mut started) => outcome,
         _ = shutdown_signal() => Err(anyhow!("interrupted")),
@@ -194,62 +182,6 @@ pub fn with_database(url: &str, name: &str) -> String {
     format!("{server}/{name}{}", query.map(|q| format!("?{q}")).unwrap_or_default())
 }
 
-/// The databases' budget for this run, printed: the flags over the default for this machine
-/// (`budget::demo_default`), and the reason when the run goes without (`None`: it has one).
-fn choose_budget(
-    flags: &BudgetArgs,
-    stack_env: &std::collections::BTreeMap<String, String>,
-) -> Result<(budget::Budget, Option<String>)> {
-    let (cores, memory) = (crate::procstat::cores(), budget::machine_memory());
-    let wanted = budget::demo_default(cores, memory).overridden_by(flags);
-    let source = if flags.given() {
-        "from --db-cpus/--db-memory".to_owned()
-    } else {
-        format!(
-            "the default for {cores} cores and {}: --db-cpus/--db-memory choose others, none runs without",
-            memory.map_or("unknown memory".into(), budget::human_bytes)
-        )
-    };
-    match budget::stack_method(stack_env) {
-        _ if wanted.is_none() => {
-            eprintln!(
-                "demo: NO BUDGETS (--db-cpus none --db-memory none): the databases share the machine with the load path"
-            );
-            Ok((wanted, Some("switched off with --db-cpus none --db-memory none".into())))
-        }
-        Ok(method) => {
-            eprintln!("demo: database budgets: {wanted} ({method}; {source})");
-            Ok((wanted, None))
-        }
-        Err(why) if flags.given() => bail!("database budgets were asked for, but they are not available here: {why}"),
-        Err(why) => {
-            eprintln!(
-                "demo: NO BUDGETS: {why}. The databases share the machine with the load path, so the limits found may \
-                 be the machine's; the report says so"
-            );
-            Ok((budget::Budget::NONE, Some(why)))
-        }
-    }
-}
-
-/// Applies the budget to a stack the demo did not start. Its servers' caches were sized when they
-/// started; when the default memory budget is too small for them, the demo keeps their memory as
-/// it is, and says so, rather than refuse to run (an explicit --db-memory is refused instead).
-async fn apply_to_running(stack: &stack::Stack, wanted: budget::Budget, flags: &BudgetArgs) -> Result<budget::Applied> {
-    let first = budget::Applied::apply(stack.clone(), wanted).await;
-    match first {
-        Err(error) if flags.db_memory.is_none() && wanted.memory != budget::Cap::Unlimited => {
-            let cpu_only = budget::Budget { cpus: wanted.cpus, memory: budget::Cap::Unlimited };
-            eprintln!(
-                "demo: note: {error:#}\ndemo: keeping the servers' memory unlimited and applying {cpu_only}; restart the \
-                 stack with a memory budget (stack.sh stop, then run the demo again) to size their caches for it"
-            );
-            budget::Applied::apply(stack.clone(), cpu_only).await
-        }
-        outcome => outcome,
-    }
-}
-
 /// Everything between starting and stopping; returns the summary table.
 async fn body(
     args: &DemoArgs,
@@ -263,19 +195,7 @@ async fn body(
     }
     let profile = args.profile();
     let stack = stack::Stack::new(repo, marker.clone());
-    let (wanted, budget_note) = choose_budget(&args.budget, &stack.env().await?)?;
-    if stack.running().await? {
-        eprintln!("demo: the local stack is running; it will be left running (and its budgets put back)");
-        if budget_note.is_none() {
-            started.budget =
-                Some(apply_to_running(&stack::Stack::new(repo, marker.clone()), wanted, &args.budget).await?);
-        }
-    } else {
-        let flags = if budget_note.is_none() { wanted.stack_args() } else { Vec::new() };
-        eprintln!("demo: starting the local stack (bash infra/local/stack.sh start {})", flags.join(" "));
-        started.stack = Some(stack::Stack::new(repo, marker.clone()));
-        stack.start(&flags).await?;
-    }
+    let budget_note = started.session.begin(&stack, &args.budget).await?;
     let env = stack.env().await?;
     let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
     let database_url = with_database(&need("DATABASE_URL")?, &args.db_name);
@@ -405,21 +325,5 @@ mod tests {
         let full = DemoArgs { repeats: Some(5), step_duration: Some(6.0), ..args(false) }.profile();
         assert_eq!((full.orders, full.repeats), (100_000, 5));
         assert!(matches!(full.staircase, Staircase::Probed { step_seconds, .. } if step_seconds == 6.0));
-    }
-
-    #[test]
-    fn without_a_way_to_set_budgets_the_default_runs_without_and_explicit_flags_fail() {
-        let env = |method: &str| {
-            [("STACK_BUDGET_METHOD", method), ("STACK_BUDGET_NOTE", "not root, and no systemd user manager")]
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .into_iter()
-                .collect()
-        };
-        let (budget, why) = choose_budget(&BudgetArgs::default(), &env("none")).expect("runs");
-        assert_eq!((budget, why.as_deref()), (budget::Budget::NONE, Some("not root, and no systemd user manager")));
-        let asked = BudgetArgs { db_cpus: Some(budget::Cap::At(0.5)), db_memory: None };
-        assert!(choose_budget(&asked, &env("none")).is_err());
-        let (budget, why) = choose_budget(&asked, &env("cgroup-v1")).expect("budgets");
-        assert_eq!((budget.cpus, why), (budget::Cap::At(0.5), None));
     }
 }

@@ -8,10 +8,13 @@
 //!   and status updates at 1 KB and 100 KB.
 //!
 //! On the local stack it starts what it needs (stack, services with each variant's settings) and
-//! stops what it started, like `demo`; against deployed services (`--pg-url`, `--mongo-url`) it
-//! changes variants with `--apply CMD` or measures only the variant they run. Every round is a
-//! `round::run_round` after a reload of the data; the folder gets `result.json`, `report.md`,
-//! `report.html`, the charts and one standard round report per round.
+//! stops what it started, like `demo`, and puts the databases under the demo's equal budgets
+//! (`crate::budget::local`: the same flags, default and messages); against deployed services
+//! (`--pg-url`, `--mongo-url`) it changes variants with `--apply CMD` or measures only the variant
+//! they run, and refuses budget flags. Every round is a `round::run_round` after a reload of the
+//! data, driven by the native generator (the closed loops by `closed_loop`), so no k6 binary is
+//! needed; the folder gets `result.json`, `report.md`, `report.html`, the charts and one standard
+//! round report per round.
 
 mod closed_loop;
 mod compare;
@@ -29,6 +32,8 @@ mod timeline;
 mod variant;
 mod wal;
 
+use crate::budget::BudgetArgs;
+use crate::budget::local::{self, Session};
 use crate::databases::Databases;
 use crate::demo::stack::Stack;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
@@ -124,9 +129,6 @@ pub struct ExperimentArgs {
     /// With deployed services: where their databases are (the experiment reloads them).
     #[command(flatten)]
     pub databases: Databases,
-    /// The k6 binary [default: the local stack's .venv/bin/k6, else k6 on the PATH].
-    #[arg(long, env = "K6")]
-    pub k6: Option<PathBuf>,
     /// Local: the database created and loaded in both servers, and the services use.
     #[arg(long = "db-name", default_value = "orders_experiment")]
     pub db_name: String,
@@ -136,6 +138,11 @@ pub struct ExperimentArgs {
     /// Local: do not build; use the service binaries next to this orders-bench binary.
     #[arg(long = "no-build")]
     pub no_build: bool,
+    /// Local: equal budgets for the two databases, as the demo's [default: an eighth of the cores
+    /// and a quarter of the memory each, at least 0.1 CPU and 1 GiB, at most 4 GiB; `none` runs
+    /// without]. Refused with deployed services.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 }
 
 /// Versions the experiment ran against, read from `/diagnostics`.
@@ -152,10 +159,11 @@ pub struct Ctx {
     pub out: PathBuf,
     pub services: Services,
     pub databases: Databases,
-    pub k6: PathBuf,
     pub script: PathBuf,
     pub manifest: PathBuf,
     pub marker: (String, String),
+    /// Why the local databases run without budgets, when they do (the rounds' reports say it).
+    pub budget_note: Option<String>,
     /// Whether the experiment sends `Prefer: return=minimal` where it measures writes: both
     /// services honour it (probed once, before the first reload; `gin` compares with S1, whose
     /// writes returned the order, and sends it nowhere).
@@ -227,22 +235,17 @@ pub async fn run(args: ExperimentArgs) -> Result<()> {
     }));
     std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
     let marker = (MARKER.to_owned(), out.display().to_string());
-    let mut stack: Option<Stack> = None;
+    let mut session = Session::new("experiment");
     let mut ctx: Option<Ctx> = None;
     let outcome = tokio::select! {
-        outcome = body(&args, &repo, &out, &marker, &mut stack, &mut ctx) => outcome,
+        outcome = body(&args, &repo, &out, &marker, &mut session, &mut ctx) => outcome,
         _ = shutdown_signal() => Err(anyhow!("interrupted")),
     };
     eprintln!("experiment: stopping what it started");
     if let Some(ctx) = ctx.as_mut() {
         ctx.services.stop().await;
     }
-    if let Some(stack) = stack {
-        eprintln!("experiment: stopping the local stack it started");
-        if let Err(error) = stack.stop().await {
-            eprintln!("experiment: {error:#}");
-        }
-    }
+    session.end().await;
     let table = outcome?;
     println!("\n{table}");
     println!(
@@ -260,28 +263,22 @@ async fn body(
     repo: &Path,
     out: &Path,
     marker: &(String, String),
-    started_stack: &mut Option<Stack>,
+    session: &mut Session,
     slot: &mut Option<Ctx>,
 ) -> Result<String> {
     if !args.db_name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         bail!("--db-name: letters, digits and _ only");
     }
     let started_at = orders_core::Timestamp::now().to_string();
-    let (services, databases, k6) = match (&args.pg_url, &args.mongo_url) {
+    let (services, databases, budget_note) = match (&args.pg_url, &args.mongo_url) {
         (Some(pg), Some(mongo)) => {
+            local::local_only(&args.budget)?;
             let urls = Urls { pg: pg.trim_end_matches('/').into(), mongo: mongo.trim_end_matches('/').into() };
-            let k6 = crate::k6::binary(args.k6.as_deref(), Some(repo))?;
-            (Services::Deployed(Deployed::new(urls, args.apply.clone())), args.databases.clone(), k6)
+            (Services::Deployed(Deployed::new(urls, args.apply.clone())), args.databases.clone(), None)
         }
         _ => {
             let stack = Stack::new(repo, marker.clone());
-            if stack.running().await? {
-                eprintln!("experiment: the local stack is running; it will be left running");
-            } else {
-                eprintln!("experiment: starting the local stack (bash infra/local/stack.sh start)");
-                *started_stack = Some(Stack::new(repo, marker.clone()));
-                stack.start(&[]).await?;
-            }
+            let budget_note = session.begin(&stack, &args.budget).await?;
             let env = stack.env().await?;
             let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
             let database_url = crate::demo::with_database(&need("DATABASE_URL")?, &args.db_name);
@@ -290,7 +287,6 @@ async fn body(
                 .cloned()
                 .unwrap_or_else(|| crate::demo::with_database(&database_url, "postgres"));
             let mongodb_uri = need("MONGODB_URI")?;
-            let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo))?;
             crate::demo::create_pg_database(&admin_url, &args.db_name).await?;
             let bin_dir = services::bin_dir(repo, args.bin_dir.as_deref(), args.no_build).await?;
             let pg_env = vec![("DATABASE_URL".to_owned(), database_url.clone()), marker.clone()];
@@ -300,7 +296,7 @@ async fn body(
                 marker.clone(),
             ];
             let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
-            (Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env)), databases, k6)
+            (Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env)), databases, budget_note)
         }
     };
     let ctx = slot.insert(Ctx {
@@ -309,10 +305,10 @@ async fn body(
         out: out.to_path_buf(),
         services,
         databases,
-        k6,
         script: repo.join(crate::repo::SCRIPT),
         manifest: out.join("dataset.json"),
         marker: marker.clone(),
+        budget_note,
         minimal: None,
         versions: Versions::default(),
         notes: Vec::new(),

@@ -1,8 +1,9 @@
 //! One measured round of an experiment: for every repeat, the variant put in effect, the data set
 //! reloaded into both databases (and a `CHECKPOINT`), then one `round::run_round` (fairness gate,
-//! diagnostics, the k6 staircase, verdicts) with the WAL flush counter read around it. The repeats
-//! are merged into one `RoundResult` (median and range of the maximum rates), whose standard
-//! report (`report.md`, charts) goes into the round's folder beside `run-<n>/`.
+//! diagnostics, the staircase driven by the native generator, verdicts) with the WAL flush counter
+//! read around it. The repeats are merged into one `RoundResult` (median and range of the maximum
+//! rates), whose standard report (`report.md`, charts) goes into the round's folder beside
+//! `run-<n>/`.
 //!
 //! The runner reloads the data itself rather than through the round's `--reseed` so that the WAL
 //! flushes it counts are the round's, not the reload's.
@@ -148,12 +149,14 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             pg_url: urls.pg.clone(),
             mongo_url: urls.mongo.clone(),
             databases: ctx.databases.clone(),
-            k6: ctx.k6.clone(),
+            // Experiments drive with the native generator, which needs no k6 (as `round` without
+            // `--generator k6`).
+            k6: std::path::PathBuf::new(),
             script: ctx.script.clone(),
             manifest: ctx.manifest.clone(),
             extra_env: vec![ctx.marker.clone()],
             fleet: None,
-            budget_note: None,
+            budget_note: ctx.budget_note.clone(),
         };
         let round = crate::round::run_round(&spec, &setup, &dir.join(format!("run-{index}"))).await?;
         let flushes_after = super::wal::flushes(&ctx.databases.database_url).await;

@@ -145,6 +145,17 @@ pub async fn spawn_services(pg_url: &str, mongo: &MongoDatabase) -> (TestApp, Te
     (pg, mongo)
 }
 
+/// `STACK_BUDGET_METHOD`, `STACK_DB_CPUS` and `STACK_DB_MEMORY` of `infra/local/stack.sh env`.
+pub fn stack_budgets() -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../infra/local/stack.sh");
+    let output = std::process::Command::new("bash").arg(script).arg("env").output().expect("stack.sh");
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    ["STACK_BUDGET_METHOD=", "STACK_DB_CPUS=", "STACK_DB_MEMORY="]
+        .iter()
+        .map(|name| text.lines().find_map(|l| l.strip_prefix("export ")?.strip_prefix(name)).unwrap_or("?").to_owned())
+        .collect()
+}
+
 /// The k6 binary: `$K6`, else the local stack's `.venv/bin/k6`, else `k6` on the `PATH`.
 pub fn k6_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("K6").filter(|p| !p.is_empty()) {
