@@ -1,7 +1,8 @@
 //! `orders-bench`: the benchmark runner of the two order services. `main` only parses the command
 //! line and hands each subcommand to its module: `seed`, `round`, `report`, `demo`, `load` (the
 //! native load generator, `loadgen`) and `agent` (a follower load machine, `fleet`). `dataset`
-//! and `prng` generate the orders, `manifest` records what was seeded where; `k6`, `diagnostics`,
+//! and `prng` generate the orders, `manifest` records what was seeded where; `load_flags` declares
+//! the staircase and pass-mark flags `load` and `round` share; `k6`, `diagnostics`,
 //! `procstat`, `cgroup` (the kernel's accounting of the databases' budgets), `budget` and `charts`
 //! serve the rounds and reports. `target` names the systems under test, and `model` is the result
 //! model that `round` fills and `report` reads (a leaf: it imports neither). `load` runs on a
@@ -17,6 +18,7 @@ mod diagnostics;
 mod experiment;
 mod fleet;
 mod k6;
+mod load_flags;
 mod loadgen;
 mod manifest;
 mod model;

@@ -20,6 +20,7 @@ mod stamp;
 mod summary;
 
 use crate::k6::summary::OfferedStep;
+use crate::load_flags::{PassMarkArgs, StaircaseArgs};
 use crate::round::parse_seconds;
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -54,32 +55,18 @@ pub struct LoadArgs {
     /// Length of a constant-rate or closed-loop run.
     #[arg(long, default_value = "30s", value_parser = parse_seconds)]
     pub duration: f64,
-    /// Staircase: first rate, requests/s per target.
-    #[arg(long = "start-rate", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
-    pub start_rate: u32,
-    /// Staircase: rate added at every step.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
-    pub step: u32,
-    /// Staircase: highest rate (the last step not above it).
-    #[arg(long = "max-rate", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_rate: u32,
-    /// Staircase: how long each rate is held.
-    #[arg(long = "step-duration", default_value = "30s", value_parser = parse_seconds)]
-    pub step_duration: f64,
-    /// Staircase: these rates, in this order (comma-separated), instead of --start-rate, --step and
-    /// --max-rate.
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "rate")]
+    #[command(flatten)]
+    pub staircase: StaircaseArgs,
+    /// Staircase: these rates, in this order (comma-separated), instead of --start-rate, --step,
+    /// --step-factor and --max-rate.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["rate", "step_factor"])]
     pub rates: Vec<u32>,
     /// Closed loop instead: this many clients per target, each sending its next request as soon as
     /// the previous one is answered, for --duration (study S2: 8 clients, 20 s).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000), conflicts_with = "rate")]
     pub clients: Option<u32>,
-    /// Pass mark: p95 latency below this, milliseconds (also what counts as slow in a window).
-    #[arg(long = "p95-ms", default_value_t = 50.0)]
-    pub p95_ms: f64,
-    /// Pass mark: share of failed requests below this.
-    #[arg(long = "max-failed-rate", default_value_t = 0.01)]
-    pub max_failed_rate: f64,
+    #[command(flatten)]
+    pub pass_mark: PassMarkArgs,
     /// At rate R at most R × this many requests in flight per target (at least 20); an iteration
     /// due beyond that is dropped and counted, like k6's VU budget.
     #[arg(long = "vu-budget-ms", default_value_t = 1000)]
@@ -122,20 +109,14 @@ fn schedule(args: &LoadArgs) -> Result<(&'static str, Vec<OfferedStep>)> {
     if let Some(rate) = args.rate {
         return Ok(("constant-arrival-rate", vec![OfferedStep { from_s: 0.0, to_s: args.duration, rate }]));
     }
-    if args.max_rate < args.start_rate {
-        bail!("--max-rate ({}) is below --start-rate ({})", args.max_rate, args.start_rate);
-    }
-    let rates: Vec<u32> = if args.rates.is_empty() {
-        (args.start_rate..=args.max_rate).step_by(args.step as usize).collect()
-    } else {
-        args.rates.clone()
-    };
+    let plan = args.staircase.plan()?;
+    let rates = if args.rates.is_empty() { plan.rates() } else { args.rates.clone() };
     let steps = rates
         .iter()
         .enumerate()
         .map(|(i, rate)| {
-            let from_s = i as f64 * args.step_duration;
-            OfferedStep { from_s, to_s: from_s + args.step_duration, rate: *rate }
+            let from_s = i as f64 * plan.step_seconds;
+            OfferedStep { from_s, to_s: from_s + plan.step_seconds, rate: *rate }
         })
         .collect();
     Ok(("ramping-arrival-rate", steps))
@@ -267,7 +248,7 @@ async fn drive(args: LoadArgs, scheduling: String) -> Result<()> {
         maker.endpoints.len(),
         &windows,
         window,
-        Duration::from_secs_f64(args.p95_ms / 1000.0),
+        Duration::from_secs_f64(args.pass_mark.p95_ms / 1000.0),
     );
     let shared = Rc::new(Shared {
         endpoints: maker.endpoints.clone(),
@@ -337,8 +318,8 @@ async fn drive(args: LoadArgs, scheduling: String) -> Result<()> {
         run_seconds,
         stopped_early,
         mix: &mix,
-        p95_ms: args.p95_ms,
-        max_failed_rate: args.max_failed_rate,
+        p95_ms: args.pass_mark.p95_ms,
+        max_failed_rate: args.pass_mark.max_failed_rate,
         manifest: &manifest,
         offered,
         cpu_seconds,
@@ -387,6 +368,13 @@ mod tests {
         assert_eq!(steps.iter().map(|s| (s.to_s, s.rate)).collect::<Vec<_>>(), [(2.0, 500), (4.0, 600), (6.0, 720)]);
         let (executor, steps) = schedule(&args(&["--rate", "50", "--duration", "5s"])).expect("plan");
         assert_eq!((executor, steps.len(), steps[0].rate), ("constant-arrival-rate", 1, 50));
+        let factor = ["--start-rate", "500", "--max-rate", "1000", "--step-factor", "1.2", "--step-duration", "2s"];
+        let (executor, steps) = schedule(&args(&factor)).expect("plan");
+        assert_eq!(executor, "ramping-arrival-rate");
+        assert_eq!(
+            steps.iter().map(|s| (s.to_s, s.rate)).collect::<Vec<_>>(),
+            [(2.0, 500), (4.0, 600), (6.0, 720), (8.0, 860), (10.0, 1000)]
+        );
         assert!(schedule(&args(&["--start-rate", "500", "--max-rate", "100"])).is_err());
         assert_eq!(schedule(&args(&["--clients", "8", "--duration", "20s"])).expect("plan").0, "closed-loop");
     }

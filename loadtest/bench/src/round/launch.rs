@@ -266,7 +266,7 @@ mod tests {
         let parsed =
             <Load as clap::Parser>::try_parse_from(&args).expect("orders-bench load accepts the round's flags").args;
         assert_eq!(parsed.rates, vec![200, 300, 450, 680]);
-        assert_eq!((parsed.step_duration, parsed.p95_ms, parsed.vu_budget_ms), (4.0, 50.0, 200));
+        assert_eq!((parsed.staircase.step_duration, parsed.pass_mark.p95_ms, parsed.vu_budget_ms), (4.0, 50.0, 200));
         assert_eq!(parsed.prefer.as_deref(), Some("return=minimal"));
         assert!(parsed.progress);
     }

@@ -20,6 +20,7 @@ mod repeat;
 pub mod stall;
 pub mod verdict;
 
+use crate::load_flags::{PassMarkArgs, StaircaseArgs};
 use crate::manifest;
 use crate::model::result::{self, DataSet, Machine, RatePlan, RoundResult};
 use crate::model::verdict::PassMark;
@@ -32,34 +33,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Everything about the load of a round that `round` and `demo` share.
+/// How `round` loads both services and judges them: the staircase, its repeats, the pass mark and
+/// the generator's in-flight cap.
 #[derive(Debug, Clone, Args)]
-pub struct LoadArgs {
-    /// First offered rate, requests/s per target.
-    #[arg(long = "start-rate", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
-    pub start_rate: u32,
-    /// Rate added at every step, requests/s.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
-    pub step: u32,
-    /// Highest offered rate, requests/s (the staircase stops at the last step not above it).
-    #[arg(long = "max-rate", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_rate: u32,
-    /// Instead of --step: each rate this many times the one before (e.g. 1.2), rounded to two
-    /// significant digits: the same relative resolution for a slow and a fast target.
-    #[arg(long = "step-factor", value_parser = parse_factor)]
-    pub step_factor: Option<f64>,
-    /// How long each rate is held: `30s`, `1m`, `1m30s` or seconds.
-    #[arg(long = "step-duration", default_value = "30s", value_parser = parse_seconds)]
-    pub step_duration: f64,
+pub struct RoundLoadArgs {
+    #[command(flatten)]
+    pub staircase: StaircaseArgs,
     /// Runs of the whole staircase; the report gives the median and the range.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: u32,
-    /// Pass mark: p95 latency below this, milliseconds.
-    #[arg(long = "p95-ms", default_value_t = 50.0)]
-    pub p95_ms: f64,
-    /// Pass mark: share of failed requests below this (0.01 = 1%).
-    #[arg(long = "max-failed-rate", default_value_t = 0.01)]
-    pub max_failed_rate: f64,
+    #[command(flatten)]
+    pub pass_mark: PassMarkArgs,
     /// Run every step even after both targets have failed (default: stop one step after that).
     #[arg(long = "run-all-steps")]
     pub run_all_steps: bool,
@@ -77,33 +61,6 @@ pub struct LoadArgs {
     /// counters, WAL; from its own connections) [default: once per step].
     #[arg(long = "poll-interval", value_parser = parse_seconds)]
     pub poll_interval: Option<f64>,
-}
-
-impl LoadArgs {
-    pub fn plan(&self) -> Result<RatePlan> {
-        if self.max_rate < self.start_rate {
-            bail!("--max-rate ({}) is below --start-rate ({})", self.max_rate, self.start_rate);
-        }
-        Ok(RatePlan {
-            start_rate: self.start_rate,
-            step: self.step,
-            max_rate: self.max_rate,
-            step_seconds: self.step_duration,
-            factor: self.step_factor,
-        })
-    }
-
-    pub fn pass_mark(&self) -> PassMark {
-        PassMark { p95_ms: self.p95_ms, max_failed_rate: self.max_failed_rate, max_dropped: 0 }
-    }
-}
-
-/// A growth factor of the staircase: above 1, at most 4.
-fn parse_factor(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(f) if f > 1.0 && f <= 4.0 => Ok(f),
-        _ => Err(format!("\"{text}\" is not a factor above 1 and at most 4, like 1.2")),
-    }
 }
 
 /// `30s`, `2m`, `1m30s`, `500ms` or a plain number of seconds.
@@ -145,7 +102,7 @@ pub struct RoundArgs {
     #[arg(long)]
     pub name: Option<String>,
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub load: RoundLoadArgs,
     /// Base URL of the orders-pg service.
     #[arg(long = "pg-url", default_value = "http://127.0.0.1:8080")]
     pub pg_url: String,
@@ -284,12 +241,12 @@ pub async fn run(args: RoundArgs) -> Result<()> {
     let spec = RoundSpec {
         name: name.clone(),
         mix: args.mix.clone(),
-        plan: args.load.plan()?,
+        plan: args.load.staircase.plan()?,
         repeats: args.load.repeats,
-        mark: args.load.pass_mark(),
+        mark: args.load.pass_mark.pass_mark(),
         early_stop: !args.load.run_all_steps,
         allow_mismatch: args.load.allow_mismatch,
-        poll_interval: Duration::from_secs_f64(args.load.poll_interval.unwrap_or(args.load.step_duration)),
+        poll_interval: Duration::from_secs_f64(args.load.poll_interval.unwrap_or(args.load.staircase.step_duration)),
         vu_budget_ms: args.load.vu_budget_ms,
         settle: Duration::from_secs(90),
         reseed,
