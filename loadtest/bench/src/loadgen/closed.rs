@@ -4,13 +4,13 @@
 //! loop there is no schedule to fall behind (and a slow answer delays the next request instead of
 //! queueing it). Everything is recorded as one step, windows included.
 
+use super::control::Control;
 use super::open::Shared;
 use super::record::Slot;
 use super::request::RequestMaker;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Runs `clients` loops per target from `origin` for `duration`; returns the seconds it ran.
@@ -20,7 +20,7 @@ pub async fn run(
     clients: u32,
     duration: Duration,
     origin: Instant,
-    stop: Arc<AtomicBool>,
+    control: Arc<Control>,
 ) -> f64 {
     let maker = Rc::new(RefCell::new(maker));
     let end = origin + duration;
@@ -29,9 +29,9 @@ pub async fn run(
     let mut loops = Vec::new();
     for target in 0..shared.targets.len() {
         for _ in 0..clients {
-            let (shared, maker, stop, next_id) = (shared.clone(), maker.clone(), stop.clone(), next_id.clone());
+            let (shared, maker, control, next_id) = (shared.clone(), maker.clone(), control.clone(), next_id.clone());
             loops.push(tokio::task::spawn_local(async move {
-                while Instant::now() < end && !stop.load(Ordering::Relaxed) {
+                while Instant::now() < end && !control.stopped() {
                     let request = maker.borrow_mut().next();
                     let sent = Instant::now();
                     let window = (sent.saturating_duration_since(origin).as_secs_f64() / window.as_secs_f64()) as usize;

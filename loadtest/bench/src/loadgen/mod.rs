@@ -3,11 +3,13 @@
 //! (`loadtest/mixes.json`), ids, bodies and expected statuses, and the same summary JSON; a closed
 //! loop with `--clients N`. It runs on one thread (a current-thread tokio runtime), so its CPU per
 //! request stays a small fraction of what a database needs. `round` and `demo` run it as their
-//! child process (`--progress` JSON lines on stdout; a line `stop` on stdin, or SIGINT/SIGTERM,
+//! child process (`--progress` JSON lines on stdout; `stop` or `retire NAME` lines on stdin, or
+//! SIGINT/SIGTERM: see `control`,
 //! ends it early and it still writes its summary).
 
 mod closed;
 mod conn;
+mod control;
 mod http1;
 pub mod live;
 pub mod mixes;
@@ -25,16 +27,16 @@ use crate::round::parse_seconds;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use conn::Target;
+use control::Control;
 use open::Shared;
 use record::Recorder;
 use serde_json::json;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::io::{BufRead as _, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Args)]
@@ -142,33 +144,6 @@ fn parse_targets(text: &str) -> Result<Vec<Rc<Target>>> {
     Ok(targets)
 }
 
-/// Sets `stop` on a line `stop` on stdin, or on SIGINT / SIGTERM.
-fn watch_for_stop(stop: &Arc<AtomicBool>) {
-    let from_stdin = stop.clone();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            match line {
-                Ok(line) if line.trim() == "stop" => from_stdin.store(true, Ordering::Relaxed),
-                Ok(_) => {}
-                Err(_) => return,
-            }
-        }
-    });
-    let from_signal = stop.clone();
-    tokio::task::spawn_local(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-        else {
-            return;
-        };
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
-        from_signal.store(true, Ordering::Relaxed);
-    });
-}
-
 /// Requests past their timeout are cancelled and counted, ten times a second, until the run ends.
 fn spawn_expiry(shared: Rc<Shared>) {
     tokio::task::spawn_local(async move {
@@ -240,6 +215,7 @@ async fn drive(args: LoadArgs, scheduling: String) -> Result<()> {
         maker = maker.prefer_minimal();
     }
     let targets = parse_targets(&args.targets)?;
+    let target_count = targets.len();
     let window = Duration::from_secs_f64(args.window);
     let windows: Vec<usize> =
         steps.iter().map(|s| ((s.to_s - s.from_s) / args.window).ceil().max(1.0) as usize).collect();
@@ -256,9 +232,10 @@ async fn drive(args: LoadArgs, scheduling: String) -> Result<()> {
         recorder: RefCell::new(recorder),
         in_flight: RefCell::new(HashMap::new()),
         request_timeout: Duration::from_secs_f64(args.request_timeout),
+        retired: RefCell::new(vec![None; target_count]),
     });
-    let stop = Arc::new(AtomicBool::new(false));
-    watch_for_stop(&stop);
+    let control = Arc::new(Control::new(shared.targets.iter().map(|t| t.name.clone()).collect()));
+    control.listen();
     for target in &shared.targets {
         if let Err(error) = target.warm_up(2).await {
             eprintln!("load: {} ({}): {error}; its requests will fail", target.name, target.url);
@@ -279,13 +256,13 @@ async fn drive(args: LoadArgs, scheduling: String) -> Result<()> {
                 clients,
                 Duration::from_secs_f64(args.duration),
                 origin,
-                stop.clone(),
+                control.clone(),
             )
             .await;
-            (seconds, stop.load(Ordering::Relaxed))
+            (seconds, control.stopped())
         }
         None => {
-            let ran = open::run(shared.clone(), maker, &steps, budget, origin, stop.clone()).await?;
+            let ran = open::run(shared.clone(), maker, &steps, budget, origin, control.clone()).await?;
             (ran.sent_seconds, ran.stopped_early)
         }
     };
@@ -324,6 +301,7 @@ async fn drive(args: LoadArgs, scheduling: String) -> Result<()> {
         offered,
         cpu_seconds,
         scheduling: &scheduling,
+        retired: &shared.retired.borrow(),
     };
     let value = summary::build(&facts, &shared.recorder.borrow(), &shared.targets, &shared.endpoints);
     if let Some(parent) = args.summary.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -24,6 +24,7 @@
 //! about 0.2 ms.
 
 use super::conn::Target;
+use super::control::Control;
 use super::pacer::Pacer;
 use super::record::{Recorder, Slot};
 use super::request::{EndpointPlan, RequestMaker};
@@ -32,7 +33,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// No target gets fewer slots for requests in flight than this (k6's floor of 20 VUs).
@@ -54,6 +54,16 @@ pub struct Shared {
     /// generator gives up on them, are counted too.
     pub in_flight: RefCell<HashMap<u64, InFlight>>,
     pub request_timeout: Duration,
+    /// Per target: where the runner retired it (`Control`), if it did.
+    pub retired: RefCell<Vec<Option<Retired>>>,
+}
+
+/// The moment a target got its last request: the first iteration it was skipped in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retired {
+    pub step: usize,
+    /// Seconds after the origin of the schedule.
+    pub at_s: f64,
 }
 
 /// A request on its way: where it belongs, when it was due and when it was handed over (its
@@ -174,7 +184,7 @@ pub async fn run(
     steps: &[OfferedStep],
     budget: Duration,
     origin: Instant,
-    stop: Arc<AtomicBool>,
+    control: Arc<Control>,
 ) -> std::io::Result<Ran> {
     let pacer = Pacer::new()?;
     let window = shared.recorder.borrow().window.as_secs_f64();
@@ -192,7 +202,7 @@ pub async fn run(
             } else {
                 pacer.sleep_until(due).await?;
             }
-            if stop.load(Ordering::Relaxed) {
+            if control.stopped() {
                 let sent_seconds = origin.elapsed().as_secs_f64().min(step.from_s + offset);
                 return Ok(Ran { sent_seconds, stopped_early: true });
             }
@@ -205,6 +215,11 @@ pub async fn run(
             let n = shared.targets.len();
             for t in (0..n).map(|i| (i + j as usize) % n) {
                 let target = &shared.targets[t];
+                if control.retired(t) {
+                    let mut retired = shared.retired.borrow_mut();
+                    retired[t].get_or_insert(Retired { step: k, at_s: step.from_s + offset });
+                    continue;
+                }
                 let slot = Slot { target: t, step: k, window, endpoint: request.endpoint };
                 if target.in_flight.get() >= cap {
                     shared.recorder.borrow_mut().dropped(slot);
@@ -279,6 +294,7 @@ mod tests {
                 recorder: RefCell::new(Recorder::new(1, 1, &[1], Duration::from_secs(1), Duration::from_millis(50))),
                 in_flight: RefCell::new(HashMap::new()),
                 request_timeout: Duration::from_millis(100),
+                retired: RefCell::new(vec![None]),
             });
             let slot = Slot { target: 0, step: 0, window: 0, endpoint: 0 };
             shared.start(7, slot, Instant::now());

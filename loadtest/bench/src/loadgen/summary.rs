@@ -6,6 +6,7 @@
 
 use super::conn::Target;
 use super::mixes::Mix;
+use super::open::Retired;
 use super::record::{Figures, Recorder};
 use super::request::EndpointPlan;
 use crate::k6::summary::OfferedStep;
@@ -32,6 +33,8 @@ pub struct RunFacts<'a> {
     pub cpu_seconds: Option<f64>,
     /// The scheduling policy it ran with (`SCHED_FIFO 1`, or ordinary and why).
     pub scheduling: &'a str,
+    /// Per target: where the runner retired it, if it did.
+    pub retired: &'a [Option<Retired>],
 }
 
 fn round(x: f64, digits: i32) -> f64 {
@@ -122,6 +125,9 @@ fn target_summary(
     map.insert("connections".into(), json!(target.connections_opened.get()));
     map.insert("untimed_answers".into(), json!(target.untimed_answers.get()));
     map.insert("passed".into(), json!(passed));
+    if let Some(Some(retired)) = facts.retired.get(index) {
+        map.insert("retired".into(), json!({"step": retired.step, "at_s": round(retired.at_s, 3)}));
+    }
     Value::Object(map)
 }
 
@@ -281,6 +287,7 @@ mod tests {
             offered: vec![20, 40],
             cpu_seconds: Some(0.1),
             scheduling: "SCHED_FIFO 1",
+            retired: &[Some(Retired { step: 1, at_s: 2.5 })],
         };
         let value = build(&facts, &recorder, &targets, &maker.endpoints);
         let summary = Summary::parse(&value.to_string()).expect("the runner's type");
@@ -290,6 +297,7 @@ mod tests {
         assert_eq!(pg.steps[1].windows.as_ref().map(|w| (w.count.len(), w.dropped[4])), Some((20, 1)));
         assert_eq!(pg.steps[1].figures.count, 40);
         assert!(!pg.passed, "a dropped iteration fails the target");
+        assert_eq!(pg.retired, Some(crate::k6::summary::Retired { step: 1, at_s: 2.5 }));
         assert_eq!(summary.load_generator.as_ref().map(|g| g.kind.as_str()), Some("native"));
         assert_eq!(summary.mix.weights.values().sum::<u32>(), 100);
         assert!(text(&value).contains("@20/s"));
