@@ -9,7 +9,7 @@ use crate::model::verdict::PassMark;
 use crate::round::stall;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// What k6 has counted so far for one target in one step. Requests still running are not in it.
@@ -115,6 +115,18 @@ impl EarlyStop {
         let all_failed = targets.iter().all(|t| self.first_failed.contains_key(t));
         all_failed && self.first_failed.values().max().is_some_and(|last| current > *last)
     }
+
+    /// The targets whose second failed step in a row is over by `view` and that are not in
+    /// `retired` yet: their limit is known, so the native generator can stop loading them while
+    /// the others are still measured (`round::drive`).
+    pub fn to_retire(&self, view: &LiveView, retired: &BTreeSet<String>) -> Vec<String> {
+        let Some(current) = view.current_step() else { return Vec::new() };
+        self.first_failed
+            .iter()
+            .filter(|(target, second)| current > **second && !retired.contains(*target))
+            .map(|(target, _)| target.clone())
+            .collect()
+    }
 }
 
 /// A client of one k6 process's REST API.
@@ -214,6 +226,25 @@ mod tests {
         let done = view(&[ok, slow, slow, slow, slow, slow, slow], &[ok, ok, slow, ok, slow, slow, ok], 0);
         assert!(stop.observe(&done, &targets, &mark), "mongo's second failure in a row (step 5) is over");
         assert_eq!(stop.first_failed.get("mongo"), Some(&5));
+    }
+
+    #[test]
+    fn a_target_is_retired_once_its_second_failure_in_a_row_is_over_and_only_once() {
+        let targets = vec!["pg".to_owned(), "mongo".to_owned()];
+        let mark = PassMark::default();
+        let mut stop = EarlyStop::default();
+        let (ok, slow) = ((100, 5.0), (100, 90.0));
+        let mut retired = BTreeSet::new();
+        let second_failure_running = view(&[ok, slow, slow], &[ok, ok, ok], 0);
+        assert!(!stop.observe(&second_failure_running, &targets, &mark));
+        assert!(stop.to_retire(&second_failure_running, &retired).is_empty(), "pg's step 2 is still running");
+        let over = view(&[ok, slow, slow, (3, 90.0)], &[ok, ok, ok, (3, 5.0)], 0);
+        assert!(!stop.observe(&over, &targets, &mark), "mongo is still being measured");
+        assert_eq!(stop.to_retire(&over, &retired), ["pg"]);
+        retired.insert("pg".to_owned());
+        assert!(stop.to_retire(&over, &retired).is_empty(), "told once");
+        let failed_once = view(&[ok, slow], &[ok, slow, ok], 0);
+        assert!(EarlyStop::default().to_retire(&failed_once, &BTreeSet::new()).is_empty(), "never before two failures");
     }
 
     #[test]

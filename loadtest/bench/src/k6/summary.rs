@@ -124,6 +124,18 @@ pub struct TargetSummary {
     pub endpoints: BTreeMap<String, Figures>,
     #[serde(default)]
     pub steps: Vec<StepSummary>,
+    /// Where the runner stopped loading this target (native generator only): it had failed two
+    /// steps in a row while another target was still being measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired: Option<Retired>,
+}
+
+/// The first moment a target was not sent its share of an iteration any more.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Retired {
+    pub step: usize,
+    /// Seconds after the start of the first step.
+    pub at_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

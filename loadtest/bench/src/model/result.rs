@@ -7,7 +7,7 @@ use super::cpu::CpuReport;
 use super::explain::Explain;
 use super::fairness::Fairness;
 use super::verdict::{MaxRate, PassMark, RateSummary, StepResult};
-use crate::k6::summary::{Latency, LoadGenerator};
+use crate::k6::summary::{Latency, LoadGenerator, Retired};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -162,6 +162,10 @@ pub struct TargetResult {
     pub latency_ms: Latency,
     /// Requests per endpoint (read, product, insert, ...).
     pub endpoints: BTreeMap<String, u64>,
+    /// Where the runner stopped loading this target because it had failed two steps in a row
+    /// while the other was still being measured (native generator); its later steps did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired: Option<Retired>,
 }
 
 pub fn write(dir: &Path, rounds: Vec<RoundResult>) -> Result<()> {

@@ -30,6 +30,7 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
                 latency_ms: t.figures.latency_ms,
                 endpoints: BTreeMap::new(),
                 steps,
+                retired: None,
             };
             (name.clone(), result)
         })

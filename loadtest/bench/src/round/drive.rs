@@ -14,7 +14,7 @@ use crate::model::cpu::{Component, ProbeCost, Role};
 use crate::target::Target;
 use crate::{fleet, procstat};
 use anyhow::{Context, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
@@ -74,6 +74,29 @@ fn progress_line(view: &LiveView, step: usize, rate: u32) -> String {
         })
         .collect();
     format!("step {} @ {rate} req/s done: {}", step + 1, figures.join(" | "))
+}
+
+/// Retires every target that has failed two steps in a row (the second of them over) while
+/// another is still being measured: its limit is known, and more load on it would only spend the
+/// shared machine under the other's steps (`loadgen::control`). k6 cannot retire a target and
+/// overloads it to the end, as before.
+async fn retire_the_failed(
+    running: &mut launch::Running,
+    early: &EarlyStop,
+    view: &LiveView,
+    retired: &mut BTreeSet<String>,
+    label: &str,
+) {
+    for target in early.to_retire(view, retired) {
+        retired.insert(target.clone());
+        match running.retire(&target).await {
+            Ok(true) => eprintln!(
+                "{label} {target} has failed two steps in a row: no more load on it while the other target goes on"
+            ),
+            Ok(false) => {}
+            Err(error) => eprintln!("{label} could not retire {target} ({error:#}); it stays loaded"),
+        }
+    }
 }
 
 pub async fn run(
@@ -142,6 +165,7 @@ pub async fn run(
     let rates = spec.plan.rates();
     let targets: Vec<String> = Target::ALL.iter().map(|t| t.name().to_owned()).collect();
     let mut early = EarlyStop::default();
+    let mut retired = BTreeSet::new();
     // A released (paused) k6 starts its scenarios at `origin`; otherwise estimated from its counts.
     let released = fleet.as_ref().map(|_| 0.0);
     let (mut scenario_start, mut reported_step, mut stopped_early) = (released, 0usize, false);
@@ -176,7 +200,11 @@ pub async fn run(
                         reported_step += 1;
                     }
                 }
-                if spec.early_stop && !stopped_early && early.observe(&view, &targets, &spec.mark) {
+                let all_failed = spec.early_stop && !stopped_early && early.observe(&view, &targets, &spec.mark);
+                if spec.early_stop && !stopped_early && !all_failed {
+                    retire_the_failed(&mut running, &early, &view, &mut retired, label).await;
+                }
+                if all_failed {
                     stopped_early = true;
                     eprintln!("{label} every target has failed two steps in a row: stopping {generator}");
                     if let Err(error) = running.stop().await {

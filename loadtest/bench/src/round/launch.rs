@@ -1,7 +1,8 @@
 //! Starting the load of a repeat with either generator, as a child process of this one (so its
 //! CPU time is known exactly once it is reaped, and the machine accounting stays clean): the
 //! native one (`orders-bench load`, this same binary, live figures as JSON lines on its stdout,
-//! stopped early by a line `stop` on its stdin) or k6 (`loadtest/k6/orders.js`, live figures and
+//! stopped early by a line `stop` on its stdin, a target retired by `retire NAME`) or k6
+//! (`loadtest/k6/orders.js`, live figures and
 //! early stop through its REST API). Either way the runner sees the same `LiveView` and reads the
 //! same summary JSON afterwards.
 
@@ -102,14 +103,26 @@ impl Running {
     /// Ends the run early; the generator still writes its summary.
     pub async fn stop(&mut self) -> Result<()> {
         match self {
-            Self::Native { stdin, .. } => {
-                let pipe = stdin.as_mut().context("the generator's stdin is closed")?;
-                pipe.write_all(b"stop\n").await.context("telling the generator to stop")?;
-                pipe.flush().await.context("telling the generator to stop")
-            }
+            Self::Native { stdin, .. } => tell(stdin, "stop").await,
             Self::K6(running) => running.api.stop().await,
         }
     }
+
+    /// Sends `target` no more requests while the others go on (native generator only: k6's
+    /// scenarios cannot be changed while it runs); false when this generator cannot.
+    pub async fn retire(&mut self, target: &str) -> Result<bool> {
+        match self {
+            Self::Native { stdin, .. } => tell(stdin, &format!("retire {target}")).await.map(|()| true),
+            Self::K6(_) => Ok(false),
+        }
+    }
+}
+
+/// One line to the native generator (`loadgen::control`).
+async fn tell(stdin: &mut Option<tokio::process::ChildStdin>, line: &str) -> Result<()> {
+    let pipe = stdin.as_mut().context("the generator's stdin is closed")?;
+    pipe.write_all(format!("{line}\n").as_bytes()).await.with_context(|| format!("telling the generator: {line}"))?;
+    pipe.flush().await.with_context(|| format!("telling the generator: {line}"))
 }
 
 /// The native generator's command line for this repeat.

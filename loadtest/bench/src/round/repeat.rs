@@ -183,9 +183,11 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
                 latency_ms: target.figures.latency_ms,
                 endpoints: target.endpoints.iter().map(|(e, f)| (e.clone(), f.count)).collect(),
                 steps,
+                retired: target.retired,
             },
         );
     }
+    notes.extend(target_results.iter().filter_map(|(name, t)| retirement_note(name, t)));
     let mut explain = explain::from_pairs(
         &before,
         &polled,
@@ -236,6 +238,19 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             .or(Some(LoadGenerator { kind: "k6".into(), ..LoadGenerator::default() })),
         fleet,
     })
+}
+
+/// "MongoDB got no more load from step 6 (3,600 req/s) on: ..." for a retired target.
+fn retirement_note(name: &str, target: &TargetResult) -> Option<String> {
+    let retired = target.retired?;
+    let label = Target::from_name(name).map_or(name.to_owned(), |t| t.label().to_owned());
+    let rate = target.steps.get(retired.step).map_or(String::new(), |s| format!(" ({} req/s)", s.rate));
+    Some(format!(
+        "{label} got no more load from step {}{rate} on, {:.1} s into the staircase: it had failed two steps in a \
+         row, so its limit was known, and the other target climbed the rest of the staircase alone",
+        retired.step + 1,
+        retired.at_s,
+    ))
 }
 
 /// The mix's weights as the generator resolved them (from the first repeat's summary).

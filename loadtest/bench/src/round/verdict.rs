@@ -99,14 +99,16 @@ pub fn judge_step(step: &StepSummary, dropped: u64, complete: bool, mark: &PassM
     }
 }
 
-/// All steps of a target; a step is complete when the run lasted past its end. `drops`: per step,
-/// from `drops_per_step`, when the running count was read.
+/// All steps of a target; a step is complete when the run lasted past its end and the target was
+/// still being loaded then (a retired target's later steps did not run for it). `drops`: per
+/// step, from `drops_per_step`, when the running count was read.
 pub fn judge_target(
     target: &TargetSummary,
     run_seconds: f64,
     mark: &PassMark,
     drops: Option<&[u64]>,
 ) -> Vec<StepResult> {
+    let loaded_until = target.retired.map_or(run_seconds, |r| r.at_s.min(run_seconds));
     let mut steps: Vec<StepResult> = target
         .steps
         .iter()
@@ -117,7 +119,7 @@ pub fn judge_target(
                 (None, Some(drops)) => drops.get(i).copied().unwrap_or(0),
                 (None, None) => shortfall_drops(s, target.dropped_iterations > 0),
             };
-            judge_step(s, dropped, s.to_s <= run_seconds + 0.05, mark)
+            judge_step(s, dropped, s.to_s <= loaded_until + 0.05, mark)
         })
         .collect();
     // k6 saw drops but no step's shortfall shows them (all within tolerance): blame the step that
@@ -271,6 +273,21 @@ mod tests {
         steps[1].complete = false;
         steps[1].passed = false;
         assert_eq!(max_passing_rate(&steps), MaxRate { rate: 100, first_failed_rate: None });
+    }
+
+    #[test]
+    fn the_steps_of_a_retired_target_from_its_retirement_on_did_not_run_for_it() {
+        let summary = Summary::parse(FIXTURE).expect("fixture");
+        let mut pg = summary.targets["pg"].clone();
+        pg.retired = Some(crate::k6::summary::Retired { step: 1, at_s: pg.steps[1].from_s + 0.1 });
+        let steps = judge_target(&pg, summary.run_seconds, &PassMark::default(), None);
+        assert!(steps[0].complete && steps[0].passed, "{:?}", steps[0]);
+        assert!(!steps[1].complete && !steps[1].passed && steps[1].reasons.is_empty(), "{:?}", steps[1]);
+        assert_eq!(max_passing_rate(&steps), MaxRate { rate: 100, first_failed_rate: None });
+        // Retired at the very end of the run: every step ran.
+        pg.retired = Some(crate::k6::summary::Retired { step: 1, at_s: summary.run_seconds });
+        let steps = judge_target(&pg, summary.run_seconds, &PassMark::default(), None);
+        assert!(steps[1].complete && !steps[1].passed);
     }
 
     #[test]
