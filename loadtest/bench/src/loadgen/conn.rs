@@ -1,6 +1,7 @@
-//! HTTP/1.1 to one target over keep-alive connections: an idle connection is reused, a new one
-//! is opened when none is idle, and a request never shares a connection with another in flight
-//! (no pipelining), so a target has at most as many connections as requests in flight. The task
+//! The closed loop's HTTP/1.1 to one target (the open loop has `wire`), over keep-alive
+//! connections: an idle connection is reused, a new one is opened when none is idle, and a request
+//! never shares a connection with another in flight (no pipelining), so a target has at most as
+//! many connections as requests in flight. The task
 //! that sends a request writes it and reads its answer itself (`http1`), with no connection task
 //! or channel between them, and takes the kernel's time of arrival of the answer's last bytes
 //! (`stamp`). Everything runs on the generator's one thread.
@@ -107,9 +108,6 @@ pub struct Target {
     pub url: String,
     authority: String,
     idle: RefCell<Vec<Connection>>,
-    /// Connections being opened ahead of need (`keep_spare`), and when that last failed.
-    opening: Cell<usize>,
-    spare_failed_at: Cell<Option<Instant>>,
     clock: Clock,
     pub in_flight: Cell<usize>,
     pub connections_opened: Cell<u64>,
@@ -130,8 +128,6 @@ impl Target {
             url: url.to_owned(),
             authority,
             idle: RefCell::new(Vec::new()),
-            opening: Cell::new(0),
-            spare_failed_at: Cell::new(None),
             clock: Clock::now(),
             in_flight: Cell::new(0),
             connections_opened: Cell::new(0),
@@ -172,28 +168,6 @@ impl Target {
             self.idle.borrow_mut().push(connection);
         }
         Ok(())
-    }
-
-    /// Keeps `spare` idle connections (counting those being opened), opening the missing ones in
-    /// the background, so that a request never waits for a connection to open: while the
-    /// generator sleeps between sends, a connect would only complete at the next send.
-    pub fn keep_spare(self: &std::rc::Rc<Self>, spare: usize) {
-        // A target that refuses connections is not asked again for a second.
-        if self.spare_failed_at.get().is_some_and(|at| at.elapsed() < Duration::from_secs(1)) {
-            return;
-        }
-        let missing = spare.saturating_sub(self.idle.borrow().len() + self.opening.get());
-        for _ in 0..missing {
-            self.opening.set(self.opening.get() + 1);
-            let target = self.clone();
-            tokio::task::spawn_local(async move {
-                match target.connect().await {
-                    Ok(connection) => target.idle.borrow_mut().push(connection),
-                    Err(_) => target.spare_failed_at.set(Some(Instant::now())),
-                }
-                target.opening.set(target.opening.get() - 1);
-            });
-        }
     }
 
     /// Sends one request (`extra`: more header lines) and reads the whole answer; its status and

@@ -23,7 +23,7 @@ impl Control {
     }
 
     pub fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop.load(Ordering::Relaxed) || SIGNALLED.load(Ordering::Relaxed)
     }
 
     pub fn stop(&self) {
@@ -50,8 +50,8 @@ impl Control {
         Ok(())
     }
 
-    /// Listens on stdin (a thread of its own) and for SIGINT / SIGTERM (a task on the current
-    /// `LocalSet`) until the process ends.
+    /// Listens on stdin (a thread of its own) and for SIGINT / SIGTERM (a handler that only sets
+    /// a flag) until the process ends; needs no runtime, so both loops use it.
     pub fn listen(self: &Arc<Self>) {
         let from_stdin = self.clone();
         std::thread::spawn(move || {
@@ -62,21 +62,20 @@ impl Control {
                 }
             }
         });
-        let from_signal = self.clone();
-        tokio::task::spawn_local(async move {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut interrupt), Ok(mut terminate)) =
-                (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-            else {
-                return;
-            };
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-            from_signal.stop();
-        });
+        let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(libc::SIGINT, handler);
+            libc::signal(libc::SIGTERM, handler);
+        }
     }
+}
+
+/// Set by SIGINT or SIGTERM.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::Relaxed);
 }
 
 #[cfg(test)]

@@ -1,41 +1,40 @@
 //! `orders-bench load`: the native load generator. Open loop by default (a staircase of arrival
 //! rates, or one constant rate, like `loadtest/k6/orders.js`), with the same mixes
 //! (`loadtest/mixes.json`), ids, bodies and expected statuses, and the same summary JSON; a closed
-//! loop with `--clients N`. It runs on one thread (a current-thread tokio runtime), so its CPU per
-//! request stays a small fraction of what a database needs. `round` and `demo` run it as their
-//! child process (`--progress` JSON lines on stdout; `stop` or `retire NAME` lines on stdin, or
-//! SIGINT/SIGTERM: see `control`,
-//! ends it early and it still writes its summary).
+//! loop with `--clients N`. The open loop runs on one thread with no async runtime (`open`, over
+//! `wire`'s sockets on one epoll), so its CPU per request stays a small fraction of what a
+//! database needs; the closed loop runs its requests as tasks of a current-thread tokio runtime
+//! (`closed`). `round` and `demo` run it as their child process (`--progress` JSON lines on
+//! stdout; `stop` or `retire NAME` lines on stdin, or SIGINT/SIGTERM: see `control`); stopped
+//! early, it still writes its summary.
 
 mod closed;
 mod conn;
 mod control;
+mod epoll;
 mod http1;
 pub mod live;
 pub mod mixes;
 mod open;
-mod pacer;
 mod priority;
 mod record;
 mod request;
 mod stamp;
 mod summary;
+mod tasks;
+mod wire;
 
 use crate::k6::summary::OfferedStep;
 use crate::load_flags::{PassMarkArgs, StaircaseArgs};
 use crate::round::parse_seconds;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use conn::Target;
 use control::Control;
-use open::Shared;
+use open::{OpenLoop, Retired};
 use record::Recorder;
+use request::{EndpointPlan, RequestMaker};
 use serde_json::json;
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::PathBuf;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -124,8 +123,9 @@ fn schedule(args: &LoadArgs) -> Result<(&'static str, Vec<OfferedStep>)> {
     Ok(("ramping-arrival-rate", steps))
 }
 
-fn parse_targets(text: &str) -> Result<Vec<Rc<Target>>> {
-    let mut targets: Vec<Rc<Target>> = Vec::new();
+/// `name=http://host:port,...` → each target's name and URL (checked, not yet resolved).
+fn parse_targets(text: &str) -> Result<Vec<(String, String)>> {
+    let mut targets: Vec<(String, String)> = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let Some((name, url)) = part
             .split_once('=')
@@ -133,44 +133,16 @@ fn parse_targets(text: &str) -> Result<Vec<Rc<Target>>> {
         else {
             bail!("--targets: \"{part}\" is not name=http://host:port (name: letters, digits, _ or -)");
         };
-        if targets.iter().any(|t| t.name == name) {
+        if targets.iter().any(|(n, _)| n == name) {
             bail!("--targets repeats {name}");
         }
-        targets.push(Rc::new(Target::new(name, url)?));
+        conn::Target::new(name, url)?;
+        targets.push((name.to_owned(), url.trim_end_matches('/').to_owned()));
     }
     if targets.is_empty() {
         bail!("--targets names no target");
     }
     Ok(targets)
-}
-
-/// Requests past their timeout are cancelled and counted, ten times a second, until the run ends.
-fn spawn_expiry(shared: Rc<Shared>) {
-    tokio::task::spawn_local(async move {
-        let mut ticker = tokio::time::interval(Duration::from_millis(100));
-        loop {
-            ticker.tick().await;
-            shared.expire();
-        }
-    });
-}
-
-/// Progress lines every half second until the returned flag is set.
-fn spawn_progress(shared: Rc<Shared>, origin: Instant) -> Rc<std::cell::Cell<bool>> {
-    let done = Rc::new(std::cell::Cell::new(false));
-    let finished = done.clone();
-    tokio::task::spawn_local(async move {
-        let names: Vec<String> = shared.targets.iter().map(|t| t.name.clone()).collect();
-        let mut ticker = tokio::time::interval(Duration::from_millis(500));
-        while !finished.get() {
-            ticker.tick().await;
-            let line = live::line(&mut shared.recorder.borrow_mut(), &names, origin.elapsed().as_secs_f64());
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{line}");
-            let _ = stdout.flush();
-        }
-    });
-    done
 }
 
 /// Sleeps of this thread end within a microsecond of their time, not Linux's default 50 µs.
@@ -187,6 +159,36 @@ fn precise_sleeps() {
     };
 }
 
+fn own_cpu_seconds() -> Option<f64> {
+    crate::procstat::stat(std::process::id()).map(|s| s.own_ticks as f64 / 100.0)
+}
+
+/// What either loop starts from.
+struct Start {
+    /// Each target's name and `http://host:port`.
+    targets: Vec<(String, String)>,
+    maker: RequestMaker,
+    recorder: Recorder,
+    request_timeout: Duration,
+    /// Print live figures (`--progress`).
+    progress: bool,
+}
+
+/// What either loop leaves for the summary.
+struct Finished {
+    recorder: Recorder,
+    endpoints: Vec<EndpointPlan>,
+    targets: Vec<summary::TargetFacts>,
+    /// Seconds of the schedule that were sent.
+    run_seconds: f64,
+    stopped_early: bool,
+    /// The generator's CPU from the first request to the last answer.
+    cpu_seconds: Option<f64>,
+    /// Requests still in flight at the end, counted as failed.
+    abandoned: usize,
+    retired: Vec<Option<Retired>>,
+}
+
 pub fn run(args: LoadArgs) -> Result<()> {
     if args.print_mix {
         let definitions = mixes::Definitions::embedded()?;
@@ -196,89 +198,37 @@ pub fn run(args: LoadArgs) -> Result<()> {
         return Ok(());
     }
     precise_sleeps();
-    // Before the runtime starts, so every thread of the generator has the same policy.
+    // Before anything else, so every thread of the generator has the same policy.
     let scheduling =
         if args.clients.is_some() { "ordinary (closed loop)".to_owned() } else { priority::claim(!args.no_realtime) };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("tokio runtime")?;
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&runtime, drive(args, scheduling))
-}
-
-async fn drive(args: LoadArgs, scheduling: String) -> Result<()> {
     let definitions = mixes::Definitions::embedded()?;
     let mix = definitions.mix(&args.mix)?;
     let manifest = crate::manifest::read(&args.manifest)
         .with_context(|| format!("the data set manifest {} (written by orders-bench seed)", args.manifest.display()))?;
     let (executor, steps) = schedule(&args)?;
-    let mut maker = request::RequestMaker::new(&definitions, &mix, &manifest, args.seed)?;
+    let mut maker = RequestMaker::new(&definitions, &mix, &manifest, args.seed)?;
     if args.prefer.is_some() {
         maker = maker.prefer_minimal();
     }
     let targets = parse_targets(&args.targets)?;
-    let target_count = targets.len();
-    let window = Duration::from_secs_f64(args.window);
     let windows: Vec<usize> =
         steps.iter().map(|s| ((s.to_s - s.from_s) / args.window).ceil().max(1.0) as usize).collect();
     let recorder = Recorder::new(
         targets.len(),
         maker.endpoints.len(),
         &windows,
-        window,
+        Duration::from_secs_f64(args.window),
         Duration::from_secs_f64(args.pass_mark.p95_ms / 1000.0),
     );
-    let shared = Rc::new(Shared {
-        endpoints: maker.endpoints.clone(),
-        targets,
-        recorder: RefCell::new(recorder),
-        in_flight: RefCell::new(HashMap::new()),
-        request_timeout: Duration::from_secs_f64(args.request_timeout),
-        retired: RefCell::new(vec![None; target_count]),
-    });
-    let control = Arc::new(Control::new(shared.targets.iter().map(|t| t.name.clone()).collect()));
+    let control = Arc::new(Control::new(targets.iter().map(|(name, _)| name.clone()).collect()));
     control.listen();
-    for target in &shared.targets {
-        if let Err(error) = target.warm_up(2).await {
-            eprintln!("load: {} ({}): {error}; its requests will fail", target.name, target.url);
-        }
-    }
-    let cpu_before = crate::procstat::stat(std::process::id()).map(|s| s.own_ticks);
-    // A moment for the progress task to start and for the kernel to switch receive timestamps on
-    // (asked for by the connections just opened) before the first request.
-    let origin = Instant::now() + Duration::from_millis(50);
-    let progress = args.progress.then(|| spawn_progress(shared.clone(), origin));
-    spawn_expiry(shared.clone());
+    let request_timeout = Duration::from_secs_f64(args.request_timeout);
     let budget = Duration::from_millis(u64::from(args.vu_budget_ms));
-    let (run_seconds, stopped_early) = match args.clients {
-        Some(clients) => {
-            let seconds = closed::run(
-                shared.clone(),
-                maker,
-                clients,
-                Duration::from_secs_f64(args.duration),
-                origin,
-                control.clone(),
-            )
-            .await;
-            (seconds, control.stopped())
-        }
-        None => {
-            let ran = open::run(shared.clone(), maker, &steps, budget, origin, control.clone()).await?;
-            (ran.sent_seconds, ran.stopped_early)
-        }
+    let start = Start { targets, maker, recorder, request_timeout, progress: args.progress };
+    let finished = match args.clients {
+        Some(clients) => closed::run(start, clients, Duration::from_secs_f64(args.duration), control)?,
+        None => run_open(start, &steps, budget, &control)?,
     };
-    // Requests still in flight: up to their timeout, or two seconds when stopped early.
-    let patience = if stopped_early { Duration::from_secs(2) } else { shared.request_timeout + Duration::from_secs(1) };
-    let waiting = Instant::now();
-    while shared.requests_in_flight() > 0 && waiting.elapsed() < patience {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let abandoned = shared.abandon_in_flight();
-    if let Some(done) = progress {
-        done.set(true);
-    }
-    let cpu_seconds = cpu_before
-        .zip(crate::procstat::stat(std::process::id()).map(|s| s.own_ticks))
-        .map(|(before, after)| after.saturating_sub(before) as f64 / 100.0);
     let offered: Vec<u64> = steps.iter().map(open::iterations).collect();
     let settings = match args.clients {
         Some(clients) => json!({"clients": clients, "duration": format!("{}s", args.duration)}),
@@ -292,29 +242,74 @@ async fn drive(args: LoadArgs, scheduling: String) -> Result<()> {
         executor,
         executor_settings: settings,
         steps: &steps,
-        run_seconds,
-        stopped_early,
+        run_seconds: finished.run_seconds,
+        stopped_early: finished.stopped_early,
         mix: &mix,
         p95_ms: args.pass_mark.p95_ms,
         max_failed_rate: args.pass_mark.max_failed_rate,
         manifest: &manifest,
         offered,
-        cpu_seconds,
+        cpu_seconds: finished.cpu_seconds,
         scheduling: &scheduling,
-        retired: &shared.retired.borrow(),
+        retired: &finished.retired,
     };
-    let value = summary::build(&facts, &shared.recorder.borrow(), &shared.targets, &shared.endpoints);
+    let value = summary::build(&facts, &finished.recorder, &finished.targets, &finished.endpoints);
     if let Some(parent) = args.summary.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
     let text = serde_json::to_string_pretty(&value).context("summary JSON")? + "\n";
     std::fs::write(&args.summary, text).with_context(|| format!("writing {}", args.summary.display()))?;
     eprintln!("{}", summary::text(&value));
-    if abandoned > 0 {
-        eprintln!("load: {abandoned} request(s) still in flight at the end were counted as failed (interrupted)");
+    if finished.abandoned > 0 {
+        eprintln!(
+            "load: {} request(s) still in flight at the end were counted as failed (interrupted)",
+            finished.abandoned
+        );
     }
     eprintln!("summary: {}", args.summary.display());
     Ok(())
+}
+
+/// The open loop's whole run: connections opened ahead, the schedule, then the requests still in
+/// flight (up to their timeout, or two seconds when stopped early).
+fn run_open(start: Start, steps: &[OfferedStep], budget: Duration, control: &Control) -> Result<Finished> {
+    let Start { targets, mut maker, recorder, request_timeout, progress } = start;
+    let endpoints = maker.endpoints.clone();
+    let mut open = OpenLoop::new(&targets, recorder, endpoints, request_timeout, progress)?;
+    for (t, error) in open.warm_up(2) {
+        eprintln!("load: {} ({}): {error}; its requests will fail", targets[t].0, targets[t].1);
+    }
+    let cpu_before = own_cpu_seconds();
+    // A moment for the kernel to switch receive timestamps on (asked for by the connections just
+    // opened) before the first request.
+    let origin = Instant::now() + Duration::from_millis(50);
+    let ran = open.run(&mut maker, steps, budget, origin, control).context("the open loop")?;
+    let patience = if ran.stopped_early { Duration::from_secs(2) } else { request_timeout + Duration::from_secs(1) };
+    let abandoned = open.drain(patience).context("the open loop")?;
+    let cpu_seconds = cpu_before.zip(own_cpu_seconds()).map(|(before, after)| after - before);
+    let facts = targets
+        .iter()
+        .enumerate()
+        .map(|(t, (name, url))| {
+            let connections = open.connections(t);
+            summary::TargetFacts {
+                name: name.clone(),
+                url: url.clone(),
+                connections: connections.opened,
+                untimed_answers: connections.untimed_answers,
+            }
+        })
+        .collect();
+    Ok(Finished {
+        retired: open.retired.clone(),
+        recorder: open.recorder,
+        endpoints: open.endpoints,
+        targets: facts,
+        run_seconds: ran.sent_seconds,
+        stopped_early: ran.stopped_early,
+        cpu_seconds,
+        abandoned,
+    })
 }
 
 #[cfg(test)]
@@ -359,8 +354,11 @@ mod tests {
 
     #[test]
     fn targets_are_named_base_urls() {
-        let targets = parse_targets("pg=http://127.0.0.1:1, mongo=http://127.0.0.1:2").expect("targets");
-        assert_eq!(targets.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["pg", "mongo"]);
+        let targets = parse_targets("pg=http://127.0.0.1:1, mongo=http://127.0.0.1:2/").expect("targets");
+        assert_eq!(
+            targets,
+            [("pg".into(), "http://127.0.0.1:1".into()), ("mongo".into(), "http://127.0.0.1:2".into())]
+        );
         for bad in ["", "pg", "=http://h:1", "p g=http://h:1", "pg=http://h:1,pg=http://h:2"] {
             assert!(parse_targets(bad).is_err(), "{bad}");
         }

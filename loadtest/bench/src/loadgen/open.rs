@@ -6,9 +6,13 @@
 //! generator that falls behind (schedule lag, also recorded) or a queue in front of a service
 //! shows in the figures instead of hiding in a later send (coordinated omission).
 //!
-//! Between sends less than `BLOCKING_GAP` apart the thread simply sleeps (answers wait in the
-//! kernel, which timestamps their arrival) and then reads every answer that came meanwhile in one
-//! go. Longer gaps are awaited on the runtime (`Pacer`), answers read as they come.
+//! It runs on the generator's one thread with no async runtime: the connections are plain
+//! non-blocking sockets on one epoll (`wire`). Between sends less than `BLOCKING_GAP` apart the
+//! thread simply sleeps (answers wait in the kernel, which timestamps their arrival) and then reads
+//! every answer that came meanwhile in one go; longer gaps are spent waiting on the epoll, answers
+//! read as they come. Measured on two cores against orders-pg alone at 6,000 req/s (three runs
+//! each, alternating): 8.1–9.8 µs of the generator's CPU per request with a tokio task per
+//! request, 7.1–7.5 µs on the bare epoll; user space is now about 15% of it.
 //!
 //! At rates above one per `SLOT` (4 ms), the iterations due within one slot of the schedule are
 //! all intended at the slot's start and leave together: one wake-up per slot instead of one per
@@ -23,16 +27,15 @@
 //! same bursts. The schedule lag (recorded) grows to the time it takes to send a slot's requests,
 //! about 0.2 ms.
 
-use super::conn::Target;
+use super::conn::AGENT;
 use super::control::Control;
-use super::pacer::Pacer;
+use super::http1;
+use super::live;
 use super::record::{Recorder, Slot};
 use super::request::{EndpointPlan, RequestMaker};
+use super::wire::{Outcome, Pending, Wire};
 use crate::k6::summary::OfferedStep;
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::rc::Rc;
-use std::sync::Arc;
+use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 /// No target gets fewer slots for requests in flight than this (k6's floor of 20 VUs).
@@ -44,108 +47,12 @@ const BLOCKING_GAP: Duration = Duration::from_millis(10);
 const SLOT: f64 = 0.004;
 /// Idle connections kept ready per target.
 const SPARE_CONNECTIONS: usize = 2;
-
-/// What every request task shares.
-pub struct Shared {
-    pub targets: Vec<Rc<Target>>,
-    pub endpoints: Vec<EndpointPlan>,
-    pub recorder: RefCell<Recorder>,
-    /// Requests in flight by id, so that those that time out, or are still running when the
-    /// generator gives up on them, are counted too.
-    pub in_flight: RefCell<HashMap<u64, InFlight>>,
-    pub request_timeout: Duration,
-    /// Per target: where the runner retired it (`Control`), if it did.
-    pub retired: RefCell<Vec<Option<Retired>>>,
-}
-
-/// The moment a target got its last request: the first iteration it was skipped in.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Retired {
-    pub step: usize,
-    /// Seconds after the origin of the schedule.
-    pub at_s: f64,
-}
-
-/// A request on its way: where it belongs, when it was due and when it was handed over (its
-/// timeout runs from then), and how to cancel it.
-pub struct InFlight {
-    pub slot: Slot,
-    pub due: Instant,
-    pub started: Instant,
-    pub abort: Option<tokio::task::AbortHandle>,
-}
-
-impl Shared {
-    /// Registers a request as in flight (before it is sent).
-    pub fn start(&self, id: u64, slot: Slot, due: Instant) {
-        let target = &self.targets[slot.target];
-        target.in_flight.set(target.in_flight.get() + 1);
-        let entry = InFlight { slot, due, started: Instant::now(), abort: None };
-        self.in_flight.borrow_mut().insert(id, entry);
-    }
-
-    /// Takes a request off the books and records it.
-    fn finish(&self, id: u64, latency: Duration, error: Option<String>) {
-        let Some(entry) = self.in_flight.borrow_mut().remove(&id) else { return };
-        let target = &self.targets[entry.slot.target];
-        target.in_flight.set(target.in_flight.get() - 1);
-        self.recorder.borrow_mut().request(entry.slot, latency, error);
-    }
-
-    /// Sends request `id` (registered with `start`) to its target and records it. No timeout of
-    /// its own: `expire` cancels it when its time is up (one sweep for all instead of a timer each).
-    pub async fn request(self: Rc<Self>, id: u64, path: Rc<str>, body: Option<bytes::Bytes>) {
-        let Some((slot, due)) = self.in_flight.borrow().get(&id).map(|e| (e.slot, e.due)) else { return };
-        let target = self.targets[slot.target].clone();
-        let endpoint = &self.endpoints[slot.endpoint];
-        let (error, end) = match target.send(endpoint.method.as_str(), &path, endpoint.headers, body.as_deref()).await {
-            Err(kind) => (Some(kind), Instant::now()),
-            Ok(answer) if answer.status == endpoint.expect => (None, answer.arrived),
-            Ok(answer) => (Some(format!("status {}", answer.status)), answer.arrived),
-        };
-        self.finish(id, end.saturating_duration_since(due), error);
-    }
-
-    /// Cancels and counts as failed (`timeout`) every request in flight for longer than the
-    /// request timeout.
-    pub fn expire(&self) {
-        let now = Instant::now();
-        let expired: Vec<(u64, Instant)> = self
-            .in_flight
-            .borrow()
-            .iter()
-            .filter(|(_, e)| now.saturating_duration_since(e.started) >= self.request_timeout)
-            .map(|(id, e)| {
-                if let Some(abort) = &e.abort {
-                    abort.abort();
-                }
-                (*id, e.due)
-            })
-            .collect();
-        for (id, due) in expired {
-            self.finish(id, now.saturating_duration_since(due), Some("timeout".into()));
-        }
-    }
-
-    /// Counts every request still in flight as failed, with the time it has waited so far as its
-    /// latency (a lower bound): used when the generator stops waiting for them.
-    pub fn abandon_in_flight(&self) -> usize {
-        let now = Instant::now();
-        let abandoned: Vec<InFlight> = self.in_flight.borrow_mut().drain().map(|(_, v)| v).collect();
-        let mut recorder = self.recorder.borrow_mut();
-        for entry in &abandoned {
-            if let Some(abort) = &entry.abort {
-                abort.abort();
-            }
-            recorder.request(entry.slot, now.saturating_duration_since(entry.due), Some("interrupted".into()));
-        }
-        abandoned.len()
-    }
-
-    pub fn requests_in_flight(&self) -> usize {
-        self.in_flight.borrow().len()
-    }
-}
+/// How often requests past their timeout are looked for.
+const EXPIRE_EVERY: Duration = Duration::from_millis(100);
+/// How often the live figures are printed (`--progress`).
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+/// The longest single wait, so that the stop, the expiry and the live figures stay on time.
+const LONGEST_WAIT: Duration = Duration::from_millis(100);
 
 /// The cap of requests in flight per target at `rate`.
 pub fn in_flight_cap(rate: u32, budget: Duration) -> usize {
@@ -172,84 +79,222 @@ pub struct Ran {
     pub stopped_early: bool,
 }
 
+/// The moment a target got its last request: the first iteration it was skipped in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retired {
+    pub step: usize,
+    /// Seconds after the origin of the schedule.
+    pub at_s: f64,
+}
+
+/// What a request carries through the wire: where it is recorded and when it was due.
+#[derive(Debug, Clone, Copy)]
+struct Due {
+    slot: Slot,
+    due: Instant,
+}
+
 fn own_cpu_seconds() -> Option<f64> {
     crate::procstat::stat(std::process::id()).map(|s| s.own_ticks as f64 / 100.0)
 }
 
-/// Runs the schedule from `origin`; returns once the last iteration has been sent (or `stop` was
-/// set). Requests still in flight keep running on the same `LocalSet`.
-pub async fn run(
-    shared: Rc<Shared>,
-    mut maker: RequestMaker,
-    steps: &[OfferedStep],
-    budget: Duration,
+/// Records one request's outcome: latency from its intended time to the arrival of its answer.
+fn record(recorder: &mut Recorder, endpoints: &[EndpointPlan], pending: Pending<Due>, outcome: Outcome) {
+    let Due { slot, due } = pending.tag;
+    let (end, error) = match outcome {
+        Outcome::Answer { status, arrived } if status == endpoints[slot.endpoint].expect => (arrived, None),
+        Outcome::Answer { status, arrived } => (arrived, Some(format!("status {status}"))),
+        Outcome::Failed(why, at) => (at, Some(why)),
+    };
+    recorder.request(slot, end.saturating_duration_since(due), error);
+}
+
+/// The open loop: the targets' connections, what is recorded, and the bookkeeping between sends.
+pub struct OpenLoop {
+    wire: Wire<Due>,
+    pub recorder: Recorder,
+    pub endpoints: Vec<EndpointPlan>,
+    pub names: Vec<String>,
+    /// Per target: where the runner retired it (`Control`), if it did.
+    pub retired: Vec<Option<Retired>>,
+    request_timeout: Duration,
+    progress: bool,
+    /// With `--progress`: when the next live line is due.
+    next_progress: Option<Instant>,
+    next_expiry: Instant,
+    /// When the schedule begins (set by `run`).
     origin: Instant,
-    control: Arc<Control>,
-) -> std::io::Result<Ran> {
-    let pacer = Pacer::new()?;
-    let window = shared.recorder.borrow().window.as_secs_f64();
-    let mut next_id = 0u64;
-    for (k, step) in steps.iter().enumerate() {
-        let cpu_before = own_cpu_seconds();
-        let cap = in_flight_cap(step.rate, budget);
-        let gap = 1.0 / f64::from(step.rate.max(1));
-        let blocking = Duration::from_secs_f64(gap) < BLOCKING_GAP;
-        for j in 0..iterations(step) {
-            let offset = intended_offset(j, gap);
-            let due = origin + Duration::from_secs_f64(step.from_s + offset);
-            if blocking {
-                std::thread::sleep(due.saturating_duration_since(Instant::now()));
-            } else {
-                pacer.sleep_until(due).await?;
-            }
-            if control.stopped() {
-                let sent_seconds = origin.elapsed().as_secs_f64().min(step.from_s + offset);
-                return Ok(Ran { sent_seconds, stopped_early: true });
-            }
-            let window = (offset / window) as usize;
-            shared.recorder.borrow_mut().lag(k, window, due.elapsed());
-            let request = maker.next();
-            let path: Rc<str> = Rc::from(request.path);
-            // Which target goes first alternates: the first send wakes its service, which may take
-            // the core before the second send is made.
-            let n = shared.targets.len();
-            for t in (0..n).map(|i| (i + j as usize) % n) {
-                let target = &shared.targets[t];
-                if control.retired(t) {
-                    let mut retired = shared.retired.borrow_mut();
-                    retired[t].get_or_insert(Retired { step: k, at_s: step.from_s + offset });
-                    continue;
-                }
-                let slot = Slot { target: t, step: k, window, endpoint: request.endpoint };
-                if target.in_flight.get() >= cap {
-                    shared.recorder.borrow_mut().dropped(slot);
-                    continue;
-                }
-                shared.start(next_id, slot, due);
-                let task =
-                    tokio::task::spawn_local(shared.clone().request(next_id, path.clone(), request.body.clone()));
-                if let Some(entry) = shared.in_flight.borrow_mut().get_mut(&next_id) {
-                    entry.abort = Some(task.abort_handle());
-                }
-                next_id += 1;
-                target.keep_spare(SPARE_CONNECTIONS);
-            }
-            if blocking {
-                // The requests just made are written, and the answers that arrived are read.
-                tokio::task::yield_now().await;
-            }
+}
+
+impl OpenLoop {
+    /// `targets`: each one's name and `http://host:port`.
+    pub fn new(
+        targets: &[(String, String)],
+        recorder: Recorder,
+        endpoints: Vec<EndpointPlan>,
+        request_timeout: Duration,
+        progress: bool,
+    ) -> anyhow::Result<Self> {
+        let urls: Vec<String> = targets.iter().map(|(_, url)| url.clone()).collect();
+        let now = Instant::now();
+        Ok(Self {
+            wire: Wire::new(&urls)?,
+            recorder,
+            endpoints,
+            names: targets.iter().map(|(name, _)| name.clone()).collect(),
+            retired: vec![None; targets.len()],
+            request_timeout,
+            progress,
+            next_progress: None,
+            next_expiry: now,
+            origin: now,
+        })
+    }
+
+    /// Opens `n` connections to every target ahead of the first requests; says which could not.
+    pub fn warm_up(&mut self, n: usize) -> Vec<(usize, String)> {
+        (0..self.names.len())
+            .filter_map(|t| self.wire.warm_up(t, n, Duration::from_secs(2)).err().map(|e| (t, e)))
+            .collect()
+    }
+
+    pub fn connections(&self, target: usize) -> super::wire::ConnectionFigures {
+        self.wire.figures(target)
+    }
+
+    /// Reads what arrived, waiting at most `wait` for something to; expires and prints the live
+    /// figures when their time has come.
+    fn look_after(&mut self, wait: Duration) -> std::io::Result<()> {
+        let Self { wire, recorder, endpoints, .. } = self;
+        wire.poll(wait, |pending, outcome| record(recorder, endpoints, pending, outcome))?;
+        let now = Instant::now();
+        if now >= self.next_expiry {
+            self.next_expiry = now + EXPIRE_EVERY;
+            let Self { wire, recorder, endpoints, .. } = self;
+            wire.expire(self.request_timeout, |pending, outcome| record(recorder, endpoints, pending, outcome));
         }
-        if let (Some(before), Some(after)) = (cpu_before, own_cpu_seconds()) {
-            shared.recorder.borrow_mut().generator[k].cpu_seconds = Some(after - before);
+        if let Some(due) = self.next_progress.filter(|due| now >= *due) {
+            self.next_progress = Some(due + PROGRESS_EVERY);
+            let seconds = now.saturating_duration_since(self.origin).as_secs_f64();
+            let line = live::line(&mut self.recorder, &self.names, seconds);
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{line}");
+            let _ = stdout.flush();
+        }
+        Ok(())
+    }
+
+    /// Until `due`: sleeping when it is close (answers wait, timestamped, in the kernel), else
+    /// waiting on the sockets; then reads what arrived.
+    fn wait_until(&mut self, due: Instant) -> std::io::Result<()> {
+        loop {
+            let left = due.saturating_duration_since(Instant::now());
+            if left < BLOCKING_GAP {
+                std::thread::sleep(left);
+                return self.look_after(Duration::ZERO);
+            }
+            // The epoll counts whole milliseconds: wake a little early, then sleep the rest.
+            self.look_after((left - Duration::from_millis(2)).min(LONGEST_WAIT))?;
         }
     }
-    Ok(Ran { sent_seconds: steps.last().map_or(0.0, |s| s.to_s), stopped_early: false })
+
+    /// Runs the schedule from `origin` (live figures from then on with `--progress`); returns once
+    /// the last iteration has been sent (or the run was stopped). Requests still in flight are left
+    /// to `drain`.
+    pub fn run(
+        &mut self,
+        maker: &mut RequestMaker,
+        steps: &[OfferedStep],
+        budget: Duration,
+        origin: Instant,
+        control: &Control,
+    ) -> std::io::Result<Ran> {
+        self.origin = origin;
+        self.next_expiry = origin;
+        self.next_progress = self.progress.then_some(origin);
+        let window = self.recorder.window.as_secs_f64();
+        let targets = self.names.len();
+        for (k, step) in steps.iter().enumerate() {
+            let cpu_before = own_cpu_seconds();
+            let cap = in_flight_cap(step.rate, budget);
+            let gap = 1.0 / f64::from(step.rate.max(1));
+            let mut moment = None;
+            for j in 0..iterations(step) {
+                let offset = intended_offset(j, gap);
+                let due = origin + Duration::from_secs_f64(step.from_s + offset);
+                // Iterations of one slot share their moment: wait for it (and read the answers
+                // that came meanwhile) once.
+                if moment != Some(due) {
+                    self.wait_until(due)?;
+                    moment = Some(due);
+                }
+                if control.stopped() {
+                    let sent_seconds = origin.elapsed().as_secs_f64().min(step.from_s + offset);
+                    return Ok(Ran { sent_seconds, stopped_early: true });
+                }
+                let now = Instant::now();
+                let window = (offset / window) as usize;
+                self.recorder.lag(k, window, now.saturating_duration_since(due));
+                let request = maker.next();
+                let endpoint = &self.endpoints[request.endpoint];
+                // Which target goes first alternates: the first send wakes its service, which may
+                // take the core before the second send is made.
+                for t in (0..targets).map(|i| (i + j as usize) % targets) {
+                    if control.retired(t) {
+                        self.retired[t].get_or_insert(Retired { step: k, at_s: step.from_s + offset });
+                        continue;
+                    }
+                    let slot = Slot { target: t, step: k, window, endpoint: request.endpoint };
+                    if self.wire.in_flight(t) >= cap {
+                        self.recorder.dropped(slot);
+                        continue;
+                    }
+                    let pending = Pending { tag: Due { slot, due }, started: now };
+                    let sent = self.wire.send(t, pending, |out, host| {
+                        let body = request.body.as_deref();
+                        http1::encode(
+                            out,
+                            endpoint.method.as_str(),
+                            &request.path,
+                            host,
+                            AGENT,
+                            endpoint.headers,
+                            body,
+                        );
+                    });
+                    if let Err((pending, outcome)) = sent {
+                        record(&mut self.recorder, &self.endpoints, pending, outcome);
+                    }
+                    self.wire.keep_spare(t, SPARE_CONNECTIONS);
+                }
+            }
+            if let (Some(before), Some(after)) = (cpu_before, own_cpu_seconds()) {
+                self.recorder.generator[k].cpu_seconds = Some(after - before);
+            }
+        }
+        Ok(Ran { sent_seconds: steps.last().map_or(0.0, |s| s.to_s), stopped_early: false })
+    }
+
+    /// Waits for the requests still in flight, at most `patience`; then counts those left as
+    /// failed (`interrupted`, with the time they had waited as their latency) and says how many.
+    pub fn drain(&mut self, patience: Duration) -> std::io::Result<usize> {
+        let waiting = Instant::now();
+        while self.wire.busy() > 0 && waiting.elapsed() < patience {
+            self.look_after(Duration::from_millis(5))?;
+        }
+        let mut abandoned = 0;
+        let Self { wire, recorder, endpoints, .. } = self;
+        wire.abandon(|pending, outcome| {
+            abandoned += 1;
+            record(recorder, endpoints, pending, outcome);
+        });
+        Ok(abandoned)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loadgen::conn::Target;
 
     #[test]
     fn close_sends_share_the_start_of_their_slot_and_sparse_ones_keep_their_time() {
@@ -272,48 +317,6 @@ mod tests {
         assert_eq!(in_flight_cap(1000, Duration::from_millis(200)), 200);
         assert_eq!(in_flight_cap(1001, Duration::from_millis(200)), 201);
         assert_eq!(in_flight_cap(10, Duration::from_millis(200)), MIN_IN_FLIGHT);
-    }
-
-    #[test]
-    fn a_request_past_its_timeout_is_cancelled_and_counted() {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        tokio::task::LocalSet::new().block_on(&runtime, async {
-            // Accepts and never answers.
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let url = format!("http://{}", listener.local_addr().expect("addr"));
-            let held = tokio::spawn(async move { listener.accept().await });
-            let definitions = super::super::mixes::Definitions::embedded().expect("mixes");
-            let profile =
-                crate::dataset::Profile { seed: 1, orders: 10, customers: 2, products: 5, items: 3, note_bytes: 0 };
-            let manifest = crate::manifest::Manifest::new(&profile, 600);
-            let maker =
-                RequestMaker::new(&definitions, &definitions.mix("read").expect("read"), &manifest, 1).expect("maker");
-            let shared = Rc::new(Shared {
-                targets: vec![Rc::new(Target::new("t", &url).expect("target"))],
-                endpoints: maker.endpoints.clone(),
-                recorder: RefCell::new(Recorder::new(1, 1, &[1], Duration::from_secs(1), Duration::from_millis(50))),
-                in_flight: RefCell::new(HashMap::new()),
-                request_timeout: Duration::from_millis(100),
-                retired: RefCell::new(vec![None]),
-            });
-            let slot = Slot { target: 0, step: 0, window: 0, endpoint: 0 };
-            shared.start(7, slot, Instant::now());
-            let task = tokio::task::spawn_local(shared.clone().request(7, Rc::from("/orders/1"), None));
-            if let Some(entry) = shared.in_flight.borrow_mut().get_mut(&7) {
-                entry.abort = Some(task.abort_handle());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            shared.expire();
-            assert_eq!(shared.requests_in_flight(), 1, "not yet");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            shared.expire();
-            assert_eq!(shared.requests_in_flight(), 0);
-            assert!(task.await.is_err_and(|e| e.is_cancelled()), "the request was cancelled");
-            let recorder = shared.recorder.borrow();
-            assert_eq!((recorder.steps[0][0].figures.failures, recorder.errors[0]["timeout"]), (1, 1));
-            assert_eq!(shared.targets[0].in_flight.get(), 0);
-            drop(held);
-        });
     }
 
     #[test]

@@ -4,7 +4,6 @@
 //! shared stall from a limit), failures by kind, and a `load_generator` object with its own
 //! schedule lag and CPU time per step.
 
-use super::conn::Target;
 use super::mixes::Mix;
 use super::open::Retired;
 use super::record::{Figures, Recorder};
@@ -13,7 +12,17 @@ use crate::k6::summary::OfferedStep;
 use crate::manifest::Manifest;
 use orders_core::Timestamp;
 use serde_json::{Map, Value, json};
-use std::rc::Rc;
+
+/// A target as the summary names it, with its connections' figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetFacts {
+    pub name: String,
+    /// `http://127.0.0.1:8080`, as given.
+    pub url: String,
+    pub connections: u64,
+    /// Answers the kernel gave no arrival time for (timed when read instead).
+    pub untimed_answers: u64,
+}
 
 /// What the summary says about the run besides the recorded figures.
 pub struct RunFacts<'a> {
@@ -67,7 +76,7 @@ fn target_summary(
     facts: &RunFacts<'_>,
     recorder: &Recorder,
     index: usize,
-    target: &Target,
+    target: &TargetFacts,
     endpoints: &[EndpointPlan],
 ) -> Value {
     let planned = facts.steps.last().map_or(0.0, |s| s.to_s);
@@ -122,8 +131,8 @@ fn target_summary(
     map.insert("endpoints".into(), Value::Object(endpoint_figures));
     map.insert("steps".into(), Value::Array(steps));
     map.insert("errors".into(), json!(recorder.errors[index]));
-    map.insert("connections".into(), json!(target.connections_opened.get()));
-    map.insert("untimed_answers".into(), json!(target.untimed_answers.get()));
+    map.insert("connections".into(), json!(target.connections));
+    map.insert("untimed_answers".into(), json!(target.untimed_answers));
     map.insert("passed".into(), json!(passed));
     if let Some(Some(retired)) = facts.retired.get(index) {
         map.insert("retired".into(), json!({"step": retired.step, "at_s": round(retired.at_s, 3)}));
@@ -158,7 +167,7 @@ fn generator_summary(facts: &RunFacts<'_>, recorder: &Recorder) -> Value {
     })
 }
 
-pub fn build(facts: &RunFacts<'_>, recorder: &Recorder, targets: &[Rc<Target>], endpoints: &[EndpointPlan]) -> Value {
+pub fn build(facts: &RunFacts<'_>, recorder: &Recorder, targets: &[TargetFacts], endpoints: &[EndpointPlan]) -> Value {
     let planned = facts.steps.last().map_or(0.0, |s| s.to_s);
     let offered_total: u64 = facts.offered.iter().sum();
     let mut target_map = Map::new();
@@ -265,7 +274,8 @@ mod tests {
         let profile = Profile { seed: 1, orders: 1000, customers: 100, products: 100, items: 3, note_bytes: 0 };
         let manifest = Manifest::new(&profile, 600);
         let maker = RequestMaker::new(&definitions, &mix, &manifest, 1).expect("maker");
-        let targets = [Rc::new(Target::new("pg", "http://127.0.0.1:1").expect("pg"))];
+        let targets =
+            [TargetFacts { name: "pg".into(), url: "http://127.0.0.1:1".into(), connections: 2, untimed_answers: 0 }];
         let steps =
             [OfferedStep { from_s: 0.0, to_s: 2.0, rate: 10 }, OfferedStep { from_s: 2.0, to_s: 4.0, rate: 20 }];
         let mut recorder = Recorder::new(1, 3, &[20, 20], Duration::from_millis(100), Duration::from_millis(50));
