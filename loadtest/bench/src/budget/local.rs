@@ -72,6 +72,20 @@ pub fn local_only(flags: &BudgetArgs) -> Result<()> {
     Ok(())
 }
 
+/// `WORKER_THREADS` for both services under a database budget of `cpus` cores: that many runtime
+/// threads, rounded up, at least one; `auto` (one per core) without a CPU budget. On one machine
+/// shared by both databases, both services and the load generator, a single-threaded service costs
+/// less CPU per request than one whose threads wake each other (GET by id through orders-pg:
+/// 24.3 µs with two threads, 18.3–19.3 µs with one, measured on two cores; docs/configuration.md),
+/// and a service thread answers more requests than a database core does, so a service with as many
+/// threads as its database has cores never sets the limit first.
+pub fn service_threads(cpus: Cap<f64>) -> String {
+    match cpus {
+        Cap::At(cores) => (cores.ceil().max(1.0) as u32).to_string(),
+        Cap::Unlimited => "auto".into(),
+    }
+}
+
 /// What one command did to the local stack, undone by [`Session::end`]: it started the stack, or
 /// put the running stack's servers under a budget.
 pub struct Session {
@@ -81,11 +95,13 @@ pub struct Session {
     started: Option<Stack>,
     /// The budget applied to a stack the command did not start, to be put back.
     applied: Option<Applied>,
+    /// The databases' CPU budget of the run, once chosen.
+    cpus: Cap<f64>,
 }
 
 impl Session {
     pub fn new(who: &'static str) -> Self {
-        Self { who, started: None, applied: None }
+        Self { who, started: None, applied: None, cpus: Cap::Unlimited }
     }
 
     /// Chooses and prints the run's budget, then starts `stack` with it or applies it to the running
@@ -95,6 +111,8 @@ impl Session {
         let who = self.who;
         let choice = choose(flags, &stack.env().await?, crate::procstat::cores(), machine_memory())?;
         eprintln!("{who}: {}", choice.said);
+        self.cpus = if choice.note.is_none() { choice.budget.cpus } else { Cap::Unlimited };
+        eprintln!("{who}: both services run with WORKER_THREADS={}", service_threads(self.cpus));
         if stack.running().await? {
             eprintln!("{who}: the local stack is running; it will be left running (and its budgets put back)");
             if choice.note.is_none() {
@@ -129,6 +147,12 @@ impl Session {
         }
     }
 
+    /// `WORKER_THREADS` for both services of the run (`service_threads`), once `begin` chose the
+    /// budget.
+    pub fn service_threads(&self) -> String {
+        service_threads(self.cpus)
+    }
+
     /// Puts the previous budget back and stops the stack if the command started it; failures are
     /// printed, not returned (this runs after an error too).
     pub async fn end(&mut self) {
@@ -153,6 +177,14 @@ mod tests {
     use super::*;
 
     const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn services_get_as_many_threads_as_their_database_has_cores_rounded_up() {
+        assert_eq!(service_threads(Cap::At(0.25)), "1");
+        assert_eq!(service_threads(Cap::At(1.0)), "1");
+        assert_eq!(service_threads(Cap::At(1.5)), "2");
+        assert_eq!(service_threads(Cap::Unlimited), "auto");
+    }
 
     fn env(method: &str) -> BTreeMap<String, String> {
         [("STACK_BUDGET_METHOD", method), ("STACK_BUDGET_NOTE", "not root, and no systemd user manager")]

@@ -210,12 +210,8 @@ async fn body(
         (None, true) => services::beside_this_binary()?,
         (None, false) => services::build(repo).await?,
     };
-    let pg_env = vec![("DATABASE_URL".to_owned(), database_url.clone()), marker.clone()];
-    let mongo_env = vec![
-        ("MONGODB_URI".to_owned(), mongodb_uri.clone()),
-        ("MONGODB_DB".to_owned(), args.db_name.clone()),
-        marker.clone(),
-    ];
+    let threads = started.session.service_threads();
+    let (pg_env, mongo_env) = services::local_envs(&database_url, &mongodb_uri, &args.db_name, &threads, marker);
     for (name, env) in [(Target::Pg.service(), pg_env), (Target::Mongo.service(), mongo_env)] {
         let binary = services::binary(&bin_dir, name)?;
         started.services.push(Service::start(name, &binary, &env, out.join("logs").join(format!("{name}.log")))?);

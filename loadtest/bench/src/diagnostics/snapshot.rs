@@ -31,6 +31,17 @@ pub struct PgSnapshot {
     pub settings: pg::Settings,
     pub gin_fastupdate: Option<String>,
     pub server_version: Option<String>,
+    /// The service's own runtime (`runtime`).
+    pub runtime: Option<String>,
+}
+
+/// The service's tokio runtime as its `/diagnostics` reports it (`"runtime": {"flavor":
+/// "current_thread", "worker_threads": 1}`), in words: `current_thread, 1 worker thread`.
+fn runtime(v: &Value) -> Option<String> {
+    let runtime = v.get("runtime")?;
+    let flavor = runtime.get("flavor")?.as_str()?;
+    let threads = runtime.get("worker_threads")?.as_u64()?;
+    Some(format!("{flavor}, {threads} worker thread{}", if threads == 1 { "" } else { "s" }))
 }
 
 /// An integer figure as the explaining arithmetic uses it.
@@ -59,7 +70,8 @@ fn as_text_map(value: &impl Serialize) -> BTreeMap<String, String> {
 
 impl PgSnapshot {
     pub fn from_json(v: &Value) -> Self {
-        Self::from(&serde_json::from_value::<pg::Diagnostics>(v.clone()).unwrap_or_default())
+        let snapshot = Self::from(&serde_json::from_value::<pg::Diagnostics>(v.clone()).unwrap_or_default());
+        Self { runtime: runtime(v), ..snapshot }
     }
 
     pub fn from(d: &pg::Diagnostics) -> Self {
@@ -88,6 +100,7 @@ impl PgSnapshot {
             settings: d.settings.clone().unwrap_or_default(),
             gin_fastupdate: gin.and_then(|g| g.fastupdate.clone()),
             server_version: d.server_version.clone(),
+            runtime: None,
         }
     }
 
@@ -138,11 +151,14 @@ pub struct MongoSnapshot {
     pub write_j: Option<bool>,
     pub journal_enabled: Option<bool>,
     pub pool_size: Option<f64>,
+    /// The service's own runtime (`runtime`).
+    pub runtime: Option<String>,
 }
 
 impl MongoSnapshot {
     pub fn from_json(v: &Value) -> Self {
-        Self::from(&serde_json::from_value::<mongo::Diagnostics>(v.clone()).unwrap_or_default())
+        let snapshot = Self::from(&serde_json::from_value::<mongo::Diagnostics>(v.clone()).unwrap_or_default());
+        Self { runtime: runtime(v), ..snapshot }
     }
 
     pub fn from(d: &mongo::Diagnostics) -> Self {
@@ -179,6 +195,7 @@ impl MongoSnapshot {
             write_j: sent.and_then(|w| w.j),
             journal_enabled: options.and_then(|o| o.enabled),
             pool_size: settings.and_then(|s| s.pool.as_ref()).and_then(|p| p.max_pool_size_per_server).map(f64::from),
+            runtime: None,
         }
     }
 

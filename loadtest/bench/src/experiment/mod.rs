@@ -289,12 +289,9 @@ async fn body(
             let mongodb_uri = need("MONGODB_URI")?;
             crate::demo::create_pg_database(&admin_url, &args.db_name).await?;
             let bin_dir = services::bin_dir(repo, args.bin_dir.as_deref(), args.no_build).await?;
-            let pg_env = vec![("DATABASE_URL".to_owned(), database_url.clone()), marker.clone()];
-            let mongo_env = vec![
-                ("MONGODB_URI".to_owned(), mongodb_uri.clone()),
-                ("MONGODB_DB".to_owned(), args.db_name.clone()),
-                marker.clone(),
-            ];
+            let threads = session.service_threads();
+            let (pg_env, mongo_env) =
+                crate::demo::services::local_envs(&database_url, &mongodb_uri, &args.db_name, &threads, marker);
             let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
             (Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env)), databases, budget_note)
         }

@@ -2,7 +2,8 @@
 //! databases acknowledge a write at the same point (both only once it is on disk, or neither: study
 //! S2's finding F4), hold the same data (the seeder's manifest lists both, and both row counts equal
 //! it: exact counts when the runner reaches the databases, else the counters in `/diagnostics`) and
-//! get the same number of connections from their service (study S3's unequal pools).
+//! get the same number of connections from their service (study S3's unequal pools), and whose
+//! services run on the same kind of runtime (`WORKER_THREADS`).
 //! A failed check refuses the round unless `--allow-mismatch`, and then the report says so at the
 //! top.
 
@@ -124,6 +125,15 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
         ok: pg_pool.is_some() && pg_pool == mongo_pool,
         note: "PG_POOL_SIZE and MONGO_POOL_SIZE must match (study S3 compared 256 with 64)".into(),
     });
+    checks.push(Check {
+        name: "service runtime".into(),
+        pg: pg.runtime.clone().unwrap_or_else(|| "not reported".into()),
+        mongo: mongo.runtime.clone().unwrap_or_else(|| "not reported".into()),
+        ok: pg.runtime == mongo.runtime,
+        note: "both services must run with the same WORKER_THREADS (a multi-threaded service costs more CPU per \
+               request on a small machine)"
+            .into(),
+    });
     Fairness { ok: checks.iter().all(|c| c.ok), checks }
 }
 
@@ -219,5 +229,22 @@ mod tests {
         let mut pg = samples::pg(0, 1, 0, 5000);
         pg["settings"]["pool_size"] = json!(64);
         assert!(!gate(Some(&m), pg, samples::mongo(5000, json!(true), "orders")).ok);
+    }
+
+    #[test]
+    fn services_on_different_runtimes_are_refused() {
+        let m = manifest(5000, &["pg", "mongo"]);
+        let runtime = |flavor: &str, threads: u64| json!({"flavor": flavor, "worker_threads": threads});
+        let (mut pg, mut mongo) = (samples::pg(0, 1, 0, 5000), samples::mongo(5000, json!(true), "orders"));
+        pg["runtime"] = runtime("current_thread", 1);
+        mongo["runtime"] = runtime("current_thread", 1);
+        let same = gate(Some(&m), pg.clone(), mongo.clone());
+        let check = same.checks.iter().find(|c| c.name == "service runtime").expect("checked");
+        assert!(same.ok && check.pg == "current_thread, 1 worker thread", "{check:?}");
+        mongo["runtime"] = runtime("multi_thread", 2);
+        let different = gate(Some(&m), pg.clone(), mongo);
+        assert!(!different.ok, "{:?}", different.checks);
+        let unknown = gate(Some(&m), pg, samples::mongo(5000, json!(true), "orders"));
+        assert!(!unknown.ok, "one service reporting its runtime and the other not cannot be compared");
     }
 }
