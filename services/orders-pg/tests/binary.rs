@@ -1,8 +1,8 @@
 //! The `orders-pg` binary itself: started with only `DATABASE_URL` (and a port-0 `BIND_ADDR`)
-//! against an empty database it migrates and serves; SIGTERM stops it cleanly; a bad value of any
-//! setting stops start-up with a message naming the variable. `WORKER_THREADS` of the test's
-//! environment reaches the binary (`WORKER_THREADS=1 cargo nextest run -p orders-pg` runs these on
-//! a current-thread runtime).
+//! against an empty database it migrates and serves; SIGTERM stops it cleanly; `WORKER_THREADS`
+//! chooses the runtime `/diagnostics` reports; a bad value of any setting stops start-up with a
+//! message naming the variable. `WORKER_THREADS` of the test's environment reaches the binary
+//! (`WORKER_THREADS=1 cargo nextest run -p orders-pg` runs these on a current-thread runtime).
 
 use orders_core::sample::order_body;
 use orders_testkit::TestApp;
@@ -55,6 +55,13 @@ async fn starts_on_an_empty_database_with_only_database_url_and_stops_on_sigterm
     assert!(status.success());
     let exit = tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait");
     assert!(exit.success(), "a clean exit after SIGTERM, got {exit:?}");
+}
+
+#[tokio::test]
+async fn worker_threads_choose_the_runtime_that_diagnostics_report() {
+    let url = orders_pg::testing::fresh_database().await;
+    let checks = orders_testkit::runtime::check_worker_threads(BINARY, &[("DATABASE_URL", url)]).await;
+    orders_testkit::runtime::assert_worker_threads_applied(&checks);
 }
 
 #[test]
