@@ -27,11 +27,12 @@
 # printed.
 # BEFORE_BIN_DIR=dir: a folder with orders-pg and orders-mongo built from an earlier commit. The
 # per-endpoint section then measures every endpoint PAIRS times with the earlier build and PAIRS
-# times with this one, alternately (before then after, after then before, ...: same data, same wrk
-# settings), and prints per endpoint the medians of each build's user and system microseconds per
-# request and after/before of the medians of user + system, then per service whether a GET by id
-# costs at most half of what it did. The earlier build gets only DATABASE_URL, PG_POOL_SIZE,
-# PG_STATEMENT_MODE, MONGODB_URI, MONGODB_DB, MONGO_POOL_SIZE, BIND_ADDR, RUST_LOG and LOG_FORMAT
+# times with this one, alternately (before then after, after then before, ...), with the same wrk
+# settings on the same data (put back after every run's writes), and prints per endpoint the
+# medians of each build's user and system microseconds per request and after/before of the
+# medians of user + system, then per service whether a GET by id costs at most half of what it
+# did. The earlier build gets only DATABASE_URL, PG_POOL_SIZE, PG_STATEMENT_MODE, MONGODB_URI,
+# MONGODB_DB, MONGO_POOL_SIZE, BIND_ADDR, RUST_LOG and LOG_FORMAT
 # (every service start gets an empty environment plus its settings), so it runs on the runtime it
 # was built with.
 set -euo pipefail
@@ -175,6 +176,22 @@ start_build() {
 	fi
 }
 
+# restore_data SERVICE: after a service's write endpoints ran, puts its database back as seeded
+# (but for the statuses the updates set): the orders they inserted (ids above ORDERS) are deleted,
+# and on PostgreSQL the GIN pending list that inserts and updates filled is flushed and the table
+# vacuumed, so the next run's reads meet the same data (a full pending list slows every product
+# search, finding F1, until requests time out).
+restore_data() {
+	if [[ $1 == orders-pg ]]; then
+		"${pg_env[@]}" "$PG_BIN/psql" -q -X -v ON_ERROR_STOP=1 "$url" -c "DELETE FROM orders WHERE id > $orders" \
+			-c "SELECT gin_clean_pending_list('orders_items'::regclass)" -c "VACUUM (ANALYZE) orders" >/dev/null ||
+			die "could not put the PostgreSQL data back"
+	else
+		"$bin/examples/find_one_loop" "$MONGODB_URI" "$database" --trim "$orders" ||
+			die "could not put the MongoDB data back"
+	fi
+}
+
 # The running service's runtime as its /diagnostics reports it ("current_thread, 1 worker(s)"), or
 # "not reported" (an earlier build: tokio's default, one worker per core).
 runtime_of() {
@@ -291,7 +308,7 @@ measure() {
 	wrk)
 		if grep -qE 'Non-2xx|Socket errors' "$work/out.txt"; then
 			cat "$work/out.txt" >&2
-			die "wrk saw errors from $base_url"
+			die "wrk saw errors from $base_url: $*"
 		fi
 		requests=$(awk '/ requests in / { print $1 }' "$work/out.txt")
 		rate=$(awk '/^Requests\/sec/ { print $2 }' "$work/out.txt")
@@ -319,7 +336,22 @@ run_wrk() {
 	measure wrk wrk -t"$threads" -c"$connections" -d"$2s" -s "$work/$1.lua" "$base_url"
 }
 
-warm_up() { wrk -t"$threads" -c"$connections" -d2s -s "$work/$1.lua" "$base_url" >/dev/null; }
+# warm_up SCRIPT: 2 s of wrk with SCRIPT, then waits until the service answers a GET within a
+# second again (for at most about a minute): wrk abandons the requests in flight when it stops, and
+# orders-mongo of 7a40a78 then stalls for many seconds (about 19 s here), which the measured run
+# must not start in. Says so when it waited.
+warm_up() {
+	wrk -t"$threads" -c"$connections" -d2s -s "$work/$1.lua" "$base_url" >/dev/null
+	local started=$SECONDS tries
+	for tries in $(seq 60); do
+		[[ $(curl -s -m 1 -o /dev/null -w '%{http_code}' "$base_url/orders/1") == 200 ]] && break
+		((tries < 60)) || die "$base_url did not answer a GET within a second for a minute after the warm-up"
+		sleep 0.5
+	done
+	if ((SECONDS - started > 1)); then
+		echo "service-bench: $base_url answered again $((SECONDS - started)) s after the $1 warm-up" >&2
+	fi
+}
 
 pgbench_run() { # $1 = protocol
 	measure pgbench "${pg_env[@]}" "$PG_BIN/pgbench" -n -M "$1" -c "$pool" -j "$threads" -T "$duration" \
@@ -411,6 +443,7 @@ cpu_per_endpoint() {
 				"$(total "$user" "$sys")" "$(total "$db_user" "$db_sys")"
 		done
 		stop_service
+		restore_data "$service"
 	done
 }
 
@@ -434,7 +467,8 @@ before_and_after() {
 			if ((pair % 2 == 0)); then order=(after before); fi
 			for build in "${order[@]}"; do
 				start_build "$build" "$service"
-				printf '  %s %s, run %d: runtime %s\n' "$service" "$build" "$pair" "$(runtime_of)"
+				# One line per run as it goes: each endpoint's user + system us per request.
+				printf '  %s %s, run %d (runtime: %s), us per request:' "$service" "$build" "$pair" "$(runtime_of)"
 				for endpoint in "${endpoints[@]}"; do
 					script=${endpoint%%:*}
 					warm_up "$script"
@@ -445,8 +479,11 @@ before_and_after() {
 					users[$key]+="$user "
 					systems[$key]+="$sys "
 					totals[$key]+="$(total "$user" "$sys") "
+					printf ' %s %.1f' "${endpoint#*:}" "$(total "$user" "$sys")"
 				done
+				printf '\n'
 				stop_service
+				restore_data "$service"
 			done
 		done
 	done
