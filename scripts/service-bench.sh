@@ -502,11 +502,11 @@ before_and_after() {
 					"$(median_of "${systems[$key]}")" "$(median_of "${totals[$key]}")")
 			done
 			# after/before of the medians of user + system
-			ratio=$(awk -v b="${line[3]}" -v a="${line[7]}" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')
+			ratio=$(awk -v b="${line[3]}" -v a="${line[7]}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 			printf '  %-13s %-14s | %8.0f %8.1f %8.1f %8.1f | %8.0f %8.1f %8.1f %8.1f | %12s\n' "$service" \
 				"${endpoint#*:}" "${line[@]}" "$ratio"
 			if [[ $script == get ]]; then
-				half=$(awk -v b="${line[3]}" -v a="${line[7]}" 'BEGIN { print (b > 0 && a <= b / 2) ? "yes" : "no" }')
+				half=$(awk -v b="${line[3]}" -v a="${line[7]}" 'BEGIN { print ((b > 0 && a <= b / 2) ? "yes" : "no") }')
 				key="$service before get"
 				before_runs=${totals[$key]% }
 				key="$service after get"
