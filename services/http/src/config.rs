@@ -174,8 +174,14 @@ mod tests {
         http: HttpConfig,
     }
 
+    /// Parses flags only for `WORKER_THREADS` (its environment variable is ignored here, so that
+    /// `WORKER_THREADS=1 cargo nextest run` does not change the default seen; the binaries' tests
+    /// check the variable).
     fn parse(args: &[&str]) -> Result<HttpConfig, clap::Error> {
-        Settings::try_parse_from(std::iter::once("service").chain(args.iter().copied())).map(|s| s.http)
+        use clap::{CommandFactory, FromArgMatches};
+        let command = Settings::command().mut_arg("worker_threads", |arg| arg.env(None::<&str>));
+        let matches = command.try_get_matches_from(std::iter::once("service").chain(args.iter().copied()))?;
+        Settings::from_arg_matches(&matches).map(|s| s.http)
     }
 
     #[test]
