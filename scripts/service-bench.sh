@@ -8,7 +8,8 @@
 #     each as PAIRS alternating (service, direct) runs, with the median ratio, and the ratio a
 #     service costing nothing would reach (direct CPU per request / (database + wrk) through it);
 #  3. the services' own CPU time per request (user and system apart, from /proc/<pid>/stat) for
-#     every endpoint: get by id, by customer, by product, insert, status update.
+#     every endpoint: get by id, by customer, by product, insert, status update; with
+#     BEFORE_BIN_DIR, side by side with the same services built from an earlier commit (below).
 # Every CPU figure is user + system time from /proc (the database server's from the local stack's
 # pid files), and the load clients' own from `times`.
 # Seeds ORDERS orders with `orders-bench seed` into a database of its own, starts release builds
@@ -19,6 +20,21 @@
 # CPU_DURATION=5 (seconds per endpoint), KEEP_DATA=1 keeps the seeded databases for the next run,
 # BIN_DIR=dir uses binaries built already (orders-pg, orders-mongo, orders-bench and
 # examples/find_one_loop) instead of building target/release.
+# WORKER_THREADS=1 is passed to both services and to the driver loop alike (auto or 1..1024, as
+# the services take it). The default 1 is for the shared 2-core machine the README's figures come
+# from: both services and the driver loop run single-threaded, on a current-thread runtime
+# (docs/configuration.md says why). Each service's runtime is read back from its /diagnostics and
+# printed.
+# BEFORE_BIN_DIR=dir: a folder with orders-pg and orders-mongo built from an earlier commit. The
+# per-endpoint section then measures every endpoint PAIRS times with the earlier build and PAIRS
+# times with this one, alternately (before then after, after then before, ...), with the same wrk
+# settings on the same data (put back after every run's writes), and prints per endpoint the
+# medians of each build's user and system microseconds per request and after/before of the
+# medians of user + system, then per service whether a GET by id costs at most half of what it
+# did. The earlier build gets only DATABASE_URL, PG_POOL_SIZE, PG_STATEMENT_MODE, MONGODB_URI,
+# MONGODB_DB, MONGO_POOL_SIZE, BIND_ADDR, RUST_LOG and LOG_FORMAT
+# (every service start gets an empty environment plus its settings), so it runs on the runtime it
+# was built with.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -30,6 +46,8 @@ threads=${THREADS:-2}
 pool=${POOL:-16}
 cpu_duration=${CPU_DURATION:-5}
 keep_data=${KEEP_DATA:-0}
+worker_threads=${WORKER_THREADS:-1}
+before_dir=${BEFORE_BIN_DIR:-}
 database=service_bench
 customers=$(((orders / 10) > 0 ? orders / 10 : 1))
 products=$customers
@@ -41,6 +59,13 @@ die() {
 command -v wrk >/dev/null || die "wrk is missing (apt-get install wrk)"
 [[ $orders =~ ^[0-9]+$ && $orders -ge 10 ]] || die "ORDERS must be an integer of at least 10"
 [[ $pairs =~ ^[0-9]+$ && $pairs -ge 1 ]] || die "PAIRS must be a positive integer"
+[[ $worker_threads == auto || ($worker_threads =~ ^[0-9]{1,4}$ && $worker_threads -ge 1 && $worker_threads -le 1024) ]] ||
+	die "WORKER_THREADS must be auto or a number from 1 to 1024"
+if [[ -n $before_dir ]]; then
+	for binary in orders-pg orders-mongo; do
+		[[ -x $before_dir/$binary ]] || die "BEFORE_BIN_DIR: $before_dir/$binary is missing"
+	done
+fi
 
 work=$(mktemp -d)
 bin=${BIN_DIR:-target/release}
@@ -103,15 +128,19 @@ stop_service() {
 	fi
 }
 
-# start_service NAME [VAR=value...]: starts target/release/NAME on a free port (port 0; the port
-# is read back from its start-up log line); sets service_pid and base_url.
+# start_service PATH [VAR=value...]: starts the service binary PATH on a free port (port 0) with
+# an empty environment plus the given settings, BIND_ADDR, RUST_LOG and LOG_FORMAT (so an earlier
+# build gets nothing it may not know, and nothing of this shell's environment reaches either
+# build); the port is read back from its start-up log line, which every build so far writes as
+# "listening on 127.0.0.1:PORT"; sets service_pid and base_url.
 start_service() {
-	local name=$1
+	local path=$1 name
+	name=$(basename "$path")
 	shift
 	# The log exists before the service starts: the loop below reads it at once.
 	: >"$work/$name.log"
-	env "$@" BIND_ADDR=127.0.0.1:0 RUST_LOG=warn,orders_http::serve=info LOG_FORMAT=text \
-		"$bin/$name" >"$work/$name.log" 2>&1 &
+	env -i "$@" BIND_ADDR=127.0.0.1:0 RUST_LOG=warn,orders_http::serve=info LOG_FORMAT=text \
+		"$path" >"$work/$name.log" 2>&1 &
 	service_pid=$!
 	local port=''
 	for _ in $(seq 300); do
@@ -120,11 +149,55 @@ start_service() {
 		kill -0 "$service_pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	if [[ -z $port ]] || ! curl -fs "http://127.0.0.1:$port/readyz" >/dev/null; then
+	if [[ -z $port ]] || ! curl -fs --max-time 5 "http://127.0.0.1:$port/readyz" >/dev/null; then
 		cat "$work/$name.log" >&2
-		die "$name did not start"
+		die "$path did not start"
 	fi
 	base_url=http://127.0.0.1:$port
+}
+
+# start_build BUILD SERVICE [STATEMENT_MODE]: starts SERVICE (orders-pg, orders-mongo) of BUILD
+# (after: this one, on WORKER_THREADS; before: BEFORE_BIN_DIR's, with only the settings it knows)
+# on the seeded data, and sets db for `measure`.
+start_build() {
+	local build=$1 service=$2 mode=${3:-prepared} dir=$bin extra=(WORKER_THREADS="$worker_threads")
+	if [[ $build == before ]]; then
+		dir=$before_dir
+		extra=()
+	fi
+	if [[ $service == orders-pg ]]; then
+		db=pg
+		start_service "$dir/orders-pg" "${extra[@]}" DATABASE_URL="$url" PG_POOL_SIZE="$pool" \
+			PG_STATEMENT_MODE="$mode"
+	else
+		db=mongo
+		start_service "$dir/orders-mongo" "${extra[@]}" MONGODB_URI="$MONGODB_URI" MONGODB_DB="$database" \
+			MONGO_POOL_SIZE="$pool"
+	fi
+}
+
+# restore_data SERVICE: after a service's write endpoints ran, puts its database back as seeded
+# (but for the statuses the updates set): the orders they inserted (ids above ORDERS) are deleted,
+# and on PostgreSQL the GIN pending list that inserts and updates filled is flushed and the table
+# vacuumed, so the next run's reads meet the same data (a full pending list slows every product
+# search, finding F1, until requests time out).
+restore_data() {
+	if [[ $1 == orders-pg ]]; then
+		"${pg_env[@]}" "$PG_BIN/psql" -q -X -v ON_ERROR_STOP=1 "$url" -c "DELETE FROM orders WHERE id > $orders" \
+			-c "SELECT gin_clean_pending_list('orders_items'::regclass)" -c "VACUUM (ANALYZE) orders" >/dev/null ||
+			die "could not put the PostgreSQL data back"
+	else
+		"$bin/examples/find_one_loop" "$MONGODB_URI" "$database" --trim "$orders" ||
+			die "could not put the MongoDB data back"
+	fi
+}
+
+# The running service's runtime as its /diagnostics reports it ("current_thread, 1 worker(s)"), or
+# "not reported" (an earlier build: tokio's default, one worker per core).
+runtime_of() {
+	curl -fs --max-time 10 "$base_url/diagnostics" |
+		sed -n 's/.*"runtime":{"flavor":"\([a-z_]*\)","worker_threads":\([0-9]*\)}.*/\1, \2 worker(s)/p' |
+		grep . || echo "not reported"
 }
 
 # --- load scripts -------------------------------------------------------------------------------
@@ -235,7 +308,7 @@ measure() {
 	wrk)
 		if grep -qE 'Non-2xx|Socket errors' "$work/out.txt"; then
 			cat "$work/out.txt" >&2
-			die "wrk saw errors from $base_url"
+			die "wrk saw errors from $base_url: $*"
 		fi
 		requests=$(awk '/ requests in / { print $1 }' "$work/out.txt")
 		rate=$(awk '/^Requests\/sec/ { print $2 }' "$work/out.txt")
@@ -263,7 +336,22 @@ run_wrk() {
 	measure wrk wrk -t"$threads" -c"$connections" -d"$2s" -s "$work/$1.lua" "$base_url"
 }
 
-warm_up() { wrk -t"$threads" -c"$connections" -d2s -s "$work/$1.lua" "$base_url" >/dev/null; }
+# warm_up SCRIPT: 2 s of wrk with SCRIPT, then waits until the service answers a GET within a
+# second again (for at most about a minute): wrk abandons the requests in flight when it stops, and
+# orders-mongo of 7a40a78 then stalls for many seconds (about 19 s here), which the measured run
+# must not start in. Says so when it waited.
+warm_up() {
+	wrk -t"$threads" -c"$connections" -d2s -s "$work/$1.lua" "$base_url" >/dev/null
+	local started=$SECONDS tries
+	for tries in $(seq 60); do
+		[[ $(curl -s -m 1 -o /dev/null -w '%{http_code}' "$base_url/orders/1") == 200 ]] && break
+		((tries < 60)) || die "$base_url did not answer a GET within a second for a minute after the warm-up"
+		sleep 0.5
+	done
+	if ((SECONDS - started > 1)); then
+		echo "service-bench: $base_url answered again $((SECONDS - started)) s after the $1 warm-up" >&2
+	fi
+}
 
 pgbench_run() { # $1 = protocol
 	measure pgbench "${pg_env[@]}" "$PG_BIN/pgbench" -n -M "$1" -c "$pool" -j "$threads" -T "$duration" \
@@ -271,7 +359,8 @@ pgbench_run() { # $1 = protocol
 }
 
 mongo_run() {
-	measure loop "$bin/examples/find_one_loop" "$MONGODB_URI" "$database" "$pool" "$connections" "$duration" "$orders"
+	measure loop "$bin/examples/find_one_loop" "$MONGODB_URI" "$database" "$pool" "$connections" "$duration" "$orders" \
+		"$worker_threads"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -317,43 +406,119 @@ compare() {
 		"$(printf '%s\n' "${cpu_ratios[@]}" | median)" "$(printf '%s\n' "${bounds[@]}" | median)"
 }
 
-printf 'service-bench: %s orders; wrk -t%s -c%s for %ss against pgbench -c %s -j %s / the driver loop (%s tasks), pool %s; %s pairs\n' \
-	"$orders" "$threads" "$connections" "$duration" "$pool" "$threads" "$connections" "$pool" "$pairs"
+printf 'service-bench: %s orders; wrk -t%s -c%s for %ss against pgbench -c %s -j %s / the driver loop (%s tasks), pool %s; %s pairs; WORKER_THREADS=%s\n' \
+	"$orders" "$threads" "$connections" "$duration" "$pool" "$threads" "$connections" "$pool" "$pairs" "$worker_threads"
 nproc_line="$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'machine: %s\n\nGET /orders/{id}, service vs direct\n' "$nproc_line"
 
-db=pg
-start_service orders-pg DATABASE_URL="$url" PG_POOL_SIZE="$pool" PG_STATEMENT_MODE=prepared
+start_build after orders-pg prepared
+printf '  orders-pg runtime: %s\n' "$(runtime_of)"
 compare "orders-pg prepared" "pgbench -M prepared" pgbench_run prepared
 stop_service
-start_service orders-pg DATABASE_URL="$url" PG_POOL_SIZE="$pool" PG_STATEMENT_MODE=unprepared
+start_build after orders-pg unprepared
 compare "orders-pg unprepared" "pgbench -M extended" pgbench_run extended
 stop_service
-db=mongo
-start_service orders-mongo MONGODB_URI="$MONGODB_URI" MONGODB_DB="$database" MONGO_POOL_SIZE="$pool"
+start_build after orders-mongo
+printf '  orders-mongo runtime: %s (the driver loop: WORKER_THREADS=%s too)\n' "$(runtime_of)" "$worker_threads"
 compare "orders-mongo" "driver find_one loop" mongo_run
 stop_service
 
-printf '\nService CPU per request (wrk -t%s -c%s, %ss per endpoint; orders-pg in prepared mode)\n' \
-	"$threads" "$connections" "$cpu_duration"
-printf '  %-13s %-14s %8s %9s %9s %9s | %11s\n' service endpoint "req/s" "user us" "sys us" "total us" "database us"
-for service in orders-pg orders-mongo; do
-	if [[ $service == orders-pg ]]; then
-		db=pg
-		start_service orders-pg DATABASE_URL="$url" PG_POOL_SIZE="$pool" PG_STATEMENT_MODE=prepared
-	else
-		db=mongo
-		start_service orders-mongo MONGODB_URI="$MONGODB_URI" MONGODB_DB="$database" MONGO_POOL_SIZE="$pool"
-	fi
-	for endpoint in get:get customer:by-customer product:by-product insert:insert status:status-update; do
-		script=${endpoint%%:*}
-		warm_up "$script"
-		measured=$(run_wrk "$script" "$cpu_duration")
-		read -r rate _ user sys db_user db_sys _ _ <<<"$measured"
-		printf '  %-13s %-14s %8.0f %9.1f %9.1f %9.1f | %11.1f\n' "$service" "${endpoint#*:}" "$rate" "$user" "$sys" \
-			"$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" \
-			"$(awk -v u="$db_user" -v s="$db_sys" 'BEGIN { print u + s }')"
+endpoints=(get:get customer:by-customer product:by-product insert:insert status:status-update)
+total() { awk -v u="$1" -v s="$2" 'BEGIN { print u + s }'; }
+
+# The services' CPU per request for every endpoint, one run each (this build).
+cpu_per_endpoint() {
+	printf '\nService CPU per request (wrk -t%s -c%s, %ss per endpoint; orders-pg in prepared mode)\n' \
+		"$threads" "$connections" "$cpu_duration"
+	printf '  %-13s %-14s %8s %9s %9s %9s | %11s\n' service endpoint "req/s" "user us" "sys us" "total us" "database us"
+	local service endpoint script measured rate user sys db_user db_sys
+	for service in orders-pg orders-mongo; do
+		start_build after "$service"
+		for endpoint in "${endpoints[@]}"; do
+			script=${endpoint%%:*}
+			warm_up "$script"
+			measured=$(run_wrk "$script" "$cpu_duration")
+			read -r rate _ user sys db_user db_sys _ _ <<<"$measured"
+			printf '  %-13s %-14s %8.0f %9.1f %9.1f %9.1f | %11.1f\n' "$service" "${endpoint#*:}" "$rate" "$user" "$sys" \
+				"$(total "$user" "$sys")" "$(total "$db_user" "$db_sys")"
+		done
+		stop_service
+		restore_data "$service"
 	done
-	stop_service
-done
+}
+
+# median_of LIST: the median of space-separated numbers.
+median_of() { tr ' ' '\n' <<<"$1" | grep . | median; }
+
+# The same, PAIRS runs of each build per endpoint (BEFORE_BIN_DIR's, this one), alternately, then
+# the medians side by side and whether a GET by id costs at most half of what it did.
+before_and_after() {
+	# Per "service build endpoint": the runs' req/s, user, sys and user+sys microseconds, as lists.
+	local -A rates users systems totals
+	local service pair build endpoint script measured rate user sys key order
+	printf '\nService CPU per request, before (%s) and after (this build, WORKER_THREADS=%s), %s runs of each per endpoint, alternately\n' \
+		"$before_dir" "$worker_threads" "$pairs"
+	printf '(wrk -t%s -c%s, %ss per endpoint after a 2 s warm-up; orders-pg in prepared mode; medians of the runs)\n' \
+		"$threads" "$connections" "$cpu_duration"
+	for service in orders-pg orders-mongo; do
+		for pair in $(seq "$pairs"); do
+			# Before first in odd pairs, after first in even ones: a drift of the machine hits both.
+			order=(before after)
+			if ((pair % 2 == 0)); then order=(after before); fi
+			for build in "${order[@]}"; do
+				start_build "$build" "$service"
+				# One line per run as it goes: each endpoint's user + system us per request.
+				printf '  %s %s, run %d (runtime: %s), us per request:' "$service" "$build" "$pair" "$(runtime_of)"
+				for endpoint in "${endpoints[@]}"; do
+					script=${endpoint%%:*}
+					warm_up "$script"
+					measured=$(run_wrk "$script" "$cpu_duration")
+					read -r rate _ user sys _ _ _ _ <<<"$measured"
+					key="$service $build $script"
+					rates[$key]+="$rate "
+					users[$key]+="$user "
+					systems[$key]+="$sys "
+					totals[$key]+="$(total "$user" "$sys") "
+					printf ' %s %.1f' "${endpoint#*:}" "$(total "$user" "$sys")"
+				done
+				printf '\n'
+				stop_service
+				restore_data "$service"
+			done
+		done
+	done
+
+	printf '\n  %-13s %-14s | %-35s | %-35s |\n' '' '' "before" "after"
+	printf '  %-13s %-14s | %8s %8s %8s %8s | %8s %8s %8s %8s | %12s\n' service endpoint \
+		"req/s" "user us" "sys us" "total us" "req/s" "user us" "sys us" "total us" "after/before"
+	local verdicts=() line ratio half before_runs after_runs
+	for service in orders-pg orders-mongo; do
+		for endpoint in "${endpoints[@]}"; do
+			script=${endpoint%%:*}
+			line=()
+			for build in before after; do
+				key="$service $build $script"
+				line+=("$(median_of "${rates[$key]}")" "$(median_of "${users[$key]}")" \
+					"$(median_of "${systems[$key]}")" "$(median_of "${totals[$key]}")")
+			done
+			# after/before of the medians of user + system
+			ratio=$(awk -v b="${line[3]}" -v a="${line[7]}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+			printf '  %-13s %-14s | %8.0f %8.1f %8.1f %8.1f | %8.0f %8.1f %8.1f %8.1f | %12s\n' "$service" \
+				"${endpoint#*:}" "${line[@]}" "$ratio"
+			if [[ $script == get ]]; then
+				half=$(awk -v b="${line[3]}" -v a="${line[7]}" 'BEGIN { print ((b > 0 && a <= b / 2) ? "yes" : "no") }')
+				key="$service before get"
+				before_runs=${totals[$key]% }
+				key="$service after get"
+				after_runs=${totals[$key]% }
+				verdicts+=("$(printf '  %s GET by id: %.1f -> %.1f us of service CPU per request (runs before: %s; after: %s), after/before %s: at most half: %s' \
+					"$service" "${line[3]}" "${line[7]}" "$before_runs" "$after_runs" "$ratio" "$half")")
+			fi
+		done
+	done
+	printf '\n'
+	printf '%s\n' "${verdicts[@]}"
+}
+
+if [[ -n $before_dir ]]; then before_and_after; else cpu_per_endpoint; fi
 printf '\nThe machine may be shared: compare figures from one run only.\n'

@@ -1,11 +1,14 @@
 //! Settings every service shares (`BIND_ADDR`, `RUST_LOG`, `LOG_FORMAT`, `REQUEST_TIMEOUT_MS`,
-//! `MAX_BODY_BYTES`, `POOL_TIMEOUT_MS`, `SHUTDOWN_TIMEOUT_MS`), parsed by clap from flags or the
-//! environment. Each binary flattens `HttpConfig` into its own settings; nothing else in the
+//! `MAX_BODY_BYTES`, `POOL_TIMEOUT_MS`, `SHUTDOWN_TIMEOUT_MS`, `WORKER_THREADS`), parsed by clap
+//! from flags or the environment before the runtime starts (`runtime::build` takes
+//! `WORKER_THREADS`). Each binary flattens `HttpConfig` into its own settings; nothing else in the
 //! project reads `std::env`. `DatabaseLimits` carries the two that the stores apply, so both
 //! services shed load the same way from the same numbers.
 
+use crate::runtime::WorkerThreads;
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
+use std::str::FromStr;
 use std::time::Duration;
 
 /// Default of `REQUEST_TIMEOUT_MS`.
@@ -106,6 +109,17 @@ pub struct HttpConfig {
         value_parser = clap::value_parser!(u64).range(1..=1_073_741_824)
     )]
     pub max_body_bytes: u64,
+
+    /// Runtime workers: `auto` (tokio's default, one per core) or 1 to 1024; `1` runs a
+    /// current-thread runtime (no work stealing, no wake-ups across threads).
+    #[arg(
+        long = "worker-threads",
+        env = "WORKER_THREADS",
+        value_name = "WORKER_THREADS",
+        default_value = "auto",
+        value_parser = WorkerThreads::from_str
+    )]
+    pub worker_threads: WorkerThreads,
 }
 
 impl HttpConfig {
@@ -136,6 +150,7 @@ impl HttpConfig {
             max_body_bytes: 1_048_576,
             pool_timeout_ms: DEFAULT_POOL_TIMEOUT_MS,
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
+            worker_threads: WorkerThreads::Auto,
         }
     }
 }
@@ -146,4 +161,37 @@ impl HttpConfig {
 pub fn parse_args<C: clap::Parser>(default_bind_addr: &'static str) -> C {
     let matches = C::command().mut_arg("bind_addr", |arg| arg.default_value(default_bind_addr)).get_matches();
     C::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Settings {
+        #[command(flatten)]
+        http: HttpConfig,
+    }
+
+    /// Parses flags only for `WORKER_THREADS` (its environment variable is ignored here, so that
+    /// `WORKER_THREADS=1 cargo nextest run` does not change the default seen; the binaries' tests
+    /// check the variable).
+    fn parse(args: &[&str]) -> Result<HttpConfig, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let command = Settings::command().mut_arg("worker_threads", |arg| arg.env(None::<&str>));
+        let matches = command.try_get_matches_from(std::iter::once("service").chain(args.iter().copied()))?;
+        Settings::from_arg_matches(&matches).map(|s| s.http)
+    }
+
+    #[test]
+    fn worker_threads_default_to_auto_and_take_a_count() {
+        assert_eq!(parse(&[]).expect("defaults").worker_threads, WorkerThreads::Auto);
+        assert_eq!(parse(&["--worker-threads", "1"]).expect("one").worker_threads, WorkerThreads::Exactly(1));
+        assert_eq!(parse(&["--worker-threads", "auto"]).expect("auto").worker_threads, WorkerThreads::Auto);
+        for bad in ["0", "1025", "many", ""] {
+            let error = parse(&["--worker-threads", bad]).expect_err(bad).to_string();
+            assert!(error.contains("WORKER_THREADS") && error.contains("1 to 1024"), "{bad:?}: {error}");
+        }
+    }
 }

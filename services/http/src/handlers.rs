@@ -128,10 +128,13 @@ pub async fn metrics<S: OrderStore>(State(app): State<AppState<S>>) -> impl Into
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text)
 }
 
+/// The store's report plus what the HTTP layer knows: the pool's figures and the runtime the
+/// service runs on (`WORKER_THREADS` as tokio applied it).
 pub async fn diagnostics<S: OrderStore>(State(app): State<AppState<S>>) -> Result<Json<serde_json::Value>, ApiError> {
     let mut report = app.store.diagnostics().await?;
     if let Some(object) = report.as_object_mut() {
         object.insert("pool".into(), serde_json::to_value(app.store.pool_status()).unwrap_or_default());
+        object.insert("runtime".into(), serde_json::to_value(crate::runtime::current()).unwrap_or_default());
     }
     Ok(Json(report))
 }

@@ -3,8 +3,9 @@
 //! and its JSON shape (`error`), request extractors that turn bad input into that shape
 //! (`extract`), the shared settings (`config`), logging (`telemetry`), Prometheus metrics
 //! (`metrics`) with the count of shed requests (`shedding`), the headers of the write endpoints
-//! (`write_headers`: `Prefer`, `Idempotency-Key`), the OpenAPI document (`openapi`) and serving
-//! with a drain that answers every accepted connection (`serve`).
+//! (`write_headers`: `Prefer`, `Idempotency-Key`), the OpenAPI document (`openapi`), serving
+//! with a drain that answers every accepted connection (`serve`), and the tokio runtime both
+//! binaries build from `WORKER_THREADS` (`runtime`).
 
 pub mod config;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod layers;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
+pub mod runtime;
 pub mod serve;
 pub mod shedding;
 pub mod telemetry;
@@ -22,4 +24,5 @@ pub mod write_headers;
 pub use config::{DatabaseLimits, HttpConfig, LogFormat};
 pub use error::ApiError;
 pub use routes::app;
+pub use runtime::WorkerThreads;
 pub use serve::{Draining, Server, serve, shutdown_signal};

@@ -1,5 +1,6 @@
-//! `orders-mongo`: reads the settings, starts logging, connects to MongoDB (waiting for a server
-//! that is still starting, applying the indexes) and serves the order API until SIGTERM or Ctrl-C.
+//! `orders-mongo`: reads the settings, starts logging, builds the runtime (`WORKER_THREADS`),
+//! connects to MongoDB (waiting for a server that is still starting, applying the indexes) and
+//! serves the order API until SIGTERM or Ctrl-C.
 
 use anyhow::Context;
 use orders_mongo::{Config, MongoStore};
@@ -8,10 +9,13 @@ use orders_mongo::{Config, MongoStore};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// Settings and logging first, then the runtime `WORKER_THREADS` asks for, then the service on it.
+fn main() -> anyhow::Result<()> {
     let config: Config = orders_http::config::parse_args("127.0.0.1:8081");
     let _log = orders_http::telemetry::init(&config.http);
-    let store = MongoStore::connect(&config.store()).await.context("could not start on MongoDB")?;
-    orders_http::serve(&config.http, store).await.context("server failed")
+    let runtime = orders_http::runtime::build(config.http.worker_threads).context("could not start the runtime")?;
+    runtime.block_on(async {
+        let store = MongoStore::connect(&config.store()).await.context("could not start on MongoDB")?;
+        orders_http::serve(&config.http, store).await.context("server failed")
+    })
 }

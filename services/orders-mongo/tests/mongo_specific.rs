@@ -1,6 +1,7 @@
 //! What only the MongoDB service has: the BSON types in the collection, the indexes, the write
-//! concern and query plan in `/diagnostics`, the pool figures, the strict document reader, and the
-//! binary's refusal to start on a bad `MONGO_*` value. Real mongod; each test its own database.
+//! concern and query plan in `/diagnostics`, the pool figures, the strict document reader, the
+//! binary's refusal to start on a bad `MONGO_*` value, and the runtime `WORKER_THREADS` chooses.
+//! Real mongod; each test its own database.
 
 mod common;
 
@@ -265,6 +266,17 @@ fn the_binary_starts_serves_readiness_and_stops_on_sigterm() {
     assert_eq!(ready.1.status, 200);
     assert_eq!(ready.1.json["backend"], "mongodb");
     assert!(status.success(), "exit after SIGTERM: {status:?}");
+}
+
+#[tokio::test]
+async fn worker_threads_choose_the_runtime_that_diagnostics_report() {
+    let db = unique_db_name("orders_test_runtime");
+    let env = [("MONGODB_URI", mongodb_uri()), ("MONGODB_DB", db.clone())];
+    let checks = orders_testkit::runtime::check_worker_threads(env!("CARGO_BIN_EXE_orders-mongo"), &env).await;
+    if let Ok(client) = mongodb::Client::with_uri_str(mongodb_uri()).await {
+        let _ = client.database(&db).drop().await;
+    }
+    orders_testkit::runtime::assert_worker_threads_applied(&checks);
 }
 
 #[tokio::test]

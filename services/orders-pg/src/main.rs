@@ -1,4 +1,5 @@
-//! Entry point of `orders-pg`: parse settings, start logging, connect and migrate, serve.
+//! Entry point of `orders-pg`: parse settings, start logging, build the runtime (`WORKER_THREADS`),
+//! connect and migrate, serve.
 
 use anyhow::Context;
 use orders_pg::{Config, PgStore};
@@ -7,10 +8,13 @@ use orders_pg::{Config, PgStore};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// Settings and logging first, then the runtime `WORKER_THREADS` asks for, then the service on it.
+fn main() -> anyhow::Result<()> {
     let config: Config = orders_http::config::parse_args("127.0.0.1:8080");
     let _log = orders_http::telemetry::init(&config.http);
-    let store = PgStore::connect(&config.store()).await.context("could not start on PostgreSQL")?;
-    orders_http::serve(&config.http, store).await.context("server failed")
+    let runtime = orders_http::runtime::build(config.http.worker_threads).context("could not start the runtime")?;
+    runtime.block_on(async {
+        let store = PgStore::connect(&config.store()).await.context("could not start on PostgreSQL")?;
+        orders_http::serve(&config.http, store).await.context("server failed")
+    })
 }

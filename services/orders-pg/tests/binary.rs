@@ -1,6 +1,8 @@
 //! The `orders-pg` binary itself: started with only `DATABASE_URL` (and a port-0 `BIND_ADDR`)
-//! against an empty database it migrates and serves; SIGTERM stops it cleanly; a bad value of any
-//! setting stops start-up with a message naming the variable.
+//! against an empty database it migrates and serves; SIGTERM stops it cleanly; `WORKER_THREADS`
+//! chooses the runtime `/diagnostics` reports; a bad value of any setting stops start-up with a
+//! message naming the variable. `WORKER_THREADS` of the test's environment reaches the binary
+//! (`WORKER_THREADS=1 cargo nextest run -p orders-pg` runs these on a current-thread runtime).
 
 use orders_core::sample::order_body;
 use orders_testkit::TestApp;
@@ -10,10 +12,14 @@ use std::time::Duration;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_orders-pg");
 
-/// Runs the binary with `env` (and nothing inherited that could change its settings).
+/// Runs the binary with `env` (and nothing inherited that could change its settings but
+/// `WORKER_THREADS`).
 fn command(env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(BINARY);
     command.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default());
+    if let Some(threads) = std::env::var_os("WORKER_THREADS") {
+        command.env("WORKER_THREADS", threads);
+    }
     for (key, value) in env {
         command.env(key, value);
     }
@@ -51,6 +57,13 @@ async fn starts_on_an_empty_database_with_only_database_url_and_stops_on_sigterm
     assert!(exit.success(), "a clean exit after SIGTERM, got {exit:?}");
 }
 
+#[tokio::test]
+async fn worker_threads_choose_the_runtime_that_diagnostics_report() {
+    let url = orders_pg::testing::fresh_database().await;
+    let checks = orders_testkit::runtime::check_worker_threads(BINARY, &[("DATABASE_URL", url)]).await;
+    orders_testkit::runtime::assert_worker_threads_applied(&checks);
+}
+
 #[test]
 fn a_bad_setting_stops_start_up_with_a_message_naming_it() {
     for (variable, value) in [
@@ -66,6 +79,9 @@ fn a_bad_setting_stops_start_up_with_a_message_naming_it() {
         ("SHUTDOWN_TIMEOUT_MS", "later"),
         ("MAX_BODY_BYTES", "-1"),
         ("RUST_LOG", "info,[="),
+        ("WORKER_THREADS", "0"),
+        ("WORKER_THREADS", "1025"),
+        ("WORKER_THREADS", "many"),
     ] {
         let output = command(&[("DATABASE_URL", "postgres://postgres@127.0.0.1:1/none"), (variable, value)])
             .output()
@@ -96,6 +112,7 @@ fn help_lists_every_setting() {
         "POOL_TIMEOUT_MS",
         "SHUTDOWN_TIMEOUT_MS",
         "MAX_BODY_BYTES",
+        "WORKER_THREADS",
         "DATABASE_URL",
         "PG_POOL_SIZE",
         "PG_GIN_FASTUPDATE",

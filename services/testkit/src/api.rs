@@ -292,6 +292,9 @@ pub async fn operational_endpoints_answer(app: &TestApp) {
     assert_eq!(diagnostics.status, 200, "{}", diagnostics.text);
     assert!(diagnostics.json["backend"].is_string());
     assert!(diagnostics.json["pool"]["max_size"].is_u64());
+    let runtime = &diagnostics.json["runtime"];
+    assert!(matches!(runtime["flavor"].as_str(), Some("current_thread" | "multi_thread")), "{runtime}");
+    assert!(runtime["worker_threads"].as_u64() >= Some(1), "{runtime}");
 }
 
 const MINIMAL: (&str, &str) = ("prefer", "return=minimal");

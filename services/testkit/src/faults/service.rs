@@ -1,5 +1,7 @@
 //! A service binary (`orders-pg` or `orders-mongo`) run as a child process on a port-0 address,
-//! with only the environment the test gives it; its address is read from its first JSON log line.
+//! with only the environment the test gives it (and `WORKER_THREADS` from the test's own
+//! environment unless the test sets it, so `WORKER_THREADS=1 cargo nextest run ...` runs the fault
+//! tests on a current-thread runtime); its address is read from its first JSON log line.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -11,11 +13,15 @@ pub struct ServiceProcess {
 }
 
 impl ServiceProcess {
-    /// Starts `binary` with `env` (nothing inherited but `PATH`) and waits for its address.
+    /// Starts `binary` with `env` (nothing inherited but `PATH` and `WORKER_THREADS`) and waits for
+    /// its address.
     pub fn start(binary: &str, env: &[(&str, String)]) -> Self {
         let mut command = Command::new(binary);
         command.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default());
         command.env("BIND_ADDR", "127.0.0.1:0").env("LOG_FORMAT", "json").env("RUST_LOG", "info");
+        if let Some(threads) = std::env::var_os("WORKER_THREADS") {
+            command.env("WORKER_THREADS", threads);
+        }
         for (key, value) in env {
             command.env(key, value);
         }
