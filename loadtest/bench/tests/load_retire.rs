@@ -1,5 +1,5 @@
 //! `orders-bench load` told `retire mongo` on its stdin while it runs (what the runner does once a
-//! target has failed two steps in a row): from then on that target gets no request, the other one
+//! target has failed three steps in a row): from then on that target gets no request, the other one
 //! gets its whole schedule, and the summary says where the retirement began. Two stand-in services
 //! answer after 5 ms; 200 requests/s per target for 3 s; the line is sent after about 1.2 s.
 

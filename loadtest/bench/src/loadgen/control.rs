@@ -1,7 +1,7 @@
 //! What a running generator can be told, by the runner on its stdin (one line each) or by a signal:
 //! `stop` (or SIGINT / SIGTERM) ends the run early, and the summary is still written; `retire NAME`
 //! stops sending to target NAME while the others go on. The runner retires a target once it has
-//! failed two steps in a row: its limit is known, and overloading it further would only spend the
+//! failed three steps in a row: its limit is known, and overloading it further would only spend the
 //! shared machine (the generator's CPU on timeouts and new connections, the service's on queued
 //! requests) while the other target is still being measured.
 

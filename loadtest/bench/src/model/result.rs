@@ -162,7 +162,7 @@ pub struct TargetResult {
     pub latency_ms: Latency,
     /// Requests per endpoint (read, product, insert, ...).
     pub endpoints: BTreeMap<String, u64>,
-    /// Where the runner stopped loading this target because it had failed two steps in a row
+    /// Where the runner stopped loading this target because it had failed three steps in a row
     /// while the other was still being measured (native generator); its later steps did not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retired: Option<Retired>,

@@ -11,6 +11,7 @@ use crate::diagnostics::probe::Probe;
 use crate::diagnostics::{self, Pair};
 use crate::k6::live::{EarlyStop, LiveView};
 use crate::model::cpu::{Component, ProbeCost, Role};
+use crate::model::verdict::PassMark;
 use crate::target::Target;
 use crate::{fleet, procstat};
 use anyhow::{Context, Result};
@@ -76,7 +77,7 @@ fn progress_line(view: &LiveView, step: usize, rate: u32) -> String {
     format!("step {} @ {rate} req/s done: {}", step + 1, figures.join(" | "))
 }
 
-/// Retires every target that has failed two steps in a row (the second of them over) while
+/// Retires every target that has failed three steps in a row (the third of them over) while
 /// another is still being measured: its limit is known, and more load on it would only spend the
 /// shared machine under the other's steps (`loadgen::control`). k6 cannot retire a target and
 /// overloads it to the end, as before.
@@ -84,14 +85,16 @@ async fn retire_the_failed(
     running: &mut launch::Running,
     early: &EarlyStop,
     view: &LiveView,
+    targets: &[String],
+    mark: &PassMark,
     retired: &mut BTreeSet<String>,
     label: &str,
 ) {
-    for target in early.to_retire(view, retired) {
+    for target in early.to_retire(view, targets, mark, retired) {
         retired.insert(target.clone());
         match running.retire(&target).await {
             Ok(true) => eprintln!(
-                "{label} {target} has failed two steps in a row: no more load on it while the other target goes on"
+                "{label} {target} has failed three steps in a row: no more load on it while the other target goes on"
             ),
             Ok(false) => {}
             Err(error) => eprintln!("{label} could not retire {target} ({error:#}); it stays loaded"),
@@ -202,7 +205,7 @@ pub async fn run(
                 }
                 let all_failed = spec.early_stop && !stopped_early && early.observe(&view, &targets, &spec.mark);
                 if spec.early_stop && !stopped_early && !all_failed {
-                    retire_the_failed(&mut running, &early, &view, &mut retired, label).await;
+                    retire_the_failed(&mut running, &early, &view, &targets, &spec.mark, &mut retired, label).await;
                 }
                 if all_failed {
                     stopped_early = true;

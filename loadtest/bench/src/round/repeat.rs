@@ -246,8 +246,8 @@ fn retirement_note(name: &str, target: &TargetResult) -> Option<String> {
     let label = Target::from_name(name).map_or(name.to_owned(), |t| t.label().to_owned());
     let rate = target.steps.get(retired.step).map_or(String::new(), |s| format!(" ({} req/s)", s.rate));
     Some(format!(
-        "{label} got no more load from step {}{rate} on, {:.1} s into the staircase: it had failed two steps in a \
-         row, so its limit was known, and the other target climbed the rest of the staircase alone",
+        "{label} got no more load from step {}{rate} on, {:.1} s into the staircase: it had failed three steps in \
+         a row, so its limit was known, and the other target climbed the rest of the staircase alone",
         retired.step + 1,
         retired.at_s,
     ))
