@@ -71,7 +71,13 @@ impl Probe {
                 MongoSource::Service
             }
         };
-        Self { pg, mongo, services, cost }
+        let probe = Self { pg, mongo, services, cost };
+        // Once before the load, not counted: a backend's first sample loads the pgstattuple
+        // library and fills its catalog caches, about 40 ms of PostgreSQL's CPU (measured; later
+        // ones cost under 10 ms), which under a quarter-core budget held every query of the first
+        // sampled step up for some 160 ms (p95 160-320 ms in step 2 of `demo --quick`'s read).
+        let _ = tokio::join!(probe.pg_sample(), probe.mongo_sample());
+        probe
     }
 
     /// One sample of both databases, `at_s` seconds into the run.

@@ -16,6 +16,7 @@ pub mod fairness;
 pub mod launch;
 pub mod limit;
 mod load_generator;
+mod own_stall;
 mod repeat;
 pub mod stall;
 pub mod verdict;

@@ -205,7 +205,11 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     cpu.probe = Some(probe);
     record::add_engine_caches(&mut cpu.budgets, &after);
     for (name, target) in &target_results {
-        let failed = target.steps.iter().find(|s| s.complete && !s.passed);
+        // The step that set the limit: the first failure the rate search did not step over.
+        let failed = target
+            .max_rate
+            .first_failed_rate
+            .and_then(|rate| target.steps.iter().find(|s| s.complete && !s.passed && s.rate == rate));
         if let Some(step_cpu) = failed.and_then(|f| cpu.steps.iter().find(|s| s.step == f.step)) {
             let limit = limit::limit(name, step_cpu, &sampler.components, cpu.cores);
             cpu.limits.insert(name.clone(), limit);

@@ -18,7 +18,8 @@
 //!   at most `MAX_INCONCLUSIVE` times per target and run; after that it counts as failed.
 //!
 //! The live view gets the same test (`explains_live`), so a run is not stopped early on a stall.
-//! Summaries without windows (k6) are left as they are.
+//! Summaries without windows (k6) are left as they are. Stalls of one target alone are reviewed
+//! after these, once every step's verdict is known (`own_stall`).
 
 use crate::k6::live::LiveView;
 use crate::k6::summary::{Summary, Windows};
@@ -36,10 +37,6 @@ pub const MAX_INCONCLUSIVE: usize = 2;
 /// `lag_ms` the generator's worst lag per window.
 pub fn stalled_windows(targets: &[&Windows], lag_ms: &[f64], mark: &PassMark) -> Vec<bool> {
     let windows = targets.iter().map(|w| w.count.len()).max().unwrap_or(0).max(lag_ms.len());
-    let slow_in = |w: &Windows, i: usize| {
-        let count = w.count.get(i).copied().unwrap_or(0);
-        count > 0 && w.slow.get(i).copied().unwrap_or(0) as f64 >= SLOW_SHARE * count as f64
-    };
     let witnesses: Vec<&Windows> = targets
         .iter()
         .copied()
@@ -54,12 +51,18 @@ pub fn stalled_windows(targets: &[&Windows], lag_ms: &[f64], mark: &PassMark) ->
         .collect()
 }
 
-fn sum_where(values: &[u64], pick: &[bool], stalled: bool) -> u64 {
+/// Window `i` of `w` is slow: at least `SLOW_SHARE` of its requests were.
+pub(super) fn slow_in(w: &Windows, i: usize) -> bool {
+    let count = w.count.get(i).copied().unwrap_or(0);
+    count > 0 && w.slow.get(i).copied().unwrap_or(0) as f64 >= SLOW_SHARE * count as f64
+}
+
+pub(super) fn sum_where(values: &[u64], pick: &[bool], stalled: bool) -> u64 {
     values.iter().zip(pick).filter(|(_, s)| **s == stalled).map(|(v, _)| *v).sum()
 }
 
 /// The rest of the step, outside the stalled windows, meets the pass mark; and its slow share.
-fn passes_outside(windows: &Windows, stalled: &[bool], mark: &PassMark) -> (bool, f64) {
+pub(super) fn passes_outside(windows: &Windows, stalled: &[bool], mark: &PassMark) -> (bool, f64) {
     let outside = |values: &[u64]| sum_where(values, stalled, false);
     let (count, slow) = (outside(&windows.count), outside(&windows.slow));
     let (failures, dropped) = (outside(&windows.failed), outside(&windows.dropped));
@@ -156,6 +159,12 @@ pub fn review(steps: &mut BTreeMap<String, Vec<StepResult>>, summary: &Summary, 
                 *so_far += usize::from(step.stall.as_ref().is_some_and(|s| s.outcome == Outcome::Inconclusive));
             }
         }
+    }
+    // Then stalls of one target alone, which need every step's verdict.
+    for (name, target_steps) in steps.iter_mut() {
+        let Some(target) = summary.targets.get(name) else { continue };
+        let windows: Vec<Option<&Windows>> = target.steps.iter().map(|s| s.windows.as_ref()).collect();
+        super::own_stall::review(target_steps, &windows, mark);
     }
 }
 
