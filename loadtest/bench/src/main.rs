@@ -57,7 +57,7 @@ enum Command {
     /// Combine round folders into one report.md, a self-contained report.html and SVG charts.
     Report(report::ReportArgs),
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
-    /// rounds and the report; stops everything it started (about ten minutes, --quick under three).
+    /// rounds and the report; stops everything it started (about twelve minutes, --quick under three).
     Demo(demo::DemoArgs),
     /// The native open-loop load generator (what `round` and `demo` run): a staircase or constant
     /// rate, or a closed loop with --clients; the k6 script's mixes and summary JSON.

@@ -3,7 +3,7 @@
 //! their own (`orders_demo` in both servers), runs the `read`, `insert`, `status` and `shop`
 //! rounds (reloading the data before every repeat), writes the combined report and stops
 //! everything it started, also on an error or Ctrl-C: the services, k6, and the stack if it was
-//! not running before. About ten minutes on two cores; `--quick` takes under three.
+//! not running before. About twelve minutes on two cores; `--quick` takes under three.
 //!
 //! The databases run under equal resource budgets (`crate::budget::local`, shared with
 //! `experiment`: by default an eighth of the cores and a quarter of the memory each, printed at the

@@ -12,8 +12,8 @@
 //!
 //! Time (two cores, 100,000 orders): a probe takes about 20 s; a repeat holds at most `STEPS`
 //! rates of 4 s and stops one rate after both targets failed; with reseeding and diagnostics a mix
-//! takes about two and a half minutes in full, 40 s with `--quick` (measured: `read` and `shop` in
-//! 3 min 55 s with 3 s steps; `--quick` 2 min 39 s).
+//! takes about three minutes in full, 30 s with `--quick` (measured under the default budgets: the
+//! whole demo in 11 min 52 s, `--quick` in 1 min 50 s, builds not counted).
 
 use crate::model::result::{RatePlan, RoundResult, two_digits};
 use crate::model::verdict::StepResult;
@@ -43,7 +43,7 @@ pub struct Profile {
     pub staircase: Staircase,
 }
 
-/// `orders-bench demo`: about ten minutes on two cores.
+/// `orders-bench demo`: about twelve minutes on two cores.
 pub fn full() -> Profile {
     Profile {
         orders: 100_000,
