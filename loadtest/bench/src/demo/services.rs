@@ -24,7 +24,9 @@ pub const BUILD_PACKAGES: [&str; 3] = ["orders-bench", Target::Pg.service(), Tar
 pub async fn build(repo: &Path) -> Result<PathBuf> {
     let selection: Vec<String> = BUILD_PACKAGES.iter().flat_map(|p| ["-p".to_owned(), (*p).to_owned()]).collect();
     eprintln!("demo: building the services (cargo build --release {})", selection.join(" "));
-    let status = tokio::process::Command::new("cargo")
+    let mut cargo = std::process::Command::new("cargo");
+    without_cargo_run_vars(&mut cargo);
+    let status = tokio::process::Command::from(cargo)
         .arg("build")
         .arg("--release")
         .args(&selection)
@@ -38,6 +40,33 @@ pub async fn build(repo: &Path) -> Result<PathBuf> {
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo.join("target"), PathBuf::from);
     Ok(crate::repo::absolute(&target).join("release"))
+}
+
+/// A variable `cargo run` gives the program it runs (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...).
+/// They must not reach the demo's own `cargo build`: ring's build script asks to run again when
+/// `CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR` or `OUT_DIR` differ from the build before, which under
+/// `cargo run` they always do, and that compiled ring, rustls, the mongodb driver and everything on
+/// top of them a second time (3 to 4 minutes on two cores).
+fn without_cargo_run_vars(command: &mut std::process::Command) {
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_run) {
+            command.env_remove(&name);
+        }
+    }
+}
+
+fn set_by_cargo_run(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "OUT_DIR"
+        )
 }
 
 /// The folder of the running orders-bench, where cargo puts the service binaries too.
@@ -169,5 +198,22 @@ mod tests {
             "{} checks another selection",
             script.display()
         );
+    }
+
+    /// cargo runs tests, like `cargo run` runs the demo, with the package's variables set: the
+    /// command the demo builds with must reach cargo without them, and with the user's own.
+    #[test]
+    fn the_demo_builds_without_the_variables_cargo_run_gave_it() {
+        let inherited = |name: &str| std::env::var_os(name).is_some();
+        assert!(inherited("CARGO_PKG_NAME") && inherited("CARGO_MANIFEST_DIR"), "run under cargo, as the demo is");
+        let mut env = std::process::Command::new("env");
+        without_cargo_run_vars(&mut env);
+        let output = env.env("CARGO_TARGET_DIR", "/kept").output().expect("run env");
+        let seen = String::from_utf8_lossy(&output.stdout);
+        let names: Vec<&str> = seen.lines().filter_map(|l| l.split_once('=').map(|(n, _)| n)).collect();
+        for gone in ["CARGO_PKG_NAME", "CARGO_PKG_VERSION_MAJOR", "CARGO_MANIFEST_DIR"] {
+            assert!(!names.contains(&gone), "{gone} reached the build: {names:?}");
+        }
+        assert!(names.contains(&"PATH") && names.contains(&"CARGO_TARGET_DIR"), "{names:?}");
     }
 }
