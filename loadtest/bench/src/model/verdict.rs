@@ -48,6 +48,13 @@ pub struct StepResult {
     pub stall: Option<Stall>,
 }
 
+impl StepResult {
+    /// A stall review left it inconclusive: the rate search steps over it.
+    pub fn inconclusive(&self) -> bool {
+        self.stall.as_ref().is_some_and(|s| s.outcome == Outcome::Inconclusive)
+    }
+}
+
 /// The outcome of the rate search of one target in one run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MaxRate {

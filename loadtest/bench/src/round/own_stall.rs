@@ -12,7 +12,7 @@
 //! the failure stands). `round::stall` reviews stalls of the whole machine first; this runs after
 //! it, once every step's verdict is known.
 
-use super::stall::{MAX_INCONCLUSIVE, passes_outside, slow_in, sum_where};
+use super::stall::{MAX_INCONCLUSIVE, passes_outside, slow_in, span, stall};
 use crate::k6::summary::Windows;
 use crate::model::verdict::{Outcome, PassMark, Stall, StepResult};
 
@@ -24,14 +24,13 @@ const PASSES_AFTER: usize = 2;
 /// Reviews the steps of one target; `windows[k]`: its windows of step `k`, where the generator
 /// recorded them.
 pub fn review(steps: &mut [StepResult], windows: &[Option<&Windows>], mark: &PassMark) {
-    let inconclusive = |steps: &[StepResult]| {
-        steps.iter().filter(|s| s.stall.as_ref().is_some_and(|st| st.outcome == Outcome::Inconclusive)).count()
-    };
     for k in 0..steps.len() {
         let step = &steps[k];
         let open =
             step.stall.as_ref().is_none_or(|s| !matches!(s.outcome, Outcome::Discounted | Outcome::Inconclusive));
-        if !(step.complete && !step.passed && open) || inconclusive(steps) >= MAX_INCONCLUSIVE {
+        if !(step.complete && !step.passed && open)
+            || steps.iter().filter(|s| s.inconclusive()).count() >= MAX_INCONCLUSIVE
+        {
             continue;
         }
         let after: Vec<&StepResult> = steps[k + 1..].iter().filter(|s| s.complete).take(PASSES_AFTER).collect();
@@ -53,27 +52,14 @@ fn own_stall(own: &Windows, mark: &PassMark) -> Option<Stall> {
     if n == 0 || n as f64 > MAX_STALL_SHARE * slow.len() as f64 || !passes {
         return None;
     }
-    let inside = |values: &[u64]| sum_where(values, &slow, true);
-    let seconds = n as f64 * own.ms / 1000.0;
-    let share = n as f64 / slow.len() as f64 * 100.0;
-    Some(Stall {
-        windows: n,
-        seconds,
-        at_s: slow.iter().enumerate().filter(|(_, s)| **s).map(|(i, _)| i as f64 * own.ms / 1000.0).collect(),
-        requests: inside(&own.count),
-        slow: inside(&own.slow),
-        failures: inside(&own.failed),
-        dropped: inside(&own.dropped),
-        slow_share_outside,
-        passes_outside: true,
-        outcome: Outcome::Inconclusive,
-        note: format!(
-            "this target alone was slow for {seconds:.1} s ({share:.0}% of the step; {:.1}% slow without it) and \
-             passed the next {PASSES_AFTER} steps at higher rates: a stall of its own, not its limit; inconclusive, \
-             the search steps over it",
-            slow_share_outside * 100.0
-        ),
-    })
+    let (seconds, share) = span(own, &slow);
+    let note = format!(
+        "this target alone was slow for {seconds:.1} s ({share:.0}% of the step; {:.1}% slow without it) and passed \
+         the next {PASSES_AFTER} steps at higher rates: a stall of its own, not its limit; inconclusive, the search \
+         steps over it",
+        slow_share_outside * 100.0
+    );
+    Some(stall(own, &slow, (true, slow_share_outside), Outcome::Inconclusive, note))
 }
 
 #[cfg(test)]

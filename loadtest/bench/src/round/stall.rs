@@ -88,13 +88,9 @@ pub fn review_step(
     if n == 0 {
         return None;
     }
-    let inside = |values: &[u64]| sum_where(values, stalled, true);
     let (passes, slow_share_outside) = passes_outside(windows, stalled, mark);
     let short = n as f64 <= MAX_DISCOUNTED_SHARE * stalled.len() as f64;
-    let seconds = n as f64 * windows.ms / 1000.0;
-    let share = n as f64 / stalled.len() as f64 * 100.0;
-    let at_s: Vec<f64> =
-        stalled.iter().enumerate().filter(|(_, s)| **s).map(|(i, _)| i as f64 * windows.ms / 1000.0).collect();
+    let (seconds, share) = span(windows, stalled);
     let failed = step.complete && !step.passed;
     let outcome = match (failed, passes, short) {
         (false, _, _) => Outcome::Noted,
@@ -121,19 +117,38 @@ pub fn review_step(
         step.passed = true;
         step.reasons = vec![];
     }
-    Some(Stall {
-        windows: n,
-        seconds,
-        at_s,
+    Some(stall(windows, stalled, (passes, slow_share_outside), outcome, note))
+}
+
+/// How long the windows `stalled` picks out of `windows` last, seconds, and their share of the step, %.
+pub(super) fn span(windows: &Windows, stalled: &[bool]) -> (f64, f64) {
+    let n = stalled.iter().filter(|s| **s).count() as f64;
+    (n * windows.ms / 1000.0, n / stalled.len().max(1) as f64 * 100.0)
+}
+
+/// The `Stall` of the windows `stalled` picks out of `windows`; `outside`: whether the rest of the
+/// step passes, and its slow share (`passes_outside`).
+pub(super) fn stall(
+    windows: &Windows,
+    stalled: &[bool],
+    outside: (bool, f64),
+    outcome: Outcome,
+    note: String,
+) -> Stall {
+    let inside = |values: &[u64]| sum_where(values, stalled, true);
+    Stall {
+        windows: stalled.iter().filter(|s| **s).count(),
+        seconds: span(windows, stalled).0,
+        at_s: stalled.iter().enumerate().filter(|(_, s)| **s).map(|(i, _)| i as f64 * windows.ms / 1000.0).collect(),
         requests: inside(&windows.count),
         slow: inside(&windows.slow),
         failures: inside(&windows.failed),
         dropped: inside(&windows.dropped),
-        slow_share_outside,
-        passes_outside: passes,
+        slow_share_outside: outside.1,
+        passes_outside: outside.0,
         outcome,
         note,
-    })
+    }
 }
 
 /// Reviews every step of every target of a run (`steps`: the verdicts per target, in the
@@ -156,7 +171,7 @@ pub fn review(steps: &mut BTreeMap<String, Vec<StepResult>>, summary: &Summary, 
             let so_far = inconclusive.entry(name.clone()).or_default();
             if let Some(step) = steps.get_mut(name).and_then(|s| s.get_mut(k)) {
                 step.stall = review_step(step, target_windows, &stalled, mark, *so_far);
-                *so_far += usize::from(step.stall.as_ref().is_some_and(|s| s.outcome == Outcome::Inconclusive));
+                *so_far += usize::from(step.inconclusive());
             }
         }
     }

@@ -17,7 +17,7 @@
 //! `StepResult::stall` says what was found.
 
 use crate::k6::summary::{StepSummary, TargetSummary};
-use crate::model::verdict::{MaxRate, Outcome, PassMark, RateSummary, StepResult};
+use crate::model::verdict::{MaxRate, PassMark, RateSummary, StepResult};
 
 /// Requests started late enough to carry the next step's tag, not dropped.
 fn boundary_tolerance(offered: u64) -> u64 {
@@ -138,8 +138,7 @@ pub fn judge_target(
 /// Steps a stall of the machine left inconclusive (`stall`) are stepped over.
 pub fn max_passing_rate(steps: &[StepResult]) -> MaxRate {
     let mut rate = 0;
-    let inconclusive = |s: &&StepResult| s.stall.as_ref().is_some_and(|st| st.outcome == Outcome::Inconclusive);
-    for step in steps.iter().filter(|s| s.complete).filter(|s| !inconclusive(s)) {
+    for step in steps.iter().filter(|s| s.complete && !s.inconclusive()) {
         if !step.passed {
             return MaxRate { rate, first_failed_rate: Some(step.rate) };
         }
