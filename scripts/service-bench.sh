@@ -80,9 +80,24 @@ cleanup() {
 		rm -f "$manifest"
 	fi
 	[[ $started_stack == 1 ]] && bash infra/local/stack.sh stop >/dev/null 2>&1
+	[[ -n ${autogroup_was:-} ]] && echo "$autogroup_was" >"$autogroup" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
+
+# The kernel's autogroup schedules each session as one group: PostgreSQL's sixteen backends (the
+# local stack's session) against this script's wrk and service. On two busy CPUs that left woken
+# backends without a CPU for 0.3-2 s (their schedstat unchanged while runnable), so a few GETs
+# through a service took seconds and wrk counted timeouts; pgbench alone never showed it. With
+# root the script turns autogroup off for the run (and back on when it ends); without, it says so.
+autogroup=/proc/sys/kernel/sched_autogroup_enabled autogroup_was='' autogroup_line='off'
+if [[ -r $autogroup && $(<"$autogroup") == 1 ]]; then
+	if echo 0 2>/dev/null >"$autogroup"; then
+		autogroup_was=1 autogroup_line='turned off for this run (back on at the end)'
+	else
+		autogroup_line='on (needs root to turn off): expect stalls of seconds and wrk timeouts'
+	fi
+fi
 
 if ! bash infra/local/stack.sh status >/dev/null 2>&1; then
 	bash infra/local/stack.sh start >/dev/null || die "could not start the local stack"
@@ -117,6 +132,12 @@ else
 		--mongodb-uri "$MONGODB_URI" --mongodb-db "$database" --manifest "$manifest" >/dev/null ||
 		die "seeding failed"
 fi
+# pg_stat_statements off in the bench's database, for the service and pgbench alike: every backend
+# running the same statement updates one entry under one spinlock, and a holder that loses its CPU
+# leaves the others in PostgreSQL's spin back-off, whose sleeps grow up to a second (seen as wait
+# event SpinDelay under pgss_store, with autogroup on). The bench measures the request path.
+psql_admin -c "ALTER DATABASE $database SET pg_stat_statements.track = 'none'" >/dev/null ||
+	die "could not turn pg_stat_statements off in $database"
 
 # --- the services -------------------------------------------------------------------------------
 
@@ -409,7 +430,7 @@ compare() {
 printf 'service-bench: %s orders; wrk -t%s -c%s for %ss against pgbench -c %s -j %s / the driver loop (%s tasks), pool %s; %s pairs; WORKER_THREADS=%s\n' \
 	"$orders" "$threads" "$connections" "$duration" "$pool" "$threads" "$connections" "$pool" "$pairs" "$worker_threads"
 nproc_line="$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf 'machine: %s\n\nGET /orders/{id}, service vs direct\n' "$nproc_line"
+printf 'machine: %s; scheduler autogroup %s\n\nGET /orders/{id}, service vs direct\n' "$nproc_line" "$autogroup_line"
 
 start_build after orders-pg prepared
 printf '  orders-pg runtime: %s\n' "$(runtime_of)"
