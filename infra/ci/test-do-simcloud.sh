@@ -28,6 +28,12 @@ step() { current=$*; printf '\n=== %s (%ss)\n' "$*" "$SECONDS"; }
 # do.sh's output, indented and timed (seconds since the test began).
 show() { while IFS= read -r line; do printf '  %4ss | %s\n' "$SECONDS" "$line"; done; }
 
+# Every droplet mounts fresh tmpfs on /tmp, /run and /dev/shm, so a checkout under one of them is
+# invisible inside the droplets (their init, the fake systemctl and cloud-init run from $SIM).
+case $REPO/ in
+/tmp/* | /run/* | /dev/shm/*) fail "the checkout $REPO is under /tmp, /run or /dev/shm, which every simulated droplet covers with a tmpfs of its own: clone it elsewhere" ;;
+esac
+
 # --- what the machine must offer ---------------------------------------------------------------
 [ "$(id -u)" = 0 ] || skip "needs root (network, mount and PID namespaces)"
 for tool in ip unshare nsenter; do command -v "$tool" >/dev/null || skip "$tool is missing"; done
