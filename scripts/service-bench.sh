@@ -80,7 +80,7 @@ cleanup() {
 		rm -f "$manifest"
 	fi
 	[[ $started_stack == 1 ]] && bash infra/local/stack.sh stop >/dev/null 2>&1
-	[[ -n ${autogroup_was:-} ]] && echo "$autogroup_was" >"$autogroup" 2>/dev/null
+	[[ ${restore_autogroup:-0} == 1 ]] && echo 1 >"$autogroup" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -90,10 +90,12 @@ trap cleanup EXIT
 # backends without a CPU for 0.3-2 s (their schedstat unchanged while runnable), so a few GETs
 # through a service took seconds and wrk counted timeouts; pgbench alone never showed it. With
 # root the script turns autogroup off for the run (and back on when it ends); without, it says so.
-autogroup=/proc/sys/kernel/sched_autogroup_enabled autogroup_was='' autogroup_line='off'
-if [[ -r $autogroup && $(<"$autogroup") == 1 ]]; then
+autogroup=/proc/sys/kernel/sched_autogroup_enabled restore_autogroup=0 autogroup_line='not in this kernel'
+if [[ -r $autogroup && $(<"$autogroup") != 1 ]]; then
+	autogroup_line='off'
+elif [[ -r $autogroup ]]; then
 	if echo 0 2>/dev/null >"$autogroup"; then
-		autogroup_was=1 autogroup_line='turned off for this run (back on at the end)'
+		restore_autogroup=1 autogroup_line='turned off for this run (back on at the end)'
 	else
 		autogroup_line='on (needs root to turn off): expect stalls of seconds and wrk timeouts'
 	fi
