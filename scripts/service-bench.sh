@@ -72,6 +72,13 @@ bin=${BIN_DIR:-target/release}
 manifest=.local/service-bench/dataset.json
 started_stack=0
 service_pid=''
+stop_service() {
+	if [[ -n $service_pid ]]; then
+		kill -TERM "$service_pid" 2>/dev/null || true
+		wait "$service_pid" 2>/dev/null || true
+		service_pid=''
+	fi
+}
 cleanup() {
 	stop_service
 	if [[ $keep_data != 1 && -n ${admin_url:-} ]]; then
@@ -79,8 +86,8 @@ cleanup() {
 		"$bin/examples/find_one_loop" "$MONGODB_URI" "$database" --drop >/dev/null 2>&1 || true
 		rm -f "$manifest"
 	fi
-	[[ $started_stack == 1 ]] && bash infra/local/stack.sh stop >/dev/null 2>&1
 	[[ ${restore_autogroup:-0} == 1 ]] && echo 1 >"$autogroup" 2>/dev/null
+	[[ $started_stack == 1 ]] && bash infra/local/stack.sh stop >/dev/null 2>&1
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -142,14 +149,6 @@ psql_admin -c "ALTER DATABASE $database SET pg_stat_statements.track = 'none'" >
 	die "could not turn pg_stat_statements off in $database"
 
 # --- the services -------------------------------------------------------------------------------
-
-stop_service() {
-	if [[ -n $service_pid ]]; then
-		kill -TERM "$service_pid" 2>/dev/null || true
-		wait "$service_pid" 2>/dev/null || true
-		service_pid=''
-	fi
-}
 
 # start_service PATH [VAR=value...]: starts the service binary PATH on a free port (port 0) with
 # an empty environment plus the given settings, BIND_ADDR, RUST_LOG and LOG_FORMAT (so an earlier
