@@ -7,7 +7,8 @@
 #     (services/orders-mongo/examples/find_one_loop.rs), same pool and concurrency;
 #     each as PAIRS alternating (service, direct) runs, with the median ratio, and the ratio a
 #     service costing nothing would reach (direct CPU per request / (database + wrk) through it)
-#     and one costing what the direct client costs (/ (database + wrk + direct client));
+#     and one costing what the direct client costs (/ (database + wrk + direct client)), which
+#     for orders-mongo, whose direct client is the same driver call, the service cannot beat;
 #  3. the services' own CPU time per request (user and system apart, from /proc/<pid>/stat) for
 #     every endpoint: get by id, by customer, by product, insert, status update; with
 #     BEFORE_BIN_DIR, side by side with the same services built from an earlier commit (below).
@@ -397,10 +398,11 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 compare() {
 	local label=$1 direct_label=$2
 	shift 2
-	local ratios=() cpu_ratios=() bounds=() client_bounds=() services=() directs=() lines=()
+	local ratios=() cpu_ratios=() bounds=() client_bounds=() services=() directs=()
 	warm_up get
 	for pair in $(seq "$pairs"); do
-		local measured rate su ss du ds cu cs direct drate ddu dds dcu dcs
+		local measured rate su ss du ds cu cs direct drate ddu dds dcu dcs costs
+		local cpu_ratio db_cpu service_cpu wrk_cpu path_cpu direct_db_cpu direct_client_cpu direct_cpu bound client_bound
 		measured=$(run_wrk get "$duration")
 		read -r rate _ su ss du ds cu cs <<<"$measured"
 		direct=$("$@")
@@ -408,19 +410,20 @@ compare() {
 		services+=("$rate")
 		directs+=("$drate")
 		ratios+=("$(awk -v a="$rate" -v b="$drate" 'BEGIN { printf "%.3f", a / b }')")
-		lines+=("$(awk -v su="$su" -v ss="$ss" -v du="$du" -v ds="$ds" -v cu="$cu" -v cs="$cs" \
+		# Where one request's CPU goes on each path, the CPU ratio, and two ceilings: the ratio a
+		# service costing nothing would reach (the database's and wrk's CPU per request remain), and
+		# one costing what the direct client costs (for orders-mongo the same driver call, which
+		# the service cannot do for less; for orders-pg pgbench's libpq, a lean reference).
+		costs=$(awk -v su="$su" -v ss="$ss" -v du="$du" -v ds="$ds" -v cu="$cu" -v cs="$cs" \
 			-v ddu="$ddu" -v dds="$dds" -v dcu="$dcu" -v dcs="$dcs" 'BEGIN {
-			path = su + ss + du + ds + cu + cs; direct = ddu + dds + dcu + dcs
-			printf "%.3f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f\n", direct / path,
-				du + ds, su, ss, su + ss, cu + cs, path, ddu + dds, dcu + dcs, direct, 0 }')")
-		read -r cpu_ratio db_cpu _ _ service_cpu wrk_cpu path_cpu direct_db_cpu direct_client_cpu direct_cpu _ <<<"${lines[-1]}"
+			db = du + ds; wrk = cu + cs; path = su + ss + db + wrk; client = dcu + dcs; direct = ddu + dds + client
+			printf "%.3f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.3f %.3f\n", direct / path, db, su + ss, wrk,
+				path, ddu + dds, client, direct, direct / (db + wrk), direct / (db + wrk + client) }')
+		read -r cpu_ratio db_cpu service_cpu wrk_cpu path_cpu direct_db_cpu direct_client_cpu direct_cpu bound client_bound \
+			<<<"$costs"
 		cpu_ratios+=("$cpu_ratio")
-		# A service that cost nothing: the database's and wrk's CPU per request would remain.
-		bounds+=("$(awk -v d="$direct_cpu" -v db="$db_cpu" -v w="$wrk_cpu" 'BEGIN { printf "%.3f", d / (db + w) }')")
-		# A service that cost only what the direct client does (it runs the same query through a
-		# client of its own, so it cannot cost less; for orders-mongo the same driver call).
-		client_bounds+=("$(awk -v d="$direct_cpu" -v db="$db_cpu" -v w="$wrk_cpu" -v c="$direct_client_cpu" \
-			'BEGIN { printf "%.3f", d / (db + w + c) }')")
+		bounds+=("$bound")
+		client_bounds+=("$client_bound")
 		printf '  pair %d: %-22s %8.0f req/s | %-20s %8.0f/s | ratio %s\n' \
 			"$pair" "$label" "$rate" "$direct_label" "$drate" "${ratios[-1]}"
 		printf '          CPU us/request: database %5.1f + service %5.1f (user %4.1f, sys %4.1f) + wrk %4.1f = %5.1f | database %5.1f + client %4.1f = %5.1f | CPU ratio %s\n' \
