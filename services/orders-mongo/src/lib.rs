@@ -1,12 +1,13 @@
 //! The order service on MongoDB: its settings (`config`), the BSON shape of an order (`document`)
-//! and its JSON written straight from raw BSON on reads (`raw_json`), the `OrderStore` on the
-//! official driver (`store`), the indexes from `migrations/mongo`
-//! (`indexes`), how driver errors map to store errors (`error`), pool figures from the driver's
-//! pool events (`pool`) and the `/diagnostics` report (`diagnostics`); `admin` holds what the bench
-//! runner asks this database besides (seeding checks, `fsync`, sizes, counts, samples). The HTTP
-//! API itself is the shared `orders-http` crate.
+//! and its JSON written straight from raw BSON on reads (`raw_json`, over the element reader
+//! `bson_bytes`), the `OrderStore` on the official driver (`store`), the indexes from
+//! `migrations/mongo` (`indexes`), how driver errors map to store errors (`error`), pool figures
+//! from the driver's pool events (`pool`) and the `/diagnostics` report (`diagnostics`); `admin`
+//! holds what the bench runner asks this database besides (seeding checks, `fsync`, sizes, counts,
+//! samples). The HTTP API itself is the shared `orders-http` crate.
 
 pub mod admin;
+mod bson_bytes;
 pub mod config;
 pub mod diagnostics;
 pub mod document;

@@ -6,12 +6,15 @@
 //!
 //! Values are not validated again (the service wrote only validated orders), but the shape is
 //! checked on the way, at the cost of a few comparisons: a field this code does not know, a
-//! missing or repeated one, a wrongly typed or negative value is an error naming its path, so
-//! nothing is dropped or coerced silently.
+//! missing or repeated one, a wrongly typed or negative value, a string that is not UTF-8 or bytes
+//! that are not BSON are an error naming its path, so nothing is dropped or coerced silently. The
+//! elements come from `bson_bytes`, which reads them straight from the bytes.
 
+use crate::bson_bytes::{self, Element, Elements, Malformed};
 use crate::document::{DocumentError, IDEMPOTENCY_FINGERPRINT, IDEMPOTENCY_KEY};
 use mongodb::bson::RawDocument;
-use mongodb::bson::raw::{RawBsonRef, RawDocumentBuf};
+use mongodb::bson::raw::RawDocumentBuf;
+use mongodb::bson::spec::ElementType;
 use orders_core::{OrderListJson, Timestamp};
 
 #[derive(Clone, Copy)]
@@ -74,37 +77,44 @@ const ORDER: &[Field] = &[
 /// The JSON of one stored order.
 pub fn order_json(document: &RawDocumentBuf) -> Result<Vec<u8>, DocumentError> {
     let mut out = Vec::with_capacity(document.as_bytes().len() + 64);
-    write_document(&mut out, document, ORDER)?;
+    write_document(&mut out, document.as_bytes(), ORDER)?;
     Ok(out)
 }
 
 /// Appends one stored order to a list body.
 pub fn push_order(list: &mut OrderListJson, document: &RawDocument) -> Result<(), DocumentError> {
-    list.push_with(|out| write_document(out, document, ORDER))
+    list.push_with(|out| write_document(out, document.as_bytes(), ORDER))
 }
 
-fn write_document(out: &mut Vec<u8>, document: &RawDocument, fields: &[Field]) -> Result<(), DocumentError> {
+fn write_document(out: &mut Vec<u8>, document: &[u8], fields: &[Field]) -> Result<(), DocumentError> {
     let mut seen = 0_u32;
+    // Stored documents hold their fields in `fields`' order, so the field after the last one found
+    // is tried first.
+    let mut expected = 0;
     out.push(b'{');
-    for element in document {
-        let (key, value) = element.map_err(|e| error("", format!("is not valid BSON: {e}")))?;
-        let Some(index) = fields.iter().position(|field| field.bson == key) else {
-            return Err(error(key, "is not a field of an order"));
+    for element in Elements::new(document).map_err(malformed)? {
+        let Element { element_type, key, value } = element.map_err(malformed)?;
+        let index = match fields.get(expected) {
+            Some(field) if field.bson.as_bytes() == key => expected,
+            _ => fields
+                .iter()
+                .position(|field| field.bson.as_bytes() == key)
+                .ok_or_else(|| error(&String::from_utf8_lossy(key), "is not a field of an order"))?,
         };
+        let field = fields[index];
         if seen & (1 << index) != 0 {
-            return Err(error(key, "appears twice"));
+            return Err(error(field.bson, "appears twice"));
         }
         seen |= 1 << index;
-        let field = fields[index];
+        expected = index + 1;
         if matches!(field.kind, Kind::Hidden) {
             continue;
         }
         if out.last() != Some(&b'{') {
             out.push(b',');
         }
-        write_str(out, field.json);
-        out.push(b':');
-        write_value(out, value, field.kind).map_err(|e| e.within(key))?;
+        write_key(out, field.json);
+        write_value(out, element_type, value, field.kind).map_err(|e| e.within(field.bson))?;
     }
     out.push(b'}');
     match fields.iter().enumerate().find(|(index, field)| field.required && seen & (1 << index) == 0) {
@@ -113,38 +123,54 @@ fn write_document(out: &mut Vec<u8>, document: &RawDocument, fields: &[Field]) -
     }
 }
 
-/// Writes `value` if it is of `kind`; errors name the field relative to the value (`""` for the
-/// value itself), and the caller puts its own key in front.
-fn write_value(out: &mut Vec<u8>, value: RawBsonRef<'_>, kind: Kind) -> Result<(), DocumentError> {
-    match (kind, value) {
-        (Kind::Integer, RawBsonRef::Int64(number)) => write_unsigned(out, number),
-        (Kind::Integer, RawBsonRef::Int32(number)) => write_unsigned(out, i64::from(number)),
-        (Kind::String, RawBsonRef::String(text)) => {
-            write_str(out, text);
+/// Writes `value` (of BSON type `element_type`) if it is of `kind`; errors name the field relative
+/// to the value (`""` for the value itself), and the caller puts its own key in front.
+fn write_value(out: &mut Vec<u8>, element_type: u8, value: &[u8], kind: Kind) -> Result<(), DocumentError> {
+    const INT32: u8 = ElementType::Int32 as u8;
+    const INT64: u8 = ElementType::Int64 as u8;
+    const STRING: u8 = ElementType::String as u8;
+    const DATE_TIME: u8 = ElementType::DateTime as u8;
+    const DOCUMENT: u8 = ElementType::EmbeddedDocument as u8;
+    const ARRAY: u8 = ElementType::Array as u8;
+    match (kind, element_type) {
+        (Kind::Integer, INT64) => write_unsigned(out, bson_bytes::int64(value)),
+        (Kind::Integer, INT32) => write_unsigned(out, i64::from(bson_bytes::int32(value))),
+        (Kind::String, STRING) => bson_bytes::string(value).and_then(|text| write_str(out, text)).map_err(malformed),
+        (Kind::Date, DATE_TIME) => {
+            write_timestamp(out, Timestamp::from_millis(bson_bytes::int64(value)));
             Ok(())
         }
-        (Kind::Date, RawBsonRef::DateTime(date)) => {
-            write_timestamp(out, Timestamp::from_millis(date.timestamp_millis()));
-            Ok(())
-        }
-        (Kind::Document(fields), RawBsonRef::Document(document)) => write_document(out, document, fields),
-        (Kind::Documents(fields), RawBsonRef::Array(array)) => {
+        (Kind::Document(fields), DOCUMENT) => write_document(out, value, fields),
+        (Kind::Documents(fields), ARRAY) => {
             out.push(b'[');
-            for (index, element) in array.into_iter().enumerate() {
+            for (index, element) in Elements::new(value).map_err(malformed)?.enumerate() {
                 if index > 0 {
                     out.push(b',');
                 }
                 let at = |e: DocumentError| e.within(&format!("[{index}]"));
-                match element.map_err(|e| at(error("", format!("is not valid BSON: {e}"))))? {
-                    RawBsonRef::Document(document) => write_document(out, document, fields).map_err(at)?,
-                    other => return Err(at(error("", format!("must be a document, not {:?}", other.element_type())))),
+                let element = element.map_err(|e| at(malformed(e)))?;
+                if element.element_type != DOCUMENT {
+                    return Err(at(error("", format!("must be a document, not {}", type_name(element.element_type)))));
                 }
+                write_document(out, element.value, fields).map_err(at)?;
             }
             out.push(b']');
             Ok(())
         }
-        (kind, other) => Err(error("", format!("must be {}, not {:?}", kind.name(), other.element_type()))),
+        (kind, other) => Err(error("", format!("must be {}, not {}", kind.name(), type_name(other)))),
     }
+}
+
+/// The name of a BSON type for an error message (`Double`, `String`, ...).
+fn type_name(element_type: u8) -> String {
+    match ElementType::from(element_type) {
+        Some(known) => format!("{known:?}"),
+        None => format!("type {element_type:#04x}"),
+    }
+}
+
+fn malformed(Malformed(what): Malformed) -> DocumentError {
+    error("", format!("is not valid BSON: {what}"))
 }
 
 impl Kind {
@@ -177,11 +203,70 @@ fn write_unsigned(out: &mut Vec<u8>, number: i64) -> Result<(), DocumentError> {
     Ok(())
 }
 
-fn write_str(out: &mut Vec<u8>, text: &str) {
-    // Writing a `str` into a `Vec` cannot fail; serde_json's escaping keeps the bytes identical
-    // to the `Order` path.
-    let _ = serde_json::to_writer(&mut *out, text);
+/// A JSON string, escaped exactly as serde_json escapes (so the bytes equal those of the `Order`
+/// path): `"` and `\` with a backslash, the control characters `\b \t \n \f \r` short and the
+/// others as `\u00XX`; everything else, U+007F and all non-ASCII included, as it is. The text must
+/// be UTF-8; it is checked only when it is not ASCII, which the same pass over the bytes tells.
+fn write_str(out: &mut Vec<u8>, text: &[u8]) -> Result<(), Malformed> {
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    let mut unwritten = 0;
+    let mut all_bits = 0_u8;
+    for (at, &byte) in text.iter().enumerate() {
+        all_bits |= byte;
+        let escape = ESCAPE[usize::from(byte)];
+        if escape == 0 {
+            continue;
+        }
+        out.extend_from_slice(&text[unwritten..at]);
+        if escape == b'u' {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xf)],
+            ]);
+        } else {
+            out.extend_from_slice(&[b'\\', escape]);
+        }
+        unwritten = at + 1;
+    }
+    if all_bits >= 0x80 && std::str::from_utf8(text).is_err() {
+        return Err(Malformed("a string that is not UTF-8"));
+    }
+    out.extend_from_slice(&text[unwritten..]);
+    out.push(b'"');
+    Ok(())
 }
+
+/// A key of `Field::json`: plain ASCII names that need no escaping.
+fn write_key(out: &mut Vec<u8>, key: &str) {
+    out.push(b'"');
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
+/// Per byte: 0 when it stands for itself in a JSON string, else the letter after the backslash
+/// (`u` for `\u00XX`).
+const ESCAPE: [u8; 256] = {
+    let mut table = [0_u8; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = b'u';
+        byte += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
 
 fn write_timestamp(out: &mut Vec<u8>, timestamp: Timestamp) {
     out.push(b'"');
@@ -317,6 +402,40 @@ mod tests {
 
         let twice = RawDocumentBuf::from_bytes(twice_id_document()).expect("raw bytes");
         assert_eq!(order_json(&twice).expect_err("invalid").field, "_id");
+    }
+
+    #[test]
+    fn strings_are_escaped_byte_for_byte_as_serde_json_escapes_them() {
+        let mut text: String = (0_u8..=0x7f).map(char::from).collect();
+        text.push_str("ü✓😀\u{2028}\u{fffd}");
+        for piece in [text.as_str(), "", "plain", "\"", "\\", "a\u{0}b"] {
+            let mut ours = Vec::new();
+            write_str(&mut ours, piece.as_bytes()).expect("UTF-8");
+            assert_eq!(String::from_utf8(ours).expect("utf-8"), serde_json::to_string(piece).expect("json"));
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_bson_are_an_error_not_a_panic() {
+        let bytes = raw(&to_document(&sample(Some("a note"))).expect("bson")).into_bytes();
+        // Cut anywhere, with the length prefix and the closing NUL made to fit the cut: the framing
+        // is right, what is inside is not a whole order.
+        for end in 5..bytes.len() {
+            let mut cut = bytes[..end].to_vec();
+            cut[..4].copy_from_slice(&u32::try_from(end).expect("small").to_le_bytes());
+            cut[end - 1] = 0;
+            let failure = write_document(&mut Vec::new(), &cut, ORDER).expect_err("a cut document");
+            assert!(failure.reason.contains("not valid BSON") || failure.reason.contains("missing"), "{failure}");
+        }
+        let mut bytes = raw(&to_document(&sample(None)).expect("bson")).into_bytes();
+        let at = bytes.windows(3).position(|w| w == b"EUR").expect("the currency's bytes");
+        bytes[at] = 0xff;
+        let failure = push_order(&mut OrderListJson::default(), RawDocument::from_bytes(&bytes).expect("framing"))
+            .expect_err("not UTF-8");
+        assert_eq!(
+            (failure.field.as_str(), failure.reason.as_str()),
+            ("currency", "is not valid BSON: a string that is not UTF-8")
+        );
     }
 
     /// `{"_id": 1, "_id": 2}` as BSON bytes (a `Document` cannot hold a key twice).
