@@ -37,6 +37,12 @@
 # MONGODB_DB, MONGO_POOL_SIZE, BIND_ADDR, RUST_LOG and LOG_FORMAT
 # (every service start gets an empty environment plus its settings), so it runs on the runtime it
 # was built with.
+# INSTRUCTIONS=1 adds, and INSTRUCTIONS=only runs alone, a count of each service's user-space
+# instructions per request for every endpoint, under valgrind's callgrind (apt-get install
+# valgrind), with BEFORE_BIN_DIR for both builds: CPU time on a shared virtual machine moves by a
+# third between runs, an instruction count by about a percent, so a cut of a few percent in the
+# services' own code shows there (the kernel's share, which the count leaves out, does not).
+# INSTRUCTIONS_DURATION=5 seconds per endpoint (wrk -t1 -c16; the service runs ~50x slower).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -50,6 +56,8 @@ cpu_duration=${CPU_DURATION:-5}
 keep_data=${KEEP_DATA:-0}
 worker_threads=${WORKER_THREADS:-1}
 before_dir=${BEFORE_BIN_DIR:-}
+instructions=${INSTRUCTIONS:-0}
+instructions_duration=${INSTRUCTIONS_DURATION:-5}
 database=service_bench
 customers=$(((orders / 10) > 0 ? orders / 10 : 1))
 products=$customers
@@ -63,6 +71,12 @@ command -v wrk >/dev/null || die "wrk is missing (apt-get install wrk)"
 [[ $pairs =~ ^[0-9]+$ && $pairs -ge 1 ]] || die "PAIRS must be a positive integer"
 [[ $worker_threads == auto || ($worker_threads =~ ^[0-9]{1,4}$ && $worker_threads -ge 1 && $worker_threads -le 1024) ]] ||
 	die "WORKER_THREADS must be auto or a number from 1 to 1024"
+[[ $instructions == 0 || $instructions == 1 || $instructions == only ]] || die "INSTRUCTIONS must be 0, 1 or only"
+if [[ $instructions != 0 ]]; then
+	for tool in valgrind callgrind_control; do
+		command -v "$tool" >/dev/null || die "INSTRUCTIONS needs $tool (apt-get install valgrind)"
+	done
+fi
 if [[ -n $before_dir ]]; then
 	for binary in orders-pg orders-mongo; do
 		[[ -x $before_dir/$binary ]] || die "BEFORE_BIN_DIR: $before_dir/$binary is missing"
@@ -156,7 +170,9 @@ psql_admin -c "ALTER DATABASE $database SET pg_stat_statements.track = 'none'" >
 # an empty environment plus the given settings, BIND_ADDR, RUST_LOG and LOG_FORMAT (so an earlier
 # build gets nothing it may not know, and nothing of this shell's environment reaches either
 # build); the port is read back from its start-up log line, which every build so far writes as
-# "listening on 127.0.0.1:PORT"; sets service_pid and base_url.
+# "listening on 127.0.0.1:PORT"; sets service_pid and base_url. The command in the array `wrapper`
+# (empty but for the instruction counts) runs the service, in the same process.
+wrapper=()
 start_service() {
 	local path=$1 name
 	name=$(basename "$path")
@@ -164,7 +180,7 @@ start_service() {
 	# The log exists before the service starts: the loop below reads it at once.
 	: >"$work/$name.log"
 	env -i "$@" BIND_ADDR=127.0.0.1:0 RUST_LOG=warn,orders_http::serve=info LOG_FORMAT=text \
-		"$path" >"$work/$name.log" 2>&1 &
+		"${wrapper[@]}" "$path" >"$work/$name.log" 2>&1 &
 	service_pid=$!
 	local port=''
 	for _ in $(seq 300); do
@@ -438,22 +454,21 @@ compare() {
 		"$(printf '%s\n' "${bounds[@]}" | median)" "$(printf '%s\n' "${client_bounds[@]}" | median)"
 }
 
-printf 'service-bench: %s orders; wrk -t%s -c%s for %ss against pgbench -c %s -j %s / the driver loop (%s tasks), pool %s; %s pairs; WORKER_THREADS=%s\n' \
-	"$orders" "$threads" "$connections" "$duration" "$pool" "$threads" "$connections" "$pool" "$pairs" "$worker_threads"
-nproc_line="$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf 'machine: %s; scheduler autogroup %s\n\nGET /orders/{id}, service vs direct\n' "$nproc_line" "$autogroup_line"
-
-start_build after orders-pg prepared
-printf '  orders-pg runtime: %s\n' "$(runtime_of)"
-compare "orders-pg prepared" "pgbench -M prepared" pgbench_run prepared
-stop_service
-start_build after orders-pg unprepared
-compare "orders-pg unprepared" "pgbench -M extended" pgbench_run extended
-stop_service
-start_build after orders-mongo
-printf '  orders-mongo runtime: %s (the driver loop: WORKER_THREADS=%s too)\n' "$(runtime_of)" "$worker_threads"
-compare "orders-mongo" "driver find_one loop" mongo_run
-stop_service
+# GET by id through each service against the direct client, PAIRS alternating runs each.
+service_vs_direct() {
+	printf '\nGET /orders/{id}, service vs direct\n'
+	start_build after orders-pg prepared
+	printf '  orders-pg runtime: %s\n' "$(runtime_of)"
+	compare "orders-pg prepared" "pgbench -M prepared" pgbench_run prepared
+	stop_service
+	start_build after orders-pg unprepared
+	compare "orders-pg unprepared" "pgbench -M extended" pgbench_run extended
+	stop_service
+	start_build after orders-mongo
+	printf '  orders-mongo runtime: %s (the driver loop: WORKER_THREADS=%s too)\n' "$(runtime_of)" "$worker_threads"
+	compare "orders-mongo" "driver find_one loop" mongo_run
+	stop_service
+}
 
 endpoints=(get:get customer:by-customer product:by-product insert:insert status:status-update)
 total() { awk -v u="$1" -v s="$2" 'BEGIN { print u + s }'; }
@@ -552,5 +567,63 @@ before_and_after() {
 	printf '%s\n' "${verdicts[@]}"
 }
 
-if [[ -n $before_dir ]]; then before_and_after; else cpu_per_endpoint; fi
+# The services' user-space instructions per request for every endpoint, counted by callgrind
+# (INSTRUCTIONS): each build of each service runs under valgrind once, and per endpoint after a
+# warm-up the count is zeroed, wrk sends requests for INSTRUCTIONS_DURATION seconds and the count is
+# dumped (callgrind_control). Every thread of the service is counted, the driver's and the runtime's
+# background tasks included; the kernel's work is not. Then the table, after/before per endpoint
+# with BEFORE_BIN_DIR.
+instructions_per_endpoint() {
+	local -A counts
+	local builds=(after) service build endpoint script out requests dumps part
+	[[ -n $before_dir ]] && builds=(before after)
+	printf '\nUser-space instructions per request (callgrind; wrk -t1 -c16, %ss per endpoint after a 2 s warm-up; orders-pg in prepared mode)\n' \
+		"$instructions_duration"
+	for service in orders-pg orders-mongo; do
+		for build in "${builds[@]}"; do
+			rm -f "$work"/callgrind.out*
+			wrapper=("$(command -v valgrind)" -q --tool=callgrind --callgrind-out-file="$work/callgrind.out")
+			start_build "$build" "$service"
+			wrapper=()
+			dumps=0
+			for endpoint in "${endpoints[@]}"; do
+				script=${endpoint%%:*}
+				wrk -t1 -c16 -d2s -s "$work/$script.lua" "$base_url" >/dev/null
+				callgrind_control -z "$service_pid" >/dev/null 2>&1
+				out=$(wrk -t1 -c16 -d"${instructions_duration}s" -s "$work/$script.lua" "$base_url")
+				callgrind_control -d "$service_pid" >/dev/null 2>&1
+				dumps=$((dumps + 1))
+				part="$work/callgrind.out.$dumps"
+				if grep -qE 'Non-2xx|Socket errors' <<<"$out"; then
+					printf '%s\n' "$out" >&2
+					die "wrk saw errors from $service ($build) under callgrind"
+				fi
+				requests=$(awk '/ requests in / { print $1 }' <<<"$out")
+				[[ -r $part && ${requests:-0} -gt 0 ]] || die "no callgrind count for $service ($build) $script"
+				counts["$service $build $script"]=$(awk -v n="$requests" '/^summary: / { printf "%d", $2 / n }' "$part")
+			done
+			stop_service
+			restore_data "$service"
+		done
+	done
+	printf '  %-13s %-14s %12s %12s %12s\n' service endpoint before after after/before
+	for service in orders-pg orders-mongo; do
+		for endpoint in "${endpoints[@]}"; do
+			script=${endpoint%%:*}
+			local before=${counts["$service before $script"]:-} after=${counts["$service after $script"]}
+			printf '  %-13s %-14s %12s %12s %12s\n' "$service" "${endpoint#*:}" "${before:--}" "$after" \
+				"$(awk -v b="${before:-0}" -v a="$after" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+		done
+	done
+}
+
+printf 'service-bench: %s orders; wrk -t%s -c%s for %ss against pgbench -c %s -j %s / the driver loop (%s tasks), pool %s; %s pairs; WORKER_THREADS=%s\n' \
+	"$orders" "$threads" "$connections" "$duration" "$pool" "$threads" "$connections" "$pool" "$pairs" "$worker_threads"
+nproc_line="$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'machine: %s; scheduler autogroup %s\n' "$nproc_line" "$autogroup_line"
+if [[ $instructions != only ]]; then
+	service_vs_direct
+	if [[ -n $before_dir ]]; then before_and_after; else cpu_per_endpoint; fi
+fi
+if [[ $instructions != 0 ]]; then instructions_per_endpoint; fi
 printf '\nThe machine may be shared: compare figures from one run only.\n'
