@@ -33,45 +33,52 @@ enum Kind {
 #[derive(Clone, Copy)]
 struct Field {
     bson: &'static str,
-    json: &'static str,
+    /// What goes before the value in the JSON: `,"name":` (the comma is left out for a first field).
+    json_key: &'static str,
     kind: Kind,
     required: bool,
 }
 
-const fn field(name: &'static str, kind: Kind) -> Field {
-    Field { bson: name, json: name, kind, required: true }
+/// A field named `$bson` in BSON (and `$json` in JSON, if it differs), of `$kind`.
+macro_rules! field {
+    ($bson:expr, $kind:expr) => {
+        field!($bson, $bson, $kind, true)
+    };
+    ($bson:expr, $json:expr, $kind:expr, $required:expr) => {
+        Field { bson: $bson, json_key: concat!(",\"", $json, "\":"), kind: $kind, required: $required }
+    };
 }
 
-const CUSTOMER: &[Field] = &[field("id", Kind::Integer), field("name", Kind::String), field("email", Kind::String)];
+const CUSTOMER: &[Field] = &[field!("id", Kind::Integer), field!("name", Kind::String), field!("email", Kind::String)];
 
 const ITEM: &[Field] = &[
-    field("product_id", Kind::Integer),
-    field("sku", Kind::String),
-    field("name", Kind::String),
-    field("quantity", Kind::Integer),
-    field("unit_price_cents", Kind::Integer),
+    field!("product_id", Kind::Integer),
+    field!("sku", Kind::String),
+    field!("name", Kind::String),
+    field!("quantity", Kind::Integer),
+    field!("unit_price_cents", Kind::Integer),
 ];
 
 const SHIPPING: &[Field] = &[
-    field("street", Kind::String),
-    field("city", Kind::String),
-    field("postal_code", Kind::String),
-    field("country", Kind::String),
+    field!("street", Kind::String),
+    field!("city", Kind::String),
+    field!("postal_code", Kind::String),
+    field!("country", Kind::String),
 ];
 
 const ORDER: &[Field] = &[
-    Field { bson: "_id", json: "id", kind: Kind::Integer, required: true },
-    field("customer", Kind::Document(CUSTOMER)),
-    field("status", Kind::String),
-    field("items", Kind::Documents(ITEM)),
-    field("total_cents", Kind::Integer),
-    field("currency", Kind::String),
-    field("shipping", Kind::Document(SHIPPING)),
-    Field { bson: "note", json: "note", kind: Kind::String, required: false },
-    field("created_at", Kind::Date),
-    field("updated_at", Kind::Date),
-    Field { bson: IDEMPOTENCY_KEY, json: "", kind: Kind::Hidden, required: false },
-    Field { bson: IDEMPOTENCY_FINGERPRINT, json: "", kind: Kind::Hidden, required: false },
+    field!("_id", "id", Kind::Integer, true),
+    field!("customer", Kind::Document(CUSTOMER)),
+    field!("status", Kind::String),
+    field!("items", Kind::Documents(ITEM)),
+    field!("total_cents", Kind::Integer),
+    field!("currency", Kind::String),
+    field!("shipping", Kind::Document(SHIPPING)),
+    field!("note", "note", Kind::String, false),
+    field!("created_at", Kind::Date),
+    field!("updated_at", Kind::Date),
+    Field { bson: IDEMPOTENCY_KEY, json_key: "", kind: Kind::Hidden, required: false },
+    Field { bson: IDEMPOTENCY_FINGERPRINT, json_key: "", kind: Kind::Hidden, required: false },
 ];
 
 /// The JSON of one stored order.
@@ -110,10 +117,8 @@ fn write_document(out: &mut Vec<u8>, document: &[u8], fields: &[Field]) -> Resul
         if matches!(field.kind, Kind::Hidden) {
             continue;
         }
-        if out.last() != Some(&b'{') {
-            out.push(b',');
-        }
-        write_key(out, field.json);
+        let key = field.json_key.as_bytes();
+        out.extend_from_slice(if out.last() == Some(&b'{') { &key[1..] } else { key });
         write_value(out, element_type, value, field.kind).map_err(|e| e.within(field.bson))?;
     }
     out.push(b'}');
@@ -188,18 +193,7 @@ impl Kind {
 
 fn write_unsigned(out: &mut Vec<u8>, number: i64) -> Result<(), DocumentError> {
     let unsigned = u64::try_from(number).map_err(|_| error("", format!("{number} is negative")))?;
-    let mut digits = [0_u8; 20];
-    let mut start = digits.len();
-    let mut rest = unsigned;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[start..]);
+    out.extend_from_slice(itoa::Buffer::new().format(unsigned).as_bytes());
     Ok(())
 }
 
@@ -240,13 +234,6 @@ fn write_str(out: &mut Vec<u8>, text: &[u8]) -> Result<(), Malformed> {
     out.extend_from_slice(&text[unwritten..]);
     out.push(b'"');
     Ok(())
-}
-
-/// A key of `Field::json`: plain ASCII names that need no escaping.
-fn write_key(out: &mut Vec<u8>, key: &str) {
-    out.push(b'"');
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\":");
 }
 
 /// Per byte: 0 when it stands for itself in a JSON string, else the letter after the backslash
