@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the services cost on top of their databases, in one run (README "Service cost"):
+# What the services cost on top of their databases, in one run (docs/service-cost.md):
 #  1. GET /orders/{id} through orders-pg (wrk) against pgbench running the same SELECT with as
 #     many connections as the service's pool: `prepared` mode vs `pgbench -M prepared`, and
 #     `unprepared` mode vs `pgbench -M extended` (unnamed statements, planned every time);

@@ -6,8 +6,9 @@
 //! went to context switches and cross-CPU wake-ups, which a multi-thread runtime multiplies, since
 //! a request's handler task and the database connection's task wake each other on different
 //! threads; there `orders-pg` cost 24.3 µs of CPU per GET on the default runtime and 18.3–19.3 µs
-//! on a current-thread one (README "Service cost"). `build` makes the runtime before anything
-//! else runs; `current` reads back what the running one is, for `/diagnostics`.
+//! on a current-thread one (docs/configuration.md, "WORKER_THREADS and what it costs"). `build`
+//! makes the runtime before anything else runs; `current` reads back what the running one is, for
+//! `/diagnostics`.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

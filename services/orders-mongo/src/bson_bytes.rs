@@ -4,7 +4,7 @@
 //!
 //! Why not the `bson` crate's raw iterator: it checks each key and string as UTF-8 and builds a
 //! typed value per element, and a GET by id spent about a quarter of the service's user-space
-//! instructions there (callgrind, README "Service cost"). Here a key is compared as bytes with the
+//! instructions there (callgrind, docs/service-cost.md). Here a key is compared as bytes with the
 //! names `raw_json` expects, and strings are checked as UTF-8 where `raw_json` writes them.
 
 use mongodb::bson::spec::ElementType;

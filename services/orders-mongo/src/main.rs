@@ -5,7 +5,7 @@
 use anyhow::Context;
 use orders_mongo::{Config, MongoStore};
 
-/// mimalloc: the system allocator showed up in profiles of the request path (README "Service cost").
+/// mimalloc: the system allocator showed up in profiles of the request path (docs/service-cost.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -4,7 +4,7 @@
 use anyhow::Context;
 use orders_pg::{Config, PgStore};
 
-/// mimalloc: the system allocator showed up in profiles of the request path (README "Service cost").
+/// mimalloc: the system allocator showed up in profiles of the request path (docs/service-cost.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
