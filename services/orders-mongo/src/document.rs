@@ -4,7 +4,8 @@
 //! none. Reading is strict: a missing, unknown or wrongly typed field is an error naming its path,
 //! and every value goes through the same checked constructors as a request body.
 
-use mongodb::bson::{Bson, DateTime, Document, doc};
+use mongodb::bson::raw::{RawArrayBuf, RawDocumentBuf};
+use mongodb::bson::{Bson, DateTime, Document};
 use orders_core::values::{Bounded, Code, Email, Note, Text};
 use orders_core::{Customer, CustomerId, Item, Order, OrderId, ProductId, Shipping, Status, Timestamp};
 
@@ -22,46 +23,54 @@ pub struct DocumentError {
     pub reason: String,
 }
 
-/// The document stored for `order`.
-pub fn to_document(order: &Order) -> Result<Document, DocumentError> {
-    let items: Vec<Bson> = order
-        .items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            Ok(Bson::Document(doc! {
-                "product_id": item.product_id.as_i64(),
-                "sku": item.sku.as_str(),
-                "name": item.name.as_str(),
-                "quantity": int64(&format!("items[{index}].quantity"), item.quantity.get())?,
-                "unit_price_cents": int64(&format!("items[{index}].unit_price_cents"), item.unit_price_cents.get())?,
-            }))
-        })
-        .collect::<Result<_, DocumentError>>()?;
-    let mut document = doc! {
-        "_id": order.id.as_i64(),
-        "customer": {
-            "id": order.customer.id.as_i64(),
-            "name": order.customer.name.as_str(),
-            "email": order.customer.email.as_str(),
-        },
-        "status": order.status.as_str(),
-        "items": items,
-        "total_cents": int64("total_cents", order.total_cents)?,
-        "currency": order.currency.as_str(),
-        "shipping": {
-            "street": order.shipping.street.as_str(),
-            "city": order.shipping.city.as_str(),
-            "postal_code": order.shipping.postal_code.as_str(),
-            "country": order.shipping.country.as_str(),
-        },
-    };
-    if let Some(note) = &order.note {
-        document.insert("note", note.as_str());
+/// The document stored for `order`, as BSON bytes: written field by field in the order of
+/// `raw_json`'s table, with no `Document` (a map of owned keys and values) in between, so an insert
+/// hands the driver bytes it copies as they are.
+pub fn to_raw_document(order: &Order) -> Result<RawDocumentBuf, DocumentError> {
+    let mut customer = RawDocumentBuf::new();
+    customer.append("id", order.customer.id.as_i64());
+    customer.append_ref("name", order.customer.name.as_str());
+    customer.append_ref("email", order.customer.email.as_str());
+    let mut items = RawArrayBuf::new();
+    for (index, item) in order.items.iter().enumerate() {
+        let mut stored = RawDocumentBuf::new();
+        stored.append("product_id", item.product_id.as_i64());
+        stored.append_ref("sku", item.sku.as_str());
+        stored.append_ref("name", item.name.as_str());
+        stored.append("quantity", int64(&format!("items[{index}].quantity"), item.quantity.get())?);
+        stored.append(
+            "unit_price_cents",
+            int64(&format!("items[{index}].unit_price_cents"), item.unit_price_cents.get())?,
+        );
+        items.push(stored);
     }
-    document.insert("created_at", date(order.created_at));
-    document.insert("updated_at", date(order.updated_at));
+    let mut shipping = RawDocumentBuf::new();
+    shipping.append_ref("street", order.shipping.street.as_str());
+    shipping.append_ref("city", order.shipping.city.as_str());
+    shipping.append_ref("postal_code", order.shipping.postal_code.as_str());
+    shipping.append_ref("country", order.shipping.country.as_str());
+
+    let mut document = RawDocumentBuf::new();
+    document.append("_id", order.id.as_i64());
+    document.append("customer", customer);
+    document.append_ref("status", order.status.as_str());
+    document.append("items", items);
+    document.append("total_cents", int64("total_cents", order.total_cents)?);
+    document.append_ref("currency", order.currency.as_str());
+    document.append("shipping", shipping);
+    if let Some(note) = &order.note {
+        document.append_ref("note", note.as_str());
+    }
+    document.append("created_at", date(order.created_at));
+    document.append("updated_at", date(order.updated_at));
     Ok(document)
+}
+
+/// The same document as a `Document`, for code that reads or changes one field by name.
+pub fn to_document(order: &Order) -> Result<Document, DocumentError> {
+    to_raw_document(order)?
+        .to_document()
+        .map_err(|error| DocumentError { field: String::new(), reason: format!("is not valid BSON: {error}") })
 }
 
 /// The order a stored document holds.
@@ -228,6 +237,7 @@ impl<'a> Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mongodb::bson::doc;
     use orders_core::NewOrder;
     use orders_core::sample::order_body;
     use serde_json::json;
@@ -250,6 +260,38 @@ mod tests {
         for order in [sample(None), sample(Some("ünïcödé ✓")), sample(Some(""))] {
             let document = to_document(&order).expect("to bson");
             assert_eq!(from_document(&document), Ok(order));
+        }
+    }
+
+    #[test]
+    fn the_stored_bytes_are_what_encoding_the_same_fields_as_a_document_gives() {
+        for order in [sample(None), sample(Some("ünï"))] {
+            let item = |index: usize| {
+                let item = &order.items[index];
+                doc! {
+                    "product_id": item.product_id.as_i64(), "sku": item.sku.as_str(), "name": item.name.as_str(),
+                    "quantity": item.quantity.get() as i64, "unit_price_cents": item.unit_price_cents.get() as i64,
+                }
+            };
+            let mut expected = doc! {
+                "_id": 4242_i64,
+                "customer": {"id": 1234_i64, "name": order.customer.name.as_str(), "email": order.customer.email.as_str()},
+                "status": "shipped",
+                "items": [item(0), item(1), item(2)],
+                "total_cents": order.total_cents as i64,
+                "currency": order.currency.as_str(),
+                "shipping": {
+                    "street": order.shipping.street.as_str(), "city": order.shipping.city.as_str(),
+                    "postal_code": order.shipping.postal_code.as_str(), "country": order.shipping.country.as_str(),
+                },
+            };
+            if let Some(note) = &order.note {
+                expected.insert("note", note.as_str());
+            }
+            expected.insert("created_at", DateTime::from_millis(1_795_946_400_123));
+            expected.insert("updated_at", DateTime::from_millis(1_795_946_500_456));
+            let raw = to_raw_document(&order).expect("raw");
+            assert_eq!(raw.as_bytes(), RawDocumentBuf::from_document(&expected).expect("encode").as_bytes());
         }
     }
 

@@ -1,7 +1,7 @@
 //! A stored order's raw BSON written straight out as the API's JSON, with no `Document` and no
 //! `Order` in between: `_id` becomes `id`, Int64 (or Int32 from other writers) a JSON number,
 //! BSON dates RFC 3339 strings with milliseconds, strings escaped as serde_json escapes them; keys
-//! come out in stored order, which for documents of `document::to_document` is the order
+//! come out in stored order, which for documents of `document::to_raw_document` is the order
 //! `Order` serialises in, so the bytes equal those of the `Order` path.
 //!
 //! Values are not validated again (the service wrote only validated orders), but the shape is

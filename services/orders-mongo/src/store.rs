@@ -8,11 +8,12 @@
 //! carries `maxTimeMS` = `REQUEST_TIMEOUT_MS` where the command has one, so the server stops work
 //! nobody waits for. A keyed insert stores its `Idempotency-Key` in the document
 //! (`IDEMPOTENCY_KEY`, under a unique partial index that documents without a key never enter).
-//! Reads fetch raw BSON and write the API's JSON straight from it (`raw_json`).
+//! Reads fetch raw BSON and write the API's JSON straight from it (`raw_json`); inserts send BSON
+//! bytes written straight from the order (`document::to_raw_document`).
 
 use crate::config::MongoConfig;
 use crate::diagnostics;
-use crate::document::{IDEMPOTENCY_FINGERPRINT, IDEMPOTENCY_KEY, date, from_document, status_of, to_document};
+use crate::document::{IDEMPOTENCY_FINGERPRINT, IDEMPOTENCY_KEY, date, from_document, status_of, to_raw_document};
 use crate::error::{describe, is_duplicate_key, is_unavailable, store_error, write_error};
 use crate::indexes::{self, COLLECTION};
 use crate::pool::ConnectionGate;
@@ -174,9 +175,9 @@ impl OrderStore for MongoStore {
     }
 
     async fn insert(&self, order: &Order) -> Result<(), StoreError> {
-        let document = to_document(order).map_err(internal)?;
+        let document = to_raw_document(order).map_err(internal)?;
         let _permit = self.gate.acquire().await?;
-        match self.orders.insert_one(document).await {
+        match self.raw_orders.insert_one(document).await {
             Ok(_) => Ok(()),
             Err(error) if is_duplicate_key(&error) => Err(StoreError::id_taken(order.id)),
             Err(error) => Err(write_error(error)),
@@ -189,11 +190,11 @@ impl OrderStore for MongoStore {
         key: &IdempotencyKey,
         fingerprint: i64,
     ) -> Result<KeyedInsert, StoreError> {
-        let mut document = to_document(order).map_err(internal)?;
-        document.insert(IDEMPOTENCY_KEY, key.as_str());
-        document.insert(IDEMPOTENCY_FINGERPRINT, fingerprint);
+        let mut document = to_raw_document(order).map_err(internal)?;
+        document.append_ref(IDEMPOTENCY_KEY, key.as_str());
+        document.append(IDEMPOTENCY_FINGERPRINT, fingerprint);
         let _permit = self.gate.acquire().await?;
-        match self.orders.insert_one(document).await {
+        match self.raw_orders.insert_one(document).await {
             Ok(_) => return Ok(KeyedInsert::Inserted),
             Err(error) if is_duplicate_key(&error) => {}
             Err(error) => return Err(write_error(error)),

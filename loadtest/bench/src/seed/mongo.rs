@@ -1,5 +1,5 @@
 //! Seeding MongoDB: drop the `orders` collection (it is empty, or `--reset` was given), insert the
-//! orders as the service stores them (`orders_mongo::document::to_document`, encoded to BSON bytes
+//! orders as the service stores them (`orders_mongo::document::to_raw_document`, BSON bytes written
 //! on the generator thread) with unordered `insert_many` batches, a few in flight, then build the
 //! indexes of `migrations/mongo` with `orders_mongo::indexes`. Writes use the service's default
 //! durability (`w: majority, j: true`).
@@ -15,7 +15,7 @@ use mongodb::bson::{Bson, Document, RawDocumentBuf};
 use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 use mongodb::{Client, Collection, Database};
 use orders_mongo::admin;
-use orders_mongo::document::to_document;
+use orders_mongo::document::to_raw_document;
 use orders_mongo::indexes::{self, COLLECTION};
 use std::time::{Duration, Instant};
 
@@ -99,8 +99,7 @@ impl MongoTarget {
     async fn insert_all(&self, profile: Profile, bar: &ProgressBar) -> Result<u64> {
         // Encoded bytes, not `Document`s: a tenth of the memory in flight, and the driver only
         // copies them into its message.
-        let mut batches =
-            feed::batches(profile, BATCH, |order| Ok(RawDocumentBuf::from_document(&to_document(&order)?)?));
+        let mut batches = feed::batches(profile, BATCH, |order| Ok(to_raw_document(&order)?));
         let raw_orders = self.db.collection::<RawDocumentBuf>(COLLECTION);
         let mut in_flight = FuturesUnordered::new();
         let mut inserted = 0;
