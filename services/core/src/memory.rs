@@ -124,7 +124,7 @@ impl OrderStore for MemoryStore {
         change: StatusChange,
         now: Timestamp,
         returning: Returning,
-    ) -> Result<Option<Order>, StoreError> {
+    ) -> Result<Option<OrderJson>, StoreError> {
         let mut orders = self.orders()?;
         let order = orders.get_mut(&id).ok_or(StoreError::NotFound)?;
         if let Some(from) = change.from
@@ -134,7 +134,12 @@ impl OrderStore for MemoryStore {
         }
         order.status = change.status;
         order.updated_at = now;
-        Ok((returning == Returning::Document).then(|| order.clone()))
+        match returning {
+            Returning::Document => {
+                OrderJson::from_order(order).map(Some).map_err(|e| StoreError::Internal(e.to_string()))
+            }
+            Returning::Nothing => Ok(None),
+        }
     }
 
     async fn ready(&self) -> Result<(), StoreError> {

@@ -144,14 +144,15 @@ pub trait OrderStore: Send + Sync + 'static {
 
     /// Sets the status and `updated_at`; `NotFound`, or `Conflict` when `change.from` is given
     /// and differs from the current status. The result is `Some` exactly when `returning` is
-    /// `Document`.
+    /// `Document`: the updated order as the database returned it (like `get`, not parsed and
+    /// serialised again).
     fn update_status(
         &self,
         id: OrderId,
         change: StatusChange,
         now: Timestamp,
         returning: Returning,
-    ) -> impl Future<Output = Result<Option<Order>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<OrderJson>, StoreError>> + Send;
 
     /// Succeeds when the database answers.
     fn ready(&self) -> impl Future<Output = Result<(), StoreError>> + Send;

@@ -96,7 +96,7 @@ pub async fn update_status<S: OrderStore>(
     let change = StatusChange::parse(&body)?;
     let returning = if prefer.minimal { Returning::Nothing } else { Returning::Document };
     match app.store.update_status(id, change, Timestamp::now(), returning).await? {
-        Some(order) => Ok(Json(order).into_response()),
+        Some(order) => Ok(json_response(order.into_bytes())),
         None if prefer.minimal => Ok((StatusCode::NO_CONTENT, [(PREFERENCE_APPLIED, RETURN_MINIMAL)]).into_response()),
         None => Err(ApiError::Internal("the store returned no document".into())),
     }

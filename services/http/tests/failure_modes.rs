@@ -61,7 +61,7 @@ impl OrderStore for Misbehaving {
         change: StatusChange,
         now: Timestamp,
         returning: Returning,
-    ) -> Result<Option<Order>, StoreError> {
+    ) -> Result<Option<OrderJson>, StoreError> {
         self.inner.update_status(id, change, now, returning).await
     }
     async fn ready(&self) -> Result<(), StoreError> {
@@ -204,7 +204,7 @@ async fn a_timed_out_write_says_its_outcome_is_unknown() {
             change: StatusChange,
             now: Timestamp,
             returning: Returning,
-        ) -> Result<Option<Order>, StoreError> {
+        ) -> Result<Option<OrderJson>, StoreError> {
             self.0.update_status(id, change, now, returning).await
         }
         async fn ready(&self) -> Result<(), StoreError> {

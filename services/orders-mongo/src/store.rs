@@ -228,7 +228,7 @@ impl OrderStore for MongoStore {
         change: StatusChange,
         now: Timestamp,
         returning: Returning,
-    ) -> Result<Option<Order>, StoreError> {
+    ) -> Result<Option<OrderJson>, StoreError> {
         let mut filter = doc! {"_id": id.as_i64()};
         if let Some(from) = change.from {
             filter.insert("status", from.as_str());
@@ -239,13 +239,15 @@ impl OrderStore for MongoStore {
         loop {
             let updated = match returning {
                 Returning::Document => self
-                    .orders
+                    .raw_orders
                     .find_one_and_update(filter.clone(), update.clone())
                     .return_document(ReturnDocument::After)
                     .max_time(self.max_time)
                     .await
                     .map_err(write_error)?
-                    .map(|document| from_document(&document).map(Some).map_err(internal)),
+                    .map(|document| {
+                        order_json(&document).map(|json| Some(OrderJson::from_stored(json))).map_err(internal)
+                    }),
                 Returning::Nothing => {
                     let result = self.orders.update_one(filter.clone(), update.clone()).await.map_err(write_error)?;
                     (result.matched_count > 0).then_some(Ok(None))

@@ -140,12 +140,6 @@ async fn connect_with_retry(pg: &tokio_postgres::Config) -> Result<tokio_postgre
     }
 }
 
-fn order_from(row: &Row) -> Result<Order, StoreError> {
-    row.try_get::<_, Json<Order>>(0)
-        .map(|Json(order)| order)
-        .map_err(|e| StoreError::Internal(format!("stored document is not a valid order: {e}")))
-}
-
 /// The JSON text of a `json` or `jsonb` value, borrowed from the row as the server sent it.
 struct JsonText<'a>(&'a [u8]);
 
@@ -250,7 +244,7 @@ impl OrderStore for PgStore {
         change: StatusChange,
         now: Timestamp,
         returning: Returning,
-    ) -> Result<Option<Order>, StoreError> {
+    ) -> Result<Option<OrderJson>, StoreError> {
         let statement = match returning {
             Returning::Document => &sql::UPDATE_STATUS,
             Returning::Nothing => &sql::UPDATE_STATUS_MINIMAL,
@@ -263,7 +257,7 @@ impl OrderStore for PgStore {
             let current: Option<String> = row.try_get(1).map_err(|e| StoreError::Internal(e.to_string()))?;
             let Some(current) = current else {
                 return match returning {
-                    Returning::Document => order_from(row).map(Some),
+                    Returning::Document => Ok(Some(OrderJson::from_stored(stored_json(row)?.to_vec()))),
                     Returning::Nothing => Ok(None),
                 };
             };

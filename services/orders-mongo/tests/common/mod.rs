@@ -91,7 +91,7 @@ impl OrderStore for TestStore {
         change: StatusChange,
         now: Timestamp,
         returning: Returning,
-    ) -> Result<Option<Order>, StoreError> {
+    ) -> Result<Option<OrderJson>, StoreError> {
         self.store.update_status(id, change, now, returning).await
     }
 
