@@ -1,13 +1,15 @@
 //! `Json`: a parsed request body that, unlike `serde_json::Value`, keeps every object entry in
 //! order, duplicates included, so validation can report a duplicate field instead of silently
-//! keeping the last one. Parsing itself is serde_json's (strict UTF-8, lone surrogates rejected,
-//! nesting limited to 128 levels).
+//! keeping the last one. Keys and strings borrow from the body where they hold no escape (most
+//! do), so reading an order allocates little beyond the order itself. Parsing itself is
+//! serde_json's (strict UTF-8, lone surrogates rejected, nesting limited to 128 levels).
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Json {
+pub enum Json<'a> {
     Null,
     Bool(bool),
     /// A non-negative integer that fits in u64.
@@ -16,14 +18,14 @@ pub enum Json {
     Negative(i64),
     /// Any other number (fraction, exponent, or too large for u64).
     Float(f64),
-    String(String),
-    Array(Vec<Json>),
-    Object(Vec<(String, Json)>),
+    String(Cow<'a, str>),
+    Array(Vec<Json<'a>>),
+    Object(Vec<(Cow<'a, str>, Json<'a>)>),
 }
 
-impl Json {
+impl<'a> Json<'a> {
     /// Parses a whole body; trailing characters after the value are an error.
-    pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, serde_json::Error> {
         serde_json::from_slice(bytes)
     }
 
@@ -40,50 +42,85 @@ impl Json {
     }
 }
 
-impl<'de> Deserialize<'de> for Json {
+impl<'de> Deserialize<'de> for Json<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(JsonVisitor)
+    }
+}
+
+/// An object key, borrowed from the body when it can be (serde's own `Cow` always copies).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(v.to_owned())))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(v)))
     }
 }
 
 struct JsonVisitor;
 
 impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = Json;
+    type Value = Json<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_unit<E>(self) -> Result<Json, E> {
+    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
         Ok(Json::Null)
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<Json, E> {
+    fn visit_bool<E>(self, v: bool) -> Result<Json<'de>, E> {
         Ok(Json::Bool(v))
     }
 
-    fn visit_u64<E>(self, v: u64) -> Result<Json, E> {
+    fn visit_u64<E>(self, v: u64) -> Result<Json<'de>, E> {
         Ok(Json::Unsigned(v))
     }
 
-    fn visit_i64<E>(self, v: i64) -> Result<Json, E> {
+    fn visit_i64<E>(self, v: i64) -> Result<Json<'de>, E> {
         Ok(if v >= 0 { Json::Unsigned(v as u64) } else { Json::Negative(v) })
     }
 
-    fn visit_f64<E>(self, v: f64) -> Result<Json, E> {
+    fn visit_f64<E>(self, v: f64) -> Result<Json<'de>, E> {
         Ok(Json::Float(v))
     }
 
-    fn visit_str<E>(self, v: &str) -> Result<Json, E> {
-        Ok(Json::String(v.to_owned()))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Borrowed(v)))
     }
 
-    fn visit_string<E>(self, v: String) -> Result<Json, E> {
-        Ok(Json::String(v))
+    fn visit_str<E>(self, v: &str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(v.to_owned())))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+    fn visit_string<E>(self, v: String) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(v)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
         while let Some(item) = seq.next_element()? {
             items.push(item);
@@ -91,9 +128,9 @@ impl<'de> Visitor<'de> for JsonVisitor {
         Ok(Json::Array(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
         let mut entries = Vec::new();
-        while let Some((key, value)) = map.next_entry::<String, Json>()? {
+        while let Some((Key(key), value)) = map.next_entry::<Key<'de>, Json<'de>>()? {
             entries.push((key, value));
         }
         Ok(Json::Object(entries))
@@ -118,6 +155,18 @@ mod tests {
                 ),
             ])
         );
+    }
+
+    #[test]
+    fn keys_and_strings_borrow_from_the_body_unless_they_hold_an_escape() {
+        let parsed = Json::parse(br#"{"plain":"text","esc\u0061ped":"a\nb"}"#).unwrap();
+        let Json::Object(entries) = parsed else { panic!("an object") };
+        let borrowed = |text: &Cow<'_, str>| matches!(text, Cow::Borrowed(_));
+        let Json::String(plain) = &entries[0].1 else { panic!("a string") };
+        let Json::String(escaped) = &entries[1].1 else { panic!("a string") };
+        assert_eq!((borrowed(&entries[0].0), borrowed(plain)), (true, true));
+        assert_eq!((entries[1].0.as_ref(), escaped.as_ref()), ("escaped", "a\nb"));
+        assert_eq!((borrowed(&entries[1].0), borrowed(escaped)), (false, false));
     }
 
     #[test]

@@ -7,6 +7,8 @@ use crate::ids::{CustomerId, MAX_SAFE_INTEGER, OrderId, ProductId};
 use crate::json_tree::Json;
 use crate::order::{Customer, Item, NewOrder, Shipping, Status, StatusChange};
 use crate::values::{Bounded, Code, Email, Note, Text};
+use std::borrow::Cow;
+use std::fmt;
 
 /// One bad field: `field` is a path such as `items[0].quantity`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -42,7 +44,7 @@ impl StatusChange {
         let json = Json::parse(body).map_err(|e| BodyError::Malformed(e.to_string()))?;
         let mut errors = Vec::new();
         let change = (|| {
-            let mut obj = Object::read(&json, "", &["status", "from"], &mut errors)?;
+            let mut obj = Object::read(&json, Path::Body, &["status", "from"], &mut errors)?;
             let status = obj.required("status", leaf(parse_status));
             let from = obj.optional("from", leaf(parse_status));
             Some(StatusChange { status: status?, from: from? })
@@ -56,7 +58,7 @@ impl StatusChange {
 
 fn new_order(json: &Json, errors: &mut Vec<FieldError>) -> Option<NewOrder> {
     const FIELDS: &[&str] = &["id", "customer", "status", "items", "currency", "shipping", "note"];
-    let mut obj = Object::read(json, "", FIELDS, errors)?;
+    let mut obj = Object::read(json, Path::Body, FIELDS, errors)?;
     let id = obj.optional("id", leaf(|v| OrderId::new(unsigned(v)?)));
     let customer = obj.required("customer", customer);
     let status = obj.optional("status", leaf(parse_status));
@@ -85,7 +87,7 @@ fn new_order(json: &Json, errors: &mut Vec<FieldError>) -> Option<NewOrder> {
     })
 }
 
-fn customer(json: &Json, path: &str, errors: &mut Vec<FieldError>) -> Option<Customer> {
+fn customer(json: &Json, path: Path<'_>, errors: &mut Vec<FieldError>) -> Option<Customer> {
     let mut obj = Object::read(json, path, &["id", "name", "email"], errors)?;
     let id = obj.required("id", leaf(|v| CustomerId::new(unsigned(v)?)));
     let name = obj.required("name", leaf(|v| Text::new(string(v)?)));
@@ -93,21 +95,21 @@ fn customer(json: &Json, path: &str, errors: &mut Vec<FieldError>) -> Option<Cus
     Some(Customer { id: id?, name: name?, email: email? })
 }
 
-fn items(json: &Json, path: &str, errors: &mut Vec<FieldError>) -> Option<Vec<Item>> {
+fn items(json: &Json, path: Path<'_>, errors: &mut Vec<FieldError>) -> Option<Vec<Item>> {
     let Json::Array(elements) = json else {
-        errors.push(FieldError { field: path.into(), message: format!("must be an array, not {}", json.kind()) });
+        errors.push(FieldError { field: path.to_string(), message: format!("must be an array, not {}", json.kind()) });
         return None;
     };
     if elements.is_empty() || elements.len() > MAX_ITEMS {
-        errors.push(FieldError { field: path.into(), message: format!("must hold 1 to {MAX_ITEMS} items") });
+        errors.push(FieldError { field: path.to_string(), message: format!("must hold 1 to {MAX_ITEMS} items") });
         return None;
     }
     let parsed: Vec<Option<Item>> =
-        elements.iter().enumerate().map(|(i, element)| item(element, &format!("{path}[{i}]"), errors)).collect();
+        elements.iter().enumerate().map(|(i, element)| item(element, Path::Item(&path, i), errors)).collect();
     parsed.into_iter().collect()
 }
 
-fn item(json: &Json, path: &str, errors: &mut Vec<FieldError>) -> Option<Item> {
+fn item(json: &Json, path: Path<'_>, errors: &mut Vec<FieldError>) -> Option<Item> {
     const FIELDS: &[&str] = &["product_id", "sku", "name", "quantity", "unit_price_cents"];
     let mut obj = Object::read(json, path, FIELDS, errors)?;
     let product_id = obj.required("product_id", leaf(|v| ProductId::new(unsigned(v)?)));
@@ -124,7 +126,7 @@ fn item(json: &Json, path: &str, errors: &mut Vec<FieldError>) -> Option<Item> {
     })
 }
 
-fn shipping(json: &Json, path: &str, errors: &mut Vec<FieldError>) -> Option<Shipping> {
+fn shipping(json: &Json, path: Path<'_>, errors: &mut Vec<FieldError>) -> Option<Shipping> {
     let mut obj = Object::read(json, path, &["street", "city", "postal_code", "country"], errors)?;
     let street = obj.required("street", leaf(|v| Text::new(string(v)?)));
     let city = obj.required("city", leaf(|v| Text::new(string(v)?)));
@@ -146,20 +148,40 @@ fn unsigned(json: &Json) -> Result<u64, String> {
     }
 }
 
-fn string(json: &Json) -> Result<&str, String> {
+fn string<'a>(json: &'a Json<'_>) -> Result<&'a str, String> {
     match json {
         Json::String(s) => Ok(s),
         other => Err(format!("must be a string, not {}", other.kind())),
     }
 }
 
+/// Where a value sits in the body, spelled out (`items[0].quantity`) only when an error names
+/// it: a valid body is read without building a single path.
+#[derive(Debug, Clone, Copy)]
+enum Path<'p> {
+    Body,
+    Field(&'p Path<'p>, &'p str),
+    Item(&'p Path<'p>, usize),
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Path::Body => Ok(()),
+            Path::Field(Path::Body, key) => f.write_str(key),
+            Path::Field(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Item(parent, index) => write!(f, "{parent}[{index}]"),
+        }
+    }
+}
+
 /// Lifts a scalar rule (`value -> Result<T, reason>`) into a field parser: given the value and
 /// the field's path, it records its own error and returns `None` when the value was bad.
-fn leaf<T>(rule: impl Fn(&Json) -> Result<T, String>) -> impl Fn(&Json, &str, &mut Vec<FieldError>) -> Option<T> {
+fn leaf<T>(rule: impl Fn(&Json) -> Result<T, String>) -> impl Fn(&Json, Path<'_>, &mut Vec<FieldError>) -> Option<T> {
     move |json, path, errors| match rule(json) {
         Ok(value) => Some(value),
         Err(message) => {
-            errors.push(FieldError { field: path.into(), message });
+            errors.push(FieldError { field: path.to_string(), message });
             None
         }
     }
@@ -167,42 +189,48 @@ fn leaf<T>(rule: impl Fn(&Json) -> Result<T, String>) -> impl Fn(&Json, &str, &m
 
 /// The fields of one JSON object, read once each; unknown and duplicate keys are reported when it
 /// is first read.
-struct Object<'a, 'e> {
-    path: String,
-    entries: &'a [(String, Json)],
+struct Object<'a, 'e, 'p> {
+    path: Path<'p>,
+    entries: &'a [(Cow<'a, str>, Json<'a>)],
     errors: &'e mut Vec<FieldError>,
 }
 
-impl<'a, 'e> Object<'a, 'e> {
-    fn read(json: &'a Json, path: &str, known: &[&str], errors: &'e mut Vec<FieldError>) -> Option<Self> {
+impl<'a, 'e, 'p> Object<'a, 'e, 'p> {
+    fn read(json: &'a Json<'a>, path: Path<'p>, known: &[&str], errors: &'e mut Vec<FieldError>) -> Option<Self> {
         let Json::Object(entries) = json else {
-            let field = if path.is_empty() { "body" } else { path };
-            errors.push(FieldError { field: field.into(), message: format!("must be an object, not {}", json.kind()) });
+            let field = if matches!(path, Path::Body) { "body".to_owned() } else { path.to_string() };
+            errors.push(FieldError { field, message: format!("must be an object, not {}", json.kind()) });
             return None;
         };
         for (index, (key, _)) in entries.iter().enumerate() {
-            let field = join(path, key);
-            if !known.contains(&key.as_str()) {
-                errors.push(FieldError { field, message: "unknown field".into() });
+            let message = if !known.contains(&key.as_ref()) {
+                "unknown field"
             } else if entries[..index].iter().any(|(earlier, _)| earlier == key) {
-                errors.push(FieldError { field, message: "duplicate field".into() });
-            }
+                "duplicate field"
+            } else {
+                continue;
+            };
+            errors.push(FieldError { field: Path::Field(&path, key).to_string(), message: message.into() });
         }
         // A flawed object is still read, so every other bad field is reported too.
-        Some(Self { path: path.to_owned(), entries, errors })
+        Some(Self { path, entries, errors })
     }
 
-    fn find(&self, name: &str) -> Option<&'a Json> {
+    fn find(&self, name: &str) -> Option<&'a Json<'a>> {
         self.entries.iter().find(|(key, _)| key == name).map(|(_, value)| value)
     }
 
     /// `Some(value)` when present and valid; `None` (with an error recorded) otherwise.
-    fn required<T>(&mut self, name: &str, parse: impl Fn(&Json, &str, &mut Vec<FieldError>) -> Option<T>) -> Option<T> {
-        let field = join(&self.path, name);
+    fn required<T>(
+        &mut self,
+        name: &str,
+        parse: impl Fn(&Json, Path<'_>, &mut Vec<FieldError>) -> Option<T>,
+    ) -> Option<T> {
+        let field = Path::Field(&self.path, name);
         match self.find(name) {
-            Some(value) => parse(value, &field, self.errors),
+            Some(value) => parse(value, field, self.errors),
             None => {
-                self.errors.push(FieldError { field, message: "is required".into() });
+                self.errors.push(FieldError { field: field.to_string(), message: "is required".into() });
                 None
             }
         }
@@ -212,18 +240,13 @@ impl<'a, 'e> Object<'a, 'e> {
     fn optional<T>(
         &mut self,
         name: &str,
-        parse: impl Fn(&Json, &str, &mut Vec<FieldError>) -> Option<T>,
+        parse: impl Fn(&Json, Path<'_>, &mut Vec<FieldError>) -> Option<T>,
     ) -> Option<Option<T>> {
-        let field = join(&self.path, name);
         match self.find(name) {
             None | Some(Json::Null) => Some(None),
-            Some(value) => parse(value, &field, self.errors).map(Some),
+            Some(value) => parse(value, Path::Field(&self.path, name), self.errors).map(Some),
         }
     }
-}
-
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
 }
 
 #[cfg(test)]
