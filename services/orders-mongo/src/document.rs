@@ -37,10 +37,10 @@ pub fn to_raw_document(order: &Order) -> Result<RawDocumentBuf, DocumentError> {
         stored.append("product_id", item.product_id.as_i64());
         stored.append_ref("sku", item.sku.as_str());
         stored.append_ref("name", item.name.as_str());
-        stored.append("quantity", int64(&format!("items[{index}].quantity"), item.quantity.get())?);
+        stored.append("quantity", int64(item.quantity.get(), || format!("items[{index}].quantity"))?);
         stored.append(
             "unit_price_cents",
-            int64(&format!("items[{index}].unit_price_cents"), item.unit_price_cents.get())?,
+            int64(item.unit_price_cents.get(), || format!("items[{index}].unit_price_cents"))?,
         );
         items.push(stored);
     }
@@ -55,7 +55,7 @@ pub fn to_raw_document(order: &Order) -> Result<RawDocumentBuf, DocumentError> {
     document.append("customer", customer);
     document.append_ref("status", order.status.as_str());
     document.append("items", items);
-    document.append("total_cents", int64("total_cents", order.total_cents)?);
+    document.append("total_cents", int64(order.total_cents, || "total_cents".into())?);
     document.append_ref("currency", order.currency.as_str());
     document.append("shipping", shipping);
     if let Some(note) = &order.note {
@@ -145,9 +145,10 @@ pub fn date(timestamp: Timestamp) -> DateTime {
     DateTime::from_millis(timestamp.millis())
 }
 
-fn int64(field: &str, value: u64) -> Result<i64, DocumentError> {
+/// `value` as an Int64; the error names `field` (spelled out only then).
+fn int64(value: u64, field: impl FnOnce() -> String) -> Result<i64, DocumentError> {
     i64::try_from(value)
-        .map_err(|_| DocumentError { field: field.into(), reason: format!("{value} does not fit in an Int64") })
+        .map_err(|_| DocumentError { field: field(), reason: format!("{value} does not fit in an Int64") })
 }
 
 /// The fields of one (sub)document, read by name; `finish` fails if any field was left unread.
