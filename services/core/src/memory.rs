@@ -135,9 +135,7 @@ impl OrderStore for MemoryStore {
         order.status = change.status;
         order.updated_at = now;
         match returning {
-            Returning::Document => {
-                OrderJson::from_order(order).map(Some).map_err(|e| StoreError::Internal(e.to_string()))
-            }
+            Returning::Document => OrderJson::from_order(order).map(Some).map_err(serialise_error),
             Returning::Nothing => Ok(None),
         }
     }
