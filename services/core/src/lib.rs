@@ -1,12 +1,13 @@
 //! The order domain shared by both services: typed values that cannot hold invalid data
 //! (`values`, `order`), the parser that turns a request body into those types with one error per
 //! bad field (`validate`), the id generator, timestamps, the `Idempotency-Key` rules
-//! (`idempotency`), orders already written as JSON (`order_json`, what reads return), and the
-//! `OrderStore` trait each backend implements. Nothing here knows about HTTP or a database driver.
+//! (`idempotency`), orders already written as JSON (`order_json`, what reads return; `json_write`
+//! writes them by hand), and the `OrderStore` trait each backend implements. Nothing here knows about HTTP or a database driver.
 
 pub mod idempotency;
 pub mod ids;
 pub mod json_tree;
+pub mod json_write;
 pub mod memory;
 pub mod order;
 pub mod order_json;

@@ -38,16 +38,12 @@ impl MemoryStore {
     }
 }
 
-fn serialise_error(error: serde_json::Error) -> StoreError {
-    StoreError::Internal(format!("could not serialise an order: {error}"))
-}
-
-fn list<'a>(orders: impl Iterator<Item = &'a Order>) -> Result<OrderListJson, StoreError> {
+fn list<'a>(orders: impl Iterator<Item = &'a Order>) -> OrderListJson {
     let mut list = OrderListJson::default();
     for order in orders {
-        list.push_with(|out| serde_json::to_writer(out, order)).map_err(serialise_error)?;
+        list.push(&OrderJson::from_order(order));
     }
-    Ok(list)
+    list
 }
 
 impl OrderStore for MemoryStore {
@@ -58,7 +54,7 @@ impl OrderStore for MemoryStore {
     async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
         let orders = self.orders()?;
         let order = orders.get(&id).ok_or(StoreError::NotFound)?;
-        OrderJson::from_order(order).map_err(serialise_error)
+        Ok(OrderJson::from_order(order))
     }
 
     async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
@@ -69,7 +65,7 @@ impl OrderStore for MemoryStore {
             .rev()
             .filter(|order| order.customer.id == query.customer && order.id.get() < upper)
             .take(query.limit.get() as usize);
-        list(found)
+        Ok(list(found))
     }
 
     async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
@@ -78,7 +74,7 @@ impl OrderStore for MemoryStore {
             .values()
             .filter(|order| order.items.iter().any(|item| item.product_id == query.product))
             .take(query.limit.get() as usize);
-        list(found)
+        Ok(list(found))
     }
 
     async fn insert(&self, order: &Order) -> Result<(), StoreError> {
@@ -135,7 +131,7 @@ impl OrderStore for MemoryStore {
         order.status = change.status;
         order.updated_at = now;
         match returning {
-            Returning::Document => OrderJson::from_order(order).map(Some).map_err(serialise_error),
+            Returning::Document => Ok(Some(OrderJson::from_order(order))),
             Returning::Nothing => Ok(None),
         }
     }

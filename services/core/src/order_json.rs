@@ -5,6 +5,7 @@
 //! sound because every stored document was an `Order` that passed validation when it was written;
 //! `to_order` parses one back (tests use it to compare with what they wrote).
 
+use crate::json_write::write_order;
 use crate::order::Order;
 
 /// One order as a JSON object. Key order and insignificant whitespace depend on the store.
@@ -12,9 +13,13 @@ use crate::order::Order;
 pub struct OrderJson(Vec<u8>);
 
 impl OrderJson {
-    /// The order serialised here (stores that keep `Order` values, such as the in-memory one).
-    pub fn from_order(order: &Order) -> Result<Self, serde_json::Error> {
-        serde_json::to_vec(order).map(Self)
+    /// The order written here (`json_write::write_order`: the bytes `serde_json::to_vec` gives),
+    /// for orders not read from a database: a created order's answer, PostgreSQL's insert
+    /// parameter, the in-memory store.
+    pub fn from_order(order: &Order) -> Self {
+        let mut out = Vec::with_capacity(1024);
+        write_order(&mut out, order);
+        Self(out)
     }
 
     /// The JSON object a store holds for an order it wrote itself, passed through unchecked.
@@ -129,7 +134,7 @@ mod tests {
     #[test]
     fn an_order_round_trips_through_its_json() {
         let written = order(42);
-        let json = OrderJson::from_order(&written).expect("serialise");
+        let json = OrderJson::from_order(&written);
         assert_eq!(json.to_order().expect("parse"), written);
         let value: Value = serde_json::from_slice(json.as_bytes()).expect("json");
         assert_eq!(value["created_at"], json!("2026-11-29T10:00:00.123Z"));
@@ -139,7 +144,7 @@ mod tests {
     fn lists_are_an_object_with_the_orders_in_order() {
         assert_eq!(OrderListJson::default().into_body(), br#"{"orders":[]}"#);
         let mut list = OrderListJson::with_capacity(100);
-        list.push(&OrderJson::from_order(&order(1)).expect("serialise"));
+        list.push(&OrderJson::from_order(&order(1)));
         list.push_stored(&serde_json::to_vec(&order(2)).expect("serialise"));
         list.push_with(|out| serde_json::to_writer(out, &order(3))).expect("write");
         assert_eq!(list.len(), 3);

@@ -1,8 +1,9 @@
 //! A stored order's raw BSON written straight out as the API's JSON, with no `Document` and no
 //! `Order` in between: `_id` becomes `id`, Int64 (or Int32 from other writers) a JSON number,
-//! BSON dates RFC 3339 strings with milliseconds, strings escaped as serde_json escapes them; keys
-//! come out in stored order, which for documents of `document::to_raw_document` is the order
-//! `Order` serialises in, so the bytes equal those of the `Order` path.
+//! BSON dates RFC 3339 strings with milliseconds, strings escaped as serde_json escapes them
+//! (`orders_core::json_write`); keys come out in stored order, which for documents of
+//! `document::to_raw_document` is the order `Order` serialises in, so the bytes equal those of
+//! the `Order` path.
 //!
 //! Values are not validated again (the service wrote only validated orders), but the shape is
 //! checked on the way, at the cost of a few comparisons: a field this code does not know, a
@@ -15,6 +16,7 @@ use crate::document::{DocumentError, IDEMPOTENCY_FINGERPRINT, IDEMPOTENCY_KEY};
 use mongodb::bson::RawDocument;
 use mongodb::bson::raw::RawDocumentBuf;
 use mongodb::bson::spec::ElementType;
+use orders_core::json_write::{write_timestamp, write_utf8};
 use orders_core::{OrderListJson, Timestamp};
 
 #[derive(Clone, Copy)]
@@ -140,7 +142,9 @@ fn write_value(out: &mut Vec<u8>, element_type: u8, value: &[u8], kind: Kind) ->
     match (kind, element_type) {
         (Kind::Integer, INT64) => write_unsigned(out, bson_bytes::int64(value)),
         (Kind::Integer, INT32) => write_unsigned(out, i64::from(bson_bytes::int32(value))),
-        (Kind::String, STRING) => bson_bytes::string(value).and_then(|text| write_str(out, text)).map_err(malformed),
+        (Kind::String, STRING) => bson_bytes::string(value)
+            .and_then(|text| write_utf8(out, text).map_err(|_| Malformed("a string that is not UTF-8")))
+            .map_err(malformed),
         (Kind::Date, DATE_TIME) => {
             write_timestamp(out, Timestamp::from_millis(bson_bytes::int64(value)));
             Ok(())
@@ -195,73 +199,6 @@ fn write_unsigned(out: &mut Vec<u8>, number: i64) -> Result<(), DocumentError> {
     let unsigned = u64::try_from(number).map_err(|_| error("", format!("{number} is negative")))?;
     out.extend_from_slice(itoa::Buffer::new().format(unsigned).as_bytes());
     Ok(())
-}
-
-/// A JSON string, escaped exactly as serde_json escapes (so the bytes equal those of the `Order`
-/// path): `"` and `\` with a backslash, the control characters `\b \t \n \f \r` short and the
-/// others as `\u00XX`; everything else, U+007F and all non-ASCII included, as it is. The text must
-/// be UTF-8; it is checked only when it is not ASCII, which the same pass over the bytes tells.
-fn write_str(out: &mut Vec<u8>, text: &[u8]) -> Result<(), Malformed> {
-    out.reserve(text.len() + 2);
-    out.push(b'"');
-    let mut unwritten = 0;
-    let mut all_bits = 0_u8;
-    for (at, &byte) in text.iter().enumerate() {
-        all_bits |= byte;
-        let escape = ESCAPE[usize::from(byte)];
-        if escape == 0 {
-            continue;
-        }
-        out.extend_from_slice(&text[unwritten..at]);
-        if escape == b'u' {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(byte >> 4)],
-                HEX[usize::from(byte & 0xf)],
-            ]);
-        } else {
-            out.extend_from_slice(&[b'\\', escape]);
-        }
-        unwritten = at + 1;
-    }
-    if all_bits >= 0x80 && std::str::from_utf8(text).is_err() {
-        return Err(Malformed("a string that is not UTF-8"));
-    }
-    out.extend_from_slice(&text[unwritten..]);
-    out.push(b'"');
-    Ok(())
-}
-
-/// Per byte: 0 when it stands for itself in a JSON string, else the letter after the backslash
-/// (`u` for `\u00XX`).
-const ESCAPE: [u8; 256] = {
-    let mut table = [0_u8; 256];
-    let mut byte = 0;
-    while byte < 0x20 {
-        table[byte] = b'u';
-        byte += 1;
-    }
-    table[0x08] = b'b';
-    table[0x09] = b't';
-    table[0x0a] = b'n';
-    table[0x0c] = b'f';
-    table[0x0d] = b'r';
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
-    table
-};
-
-fn write_timestamp(out: &mut Vec<u8>, timestamp: Timestamp) {
-    out.push(b'"');
-    match timestamp.rfc3339_bytes() {
-        Some(bytes) => out.extend_from_slice(&bytes),
-        None => out.extend_from_slice(timestamp.to_string().as_bytes()),
-    }
-    out.push(b'"');
 }
 
 fn error(field: &str, reason: impl Into<String>) -> DocumentError {
@@ -389,17 +326,6 @@ mod tests {
 
         let twice = RawDocumentBuf::from_bytes(twice_id_document()).expect("raw bytes");
         assert_eq!(order_json(&twice).expect_err("invalid").field, "_id");
-    }
-
-    #[test]
-    fn strings_are_escaped_byte_for_byte_as_serde_json_escapes_them() {
-        let mut text: String = (0_u8..=0x7f).map(char::from).collect();
-        text.push_str("ü✓😀\u{2028}\u{fffd}");
-        for piece in [text.as_str(), "", "plain", "\"", "\\", "a\u{0}b"] {
-            let mut ours = Vec::new();
-            write_str(&mut ours, piece.as_bytes()).expect("UTF-8");
-            assert_eq!(String::from_utf8(ours).expect("utf-8"), serde_json::to_string(piece).expect("json"));
-        }
     }
 
     #[test]

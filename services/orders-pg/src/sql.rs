@@ -5,10 +5,14 @@
 //!   and generic plans, which is what study S1's finding F1 is about);
 //! - `unprepared`: an unnamed statement sent with its parameters in one round trip (Parse, Bind,
 //!   Execute), planned on every execution with the actual values.
+//!
+//! Orders go in as `JsonbText`: the JSON the service already wrote, sent without a second
+//! serialisation.
 
 use crate::config::StatementMode;
 use tokio_postgres::Row;
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::private::BytesMut;
+use tokio_postgres::types::{IsNull, ToSql, Type, accepts, to_sql_checked};
 
 pub struct Statement {
     pub text: &'static str,
@@ -125,4 +129,23 @@ pub async fn query(
             client.query_typed(statement.text, &typed).await
         }
     }
+}
+
+/// JSON text (an `OrderJson`'s bytes) as a `jsonb` or `json` parameter, as it is: jsonb's binary
+/// input is a version byte (1) and the text, so there is nothing for the driver to serialise. The
+/// server parses the text like any jsonb input, so malformed JSON is an error there, never stored.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonbText<'a>(pub &'a [u8]);
+
+impl ToSql for JsonbText<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        if *ty == Type::JSONB {
+            out.extend_from_slice(&[1]);
+        }
+        out.extend_from_slice(self.0);
+        Ok(IsNull::No)
+    }
+
+    accepts!(JSON, JSONB);
+    to_sql_checked!();
 }

@@ -11,7 +11,7 @@
 
 use crate::config::{PgConfig, StatementMode, setting_name};
 use crate::errors::{from_db, from_pool, from_write};
-use crate::sql::{self, Statement};
+use crate::sql::{self, JsonbText, Statement};
 use crate::{diagnostics, migrate};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use orders_core::{
@@ -201,7 +201,8 @@ impl OrderStore for PgStore {
     }
 
     async fn insert(&self, order: &Order) -> Result<(), StoreError> {
-        let rows = self.write(&sql::INSERT_ORDER, &[&order.id.as_i64(), &Json(order)]).await?;
+        let json = OrderJson::from_order(order);
+        let rows = self.write(&sql::INSERT_ORDER, &[&order.id.as_i64(), &JsonbText(json.as_bytes())]).await?;
         if rows.is_empty() { Err(StoreError::id_taken(order.id)) } else { Ok(()) }
     }
 
@@ -211,7 +212,9 @@ impl OrderStore for PgStore {
         key: &IdempotencyKey,
         fingerprint: i64,
     ) -> Result<KeyedInsert, StoreError> {
-        let params: [&(dyn ToSql + Sync); 4] = [&order.id.as_i64(), &Json(order), &key.as_str(), &fingerprint];
+        let json = OrderJson::from_order(order);
+        let params: [&(dyn ToSql + Sync); 4] =
+            [&order.id.as_i64(), &JsonbText(json.as_bytes()), &key.as_str(), &fingerprint];
         let rows = self.write(&sql::INSERT_ORDER_WITH_KEY, &params).await?;
         let rows = if rows.is_empty() {
             // Failure path only: the id is taken, or the key was committed by a concurrent request
