@@ -180,7 +180,8 @@ mod tests {
         }
         let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid sample");
         let mut order = new.into_order(OrderId::new(4242).expect("id"), Timestamp::from_millis(1_795_946_400_123));
-        order.updated_at = Timestamp::from_millis(-62_135_596_800_001);
+        // Year 10000: past what `rfc3339_bytes` writes, so the `Display` path.
+        order.updated_at = Timestamp::from_millis(253_402_300_800_123);
         order
     }
 
@@ -191,6 +192,7 @@ mod tests {
             let mut ours = Vec::new();
             write_order(&mut ours, &order);
             assert_eq!(String::from_utf8_lossy(&ours), serde_json::to_string(&order).expect("serialise"));
+            assert!(String::from_utf8_lossy(&ours).contains(r#""updated_at":"10000-01-01T00:00:00.123Z""#));
         }
     }
 
