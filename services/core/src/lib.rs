@@ -2,7 +2,8 @@
 //! (`values`, `order`), the parser that turns a request body into those types with one error per
 //! bad field (`validate`), the id generator, timestamps, the `Idempotency-Key` rules
 //! (`idempotency`), orders already written as JSON (`order_json`, what reads return; `json_write`
-//! writes them by hand), and the `OrderStore` trait each backend implements. Nothing here knows about HTTP or a database driver.
+//! writes them by hand), and the `OrderStore` trait each backend implements. Nothing here knows
+//! about HTTP or a database driver.
 
 pub mod idempotency;
 pub mod ids;
@@ -20,7 +21,7 @@ pub mod values;
 pub use idempotency::IdempotencyKey;
 pub use ids::{CustomerId, IdGenerator, MAX_SAFE_INTEGER, OrderId, ProductId};
 pub use order::{Customer, Item, NewOrder, Order, Shipping, Status, StatusChange};
-pub use order_json::{OrderJson, OrderListJson};
+pub use order_json::{OrderJson, OrderListJson, OrderToStore};
 pub use store::{
     CustomerQuery, KeyedInsert, Limit, OrderStore, Placed, PoolStatus, ProductQuery, Returning, StoreError, place_order,
 };

@@ -5,7 +5,7 @@
 use crate::idempotency::IdempotencyKey;
 use crate::ids::OrderId;
 use crate::order::{Order, StatusChange};
-use crate::order_json::{OrderJson, OrderListJson};
+use crate::order_json::{OrderJson, OrderListJson, OrderToStore};
 use crate::store::{CustomerQuery, KeyedInsert, OrderStore, PoolStatus, ProductQuery, Returning, StoreError};
 use crate::time::Timestamp;
 use std::collections::{BTreeMap, HashMap};
@@ -77,7 +77,8 @@ impl OrderStore for MemoryStore {
         Ok(list(found))
     }
 
-    async fn insert(&self, order: &Order) -> Result<(), StoreError> {
+    async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {
+        let order = order.order();
         let mut orders = self.orders()?;
         if orders.contains_key(&order.id) {
             return Err(StoreError::id_taken(order.id));
@@ -88,10 +89,11 @@ impl OrderStore for MemoryStore {
 
     async fn insert_with_key(
         &self,
-        order: &Order,
+        order: &OrderToStore,
         key: &IdempotencyKey,
         fingerprint: i64,
     ) -> Result<KeyedInsert, StoreError> {
+        let order = order.order();
         let mut orders = self.orders()?;
         let mut keys = self.keys.lock().map_err(|_| StoreError::Internal("poisoned lock".into()))?;
         if let Some((existing, stored)) = keys.get(key).and_then(|(id, stored)| Some((orders.get(id)?, *stored))) {

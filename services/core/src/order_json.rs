@@ -5,8 +5,10 @@
 //! sound because every stored document was an `Order` that passed validation when it was written;
 //! `to_order` parses one back (tests use it to compare with what they wrote).
 
+use crate::ids::OrderId;
 use crate::json_write::write_order;
 use crate::order::Order;
+use std::sync::OnceLock;
 
 /// One order as a JSON object. Key order and insignificant whitespace depend on the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +40,41 @@ impl OrderJson {
     /// Parses and validates the order (every field through its checked type).
     pub fn to_order(&self) -> Result<Order, serde_json::Error> {
         serde_json::from_slice(&self.0)
+    }
+}
+
+/// An order on its way into a store, with its JSON written at most once: by the store if it sends
+/// JSON to its database (orders-pg's jsonb parameter), else for the answer when one is wanted
+/// (not with `Prefer: return=minimal`). Changing the id drops the JSON written for the old one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderToStore {
+    order: Order,
+    json: OnceLock<OrderJson>,
+}
+
+impl OrderToStore {
+    pub fn order(&self) -> &Order {
+        &self.order
+    }
+
+    /// The order's JSON, written on the first call.
+    pub fn json(&self) -> &OrderJson {
+        self.json.get_or_init(|| OrderJson::from_order(&self.order))
+    }
+
+    pub fn into_json(self) -> OrderJson {
+        self.json.into_inner().unwrap_or_else(|| OrderJson::from_order(&self.order))
+    }
+
+    pub fn set_id(&mut self, id: OrderId) {
+        self.order.id = id;
+        self.json = OnceLock::new();
+    }
+}
+
+impl From<Order> for OrderToStore {
+    fn from(order: Order) -> Self {
+        Self { order, json: OnceLock::new() }
     }
 }
 
@@ -121,7 +158,6 @@ impl OrderListJson {
 mod tests {
     use super::*;
     use crate::NewOrder;
-    use crate::ids::OrderId;
     use crate::sample::order_body;
     use crate::time::Timestamp;
     use serde_json::{Value, json};
@@ -152,6 +188,17 @@ mod tests {
         assert_eq!(ids, [1, 2, 3]);
         let body: Value = serde_json::from_slice(&list.into_body()).expect("json");
         assert_eq!(body["orders"].as_array().map(Vec::len), Some(3));
+    }
+
+    #[test]
+    fn an_order_to_store_writes_its_json_once_and_again_after_a_new_id() {
+        let mut to_store = OrderToStore::from(order(1));
+        let first: *const OrderJson = to_store.json();
+        assert!(std::ptr::eq(first, to_store.json()), "the second call returns the JSON written by the first");
+        to_store.set_id(OrderId::new(2).expect("id"));
+        assert_eq!(to_store.json().to_order().expect("parse").id.get(), 2);
+        assert_eq!(to_store.clone().into_json(), OrderJson::from_order(to_store.order()));
+        assert_eq!(OrderToStore::from(order(3)).into_json(), OrderJson::from_order(&order(3)), "written when asked");
     }
 
     #[test]

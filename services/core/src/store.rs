@@ -5,7 +5,7 @@
 use crate::idempotency::{self, IdempotencyKey};
 use crate::ids::{CustomerId, IdGenerator, OrderId, ProductId};
 use crate::order::{NewOrder, Order, StatusChange};
-use crate::order_json::{OrderJson, OrderListJson};
+use crate::order_json::{OrderJson, OrderListJson, OrderToStore};
 use crate::time::Timestamp;
 use std::future::Future;
 
@@ -125,8 +125,9 @@ pub trait OrderStore: Send + Sync + 'static {
 
     fn by_product(&self, query: ProductQuery) -> impl Future<Output = Result<OrderListJson, StoreError>> + Send;
 
-    /// `Conflict` when the id is taken (and nothing is written).
-    fn insert(&self, order: &Order) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// `Conflict` when the id is taken (and nothing is written). A store that sends JSON to its
+    /// database takes it from `order.json()`, which the answer then reuses.
+    fn insert(&self, order: &OrderToStore) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Stores `order` with `key` and the request's `fingerprint` in one atomic write, so that two
     /// requests with the same key can never both write: `Existing` (nothing written) when an order
@@ -134,7 +135,7 @@ pub trait OrderStore: Send + Sync + 'static {
     /// fingerprint is part of the order read back.
     fn insert_with_key(
         &self,
-        order: &Order,
+        order: &OrderToStore,
         key: &IdempotencyKey,
         fingerprint: i64,
     ) -> impl Future<Output = Result<KeyedInsert, StoreError>> + Send;
@@ -170,14 +171,23 @@ const MAX_ID_ATTEMPTS: usize = 16;
 /// `Idempotency-Key` and answers with the order as it was created then.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placed {
-    Created(Order),
+    Created(OrderToStore),
     Replayed(Order),
 }
 
 impl Placed {
     pub fn order(&self) -> &Order {
         match self {
-            Placed::Created(order) | Placed::Replayed(order) => order,
+            Placed::Created(order) => order.order(),
+            Placed::Replayed(order) => order,
+        }
+    }
+
+    /// The answer's body: a created order's JSON as the store may already have written it.
+    pub fn into_json(self) -> OrderJson {
+        match self {
+            Placed::Created(order) => order.into_json(),
+            Placed::Replayed(order) => OrderJson::from_order(&order),
         }
     }
 }
@@ -193,7 +203,8 @@ pub async fn place_order<S: OrderStore>(
     key: Option<&IdempotencyKey>,
 ) -> Result<Placed, StoreError> {
     let now = Timestamp::now();
-    let mut order = new.clone().into_order(new.requested_id().unwrap_or_else(|| ids.next_id()), now);
+    let mut order =
+        OrderToStore::from(new.clone().into_order(new.requested_id().unwrap_or_else(|| ids.next_id()), now));
     let fingerprint = if key.is_some() { idempotency::fingerprint(&new) } else { 0 };
     // Each round either stores, answers, or changes something (the id, or an expired key).
     for _ in 0..MAX_ID_ATTEMPTS {
@@ -211,7 +222,7 @@ pub async fn place_order<S: OrderStore>(
                         .ok_or(StoreError::KeyReused);
                 }
             },
-            Err(StoreError::Conflict(_)) if new.requested_id().is_none() => order.id = ids.next_id(),
+            Err(StoreError::Conflict(_)) if new.requested_id().is_none() => order.set_id(ids.next_id()),
             Err(error) => return Err(error),
         }
     }

@@ -12,8 +12,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use orders_core::{
-    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, OrderId, OrderJson, OrderStore, ProductId, ProductQuery,
-    Returning, StatusChange, Timestamp, place_order,
+    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, OrderId, OrderStore, ProductId, ProductQuery, Returning,
+    StatusChange, Timestamp, place_order,
 };
 use std::sync::Arc;
 
@@ -77,12 +77,11 @@ pub async fn create_order<S: OrderStore>(
 ) -> Result<Response, ApiError> {
     let new_order = NewOrder::parse(&body)?;
     let placed = place_order(app.store.as_ref(), &app.ids, new_order, key.as_ref()).await?;
-    let order = placed.order();
-    let location = (header::LOCATION, format!("/orders/{}", order.id));
+    let location = (header::LOCATION, format!("/orders/{}", placed.order().id));
     if prefer.minimal {
         return Ok((StatusCode::CREATED, [location, (PREFERENCE_APPLIED, minimal())]).into_response());
     }
-    Ok((StatusCode::CREATED, [location], json_response(OrderJson::from_order(order).into_bytes())).into_response())
+    Ok((StatusCode::CREATED, [location], json_response(placed.into_json().into_bytes())).into_response())
 }
 
 /// 200 with the updated order, or 204 with `Prefer: return=minimal` (then the document is not even

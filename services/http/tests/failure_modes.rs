@@ -7,8 +7,8 @@
 
 use orders_core::memory::MemoryStore;
 use orders_core::{
-    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus,
-    ProductQuery, Returning, StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, OrderId, OrderJson, OrderListJson, OrderStore, OrderToStore,
+    PoolStatus, ProductQuery, Returning, StatusChange, StoreError, Timestamp,
 };
 use orders_http::{HttpConfig, Server, app};
 use orders_testkit::TestApp;
@@ -38,15 +38,15 @@ impl OrderStore for Misbehaving {
     async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         self.inner.by_product(query).await
     }
-    async fn insert(&self, order: &Order) -> Result<(), StoreError> {
-        if order.customer.id.get() == 13 {
+    async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {
+        if order.order().customer.id.get() == 13 {
             return Err(StoreError::OutcomeUnknown("connection closed after the INSERT was sent".into()));
         }
         self.inner.insert(order).await
     }
     async fn insert_with_key(
         &self,
-        order: &Order,
+        order: &OrderToStore,
         key: &IdempotencyKey,
         print: i64,
     ) -> Result<KeyedInsert, StoreError> {
@@ -183,13 +183,13 @@ async fn a_timed_out_write_says_its_outcome_is_unknown() {
         async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
             self.0.by_product(query).await
         }
-        async fn insert(&self, _order: &Order) -> Result<(), StoreError> {
+        async fn insert(&self, _order: &OrderToStore) -> Result<(), StoreError> {
             tokio::time::sleep(Duration::from_secs(5)).await;
             Err(StoreError::Internal("never reached".into()))
         }
         async fn insert_with_key(
             &self,
-            order: &Order,
+            order: &OrderToStore,
             key: &IdempotencyKey,
             print: i64,
         ) -> Result<KeyedInsert, StoreError> {

@@ -22,8 +22,8 @@ use mongodb::bson::{Document, RawDocumentBuf, doc};
 use mongodb::options::{ClientOptions, ReturnDocument};
 use mongodb::{Client, Collection, Cursor, Database};
 use orders_core::{
-    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus,
-    ProductQuery, Returning, StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, OrderId, OrderJson, OrderListJson, OrderStore, OrderToStore,
+    PoolStatus, ProductQuery, Returning, StatusChange, StoreError, Timestamp,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -174,7 +174,8 @@ impl OrderStore for MongoStore {
         collect_orders(find.await.map_err(store_error)?).await
     }
 
-    async fn insert(&self, order: &Order) -> Result<(), StoreError> {
+    async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {
+        let order = order.order();
         let document = to_raw_document(order).map_err(internal)?;
         let _permit = self.gate.acquire().await?;
         match self.raw_orders.insert_one(document).await {
@@ -186,10 +187,11 @@ impl OrderStore for MongoStore {
 
     async fn insert_with_key(
         &self,
-        order: &Order,
+        order: &OrderToStore,
         key: &IdempotencyKey,
         fingerprint: i64,
     ) -> Result<KeyedInsert, StoreError> {
+        let order = order.order();
         let mut document = to_raw_document(order).map_err(internal)?;
         document.append_ref(IDEMPOTENCY_KEY, key.as_str());
         document.append(IDEMPOTENCY_FINGERPRINT, fingerprint);

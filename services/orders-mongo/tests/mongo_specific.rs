@@ -28,7 +28,7 @@ fn raw_orders(store: &MongoStore) -> mongodb::Collection<Document> {
 #[tokio::test]
 async fn orders_are_stored_with_int64_ids_and_bson_dates() {
     let test = fresh_store().await;
-    test.store.insert(&sample_order(4242)).await.expect("insert");
+    test.store.insert(&sample_order(4242).into()).await.expect("insert");
     let stored = raw_orders(&test.store).find_one(doc! {}).await.expect("find").expect("one order");
     assert_eq!(stored.get("_id"), Some(&Bson::Int64(4242)));
     assert_eq!(stored.get_document("customer").expect("customer").get("id"), Some(&Bson::Int64(77)));
@@ -52,7 +52,7 @@ async fn every_operation_is_one_command_on_its_success_path() {
     use orders_core::{CustomerId, CustomerQuery, Limit, ProductId, ProductQuery, Status, StatusChange};
     let test = fresh_store().await;
     for id in 1..=30 {
-        test.store.insert(&sample_order(id)).await.expect("insert");
+        test.store.insert(&sample_order(id).into()).await.expect("insert");
     }
     test.store.database().run_command(doc! {"profile": 2}).await.expect("profiler on");
     let id = OrderId::new(7).expect("id");
@@ -71,7 +71,7 @@ async fn every_operation_is_one_command_on_its_success_path() {
             "get" => drop(test.store.get(id).await.expect("get")),
             "by_customer" => assert_eq!(test.store.by_customer(customer).await.expect("by customer").len(), 24),
             "by_product" => assert_eq!(test.store.by_product(product).await.expect("by product").len(), 10),
-            "insert" => test.store.insert(&sample_order(31)).await.expect("insert"),
+            "insert" => test.store.insert(&sample_order(31).into()).await.expect("insert"),
             "update_status" => {
                 drop(test.store.update_status(id, paid, Timestamp::now(), Returning::Document).await.expect("update"))
             }
@@ -116,7 +116,7 @@ async fn start_up_creates_the_indexes_and_a_second_start_is_a_no_op() {
 #[tokio::test]
 async fn diagnostics_report_the_write_concern_in_effect_and_an_index_scan_for_the_product_query() {
     let test = fresh_store().await;
-    test.store.insert(&sample_order(1)).await.expect("insert");
+    test.store.insert(&sample_order(1).into()).await.expect("insert");
     let report = test.store.diagnostics().await.expect("diagnostics");
     assert_eq!(report["backend"], "mongodb");
     assert!(report["server"]["version"].as_str().is_some_and(|v| !v.is_empty()), "{report:#}");
@@ -154,7 +154,7 @@ async fn another_write_concern_is_what_diagnostics_report() {
 #[tokio::test]
 async fn pool_figures_come_from_the_driver_and_stay_consistent() {
     let test = fresh_store().await;
-    test.store.insert(&sample_order(5)).await.expect("insert");
+    test.store.insert(&sample_order(5).into()).await.expect("insert");
     let reads = (0..8).map(|_| test.store.get(OrderId::new(5).expect("id")));
     for result in futures_util::future::join_all(reads).await {
         result.expect("get");
@@ -177,7 +177,7 @@ async fn pool_figures_come_from_the_driver_and_stay_consistent() {
 #[tokio::test]
 async fn a_document_with_a_field_the_service_does_not_know_is_an_error_not_a_silent_drop() {
     let test = fresh_store().await;
-    test.store.insert(&sample_order(9)).await.expect("insert");
+    test.store.insert(&sample_order(9).into()).await.expect("insert");
     raw_orders(&test.store).update_one(doc! {"_id": 9_i64}, doc! {"$set": {"discount": 5_i64}}).await.expect("update");
     match test.store.get(OrderId::new(9).expect("id")).await {
         Err(StoreError::Internal(message)) => assert!(message.contains("discount"), "{message}"),
@@ -284,7 +284,7 @@ async fn reads_and_status_changes_carry_max_time_ms_from_the_request_timeout() {
     use futures_util::TryStreamExt;
     use orders_core::{Status, StatusChange};
     let test = fresh_store().await;
-    test.store.insert(&sample_order(3)).await.expect("insert");
+    test.store.insert(&sample_order(3).into()).await.expect("insert");
     test.store.database().run_command(doc! {"profile": 2}).await.expect("profiler on");
     let id = OrderId::new(3).expect("id");
     test.store.get(id).await.expect("get");

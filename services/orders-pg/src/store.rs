@@ -15,8 +15,8 @@ use crate::sql::{self, JsonbText, Statement};
 use crate::{diagnostics, migrate};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use orders_core::{
-    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus,
-    ProductQuery, Returning, Status, StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, OrderToStore,
+    PoolStatus, ProductQuery, Returning, Status, StatusChange, StoreError, Timestamp,
 };
 use std::time::{Duration, Instant};
 use tokio_postgres::types::{FromSql, Json, ToSql, Type};
@@ -200,28 +200,27 @@ impl OrderStore for PgStore {
         list_from(&rows)
     }
 
-    async fn insert(&self, order: &Order) -> Result<(), StoreError> {
-        let json = OrderJson::from_order(order);
-        let rows = self.write(&sql::INSERT_ORDER, &[&order.id.as_i64(), &JsonbText(json.as_bytes())]).await?;
-        if rows.is_empty() { Err(StoreError::id_taken(order.id)) } else { Ok(()) }
+    async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {
+        let (id, json) = (order.order().id, order.json());
+        let rows = self.write(&sql::INSERT_ORDER, &[&id.as_i64(), &JsonbText(json.as_bytes())]).await?;
+        if rows.is_empty() { Err(StoreError::id_taken(id)) } else { Ok(()) }
     }
 
     async fn insert_with_key(
         &self,
-        order: &Order,
+        order: &OrderToStore,
         key: &IdempotencyKey,
         fingerprint: i64,
     ) -> Result<KeyedInsert, StoreError> {
-        let json = OrderJson::from_order(order);
-        let params: [&(dyn ToSql + Sync); 4] =
-            [&order.id.as_i64(), &JsonbText(json.as_bytes()), &key.as_str(), &fingerprint];
+        let (id, json) = (order.order().id, order.json());
+        let params: [&(dyn ToSql + Sync); 4] = [&id.as_i64(), &JsonbText(json.as_bytes()), &key.as_str(), &fingerprint];
         let rows = self.write(&sql::INSERT_ORDER_WITH_KEY, &params).await?;
         let rows = if rows.is_empty() {
             // Failure path only: the id is taken, or the key was committed by a concurrent request
             // after this statement's snapshot; a fresh snapshot tells which.
             let found = self.query(&sql::ORDER_BY_KEY, &[&key.as_str()]).await?;
             if found.is_empty() {
-                return Err(StoreError::id_taken(order.id));
+                return Err(StoreError::id_taken(id));
             }
             found
         } else {

@@ -87,7 +87,7 @@ pub async fn insert_then_get_returns_the_same_order<S: OrderStore>(store: &S) {
     body["note"] = json!("ünïcödé ✓ and \"quotes\" and \\ backslashes");
     body["status"] = json!("paid");
     let written = order_from(json!(41), body);
-    store.insert(&written).await.expect("insert");
+    store.insert(&written.clone().into()).await.expect("insert");
     assert_eq!(get(store, 41).await, written);
 }
 
@@ -97,17 +97,17 @@ pub async fn get_of_a_missing_id_is_not_found<S: OrderStore>(store: &S) {
 
 pub async fn insert_of_a_taken_id_conflicts_and_keeps_the_original<S: OrderStore>(store: &S) {
     let original = order(5, 1, [1, 2, 3]);
-    store.insert(&original).await.expect("insert");
+    store.insert(&original.clone().into()).await.expect("insert");
     let intruder = order(5, 2, [4, 5, 6]);
-    assert_eq!(store.insert(&intruder).await, Err(StoreError::id_taken(oid(5))));
+    assert_eq!(store.insert(&intruder.into()).await, Err(StoreError::id_taken(oid(5))));
     assert_eq!(get(store, 5).await, original);
 }
 
 pub async fn customer_orders_are_newest_first_with_limit_and_before<S: OrderStore>(store: &S) {
     for id in [3, 9, 1, 7, 5] {
-        store.insert(&order(id, 100, [1, 2, 3])).await.expect("insert");
+        store.insert(&order(id, 100, [1, 2, 3]).into()).await.expect("insert");
     }
-    store.insert(&order(8, 200, [1, 2, 3])).await.expect("insert other customer");
+    store.insert(&order(8, 200, [1, 2, 3]).into()).await.expect("insert other customer");
     assert_eq!(ids(&store.by_customer(customer_query(100, 20, None)).await.expect("list")), [9, 7, 5, 3, 1]);
     assert_eq!(ids(&store.by_customer(customer_query(100, 2, None)).await.expect("list")), [9, 7]);
     assert_eq!(ids(&store.by_customer(customer_query(100, 2, Some(7))).await.expect("list")), [5, 3]);
@@ -117,7 +117,7 @@ pub async fn customer_orders_are_newest_first_with_limit_and_before<S: OrderStor
 
 pub async fn product_orders_contain_the_product_up_to_the_limit<S: OrderStore>(store: &S) {
     for (id, products) in [(1, [10, 11, 12]), (2, [12, 13, 14]), (3, [15, 16, 12]), (4, [20, 21, 22])] {
-        store.insert(&order(id, 1, products)).await.expect("insert");
+        store.insert(&order(id, 1, products).into()).await.expect("insert");
     }
     let query = |product, limit| ProductQuery {
         product: ProductId::new(product).expect("id"),
@@ -135,7 +135,7 @@ pub async fn product_orders_contain_the_product_up_to_the_limit<S: OrderStore>(s
 
 pub async fn status_update_sets_status_and_updated_at<S: OrderStore>(store: &S) {
     let original = order(11, 1, [1, 2, 3]);
-    store.insert(&original).await.expect("insert");
+    store.insert(&original.clone().into()).await.expect("insert");
     let later = Timestamp::parse("2026-12-01T08:30:00.250Z").expect("timestamp");
     let change = StatusChange { status: Status::Shipped, from: None };
     let updated = store.update_status(oid(11), change, later, Returning::Document).await.expect("update").expect("doc");
@@ -148,7 +148,7 @@ pub async fn status_update_sets_status_and_updated_at<S: OrderStore>(store: &S) 
 }
 
 pub async fn conditional_status_update_checks_the_current_status<S: OrderStore>(store: &S) {
-    store.insert(&order(12, 1, [1, 2, 3])).await.expect("insert");
+    store.insert(&order(12, 1, [1, 2, 3]).into()).await.expect("insert");
     let now = Timestamp::now();
     let wrong = StatusChange { status: Status::Shipped, from: Some(Status::Paid) };
     assert_eq!(
@@ -178,14 +178,15 @@ pub async fn status_update_of_a_missing_order_is_not_found<S: OrderStore>(store:
 pub async fn place_order_draws_a_new_id_when_the_generated_one_is_taken<S: OrderStore>(store: &S) {
     const FROZEN: u64 = 1_700_000_000_000_000;
     let ids = IdGenerator::with_clock(|| FROZEN);
-    store.insert(&order(FROZEN, 1, [1, 2, 3])).await.expect("insert");
-    store.insert(&order(FROZEN + 1, 1, [1, 2, 3])).await.expect("insert");
+    store.insert(&order(FROZEN, 1, [1, 2, 3]).into()).await.expect("insert");
+    store.insert(&order(FROZEN + 1, 1, [1, 2, 3]).into()).await.expect("insert");
     let body = order_body(2, [4, 5, 6]);
     let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
     let placed = place_order(store, &ids, new, None).await.expect("placed");
     let Placed::Created(placed) = placed else { panic!("a new order, not a replay: {placed:?}") };
+    let placed = placed.order();
     assert_eq!(placed.id.get(), FROZEN + 2);
-    assert_eq!(get(store, placed.id.get()).await, placed);
+    assert_eq!(&get(store, placed.id.get()).await, placed);
     assert_eq!(get(store, FROZEN).await.customer.id.get(), 1, "the taken order is untouched");
 }
 
@@ -203,7 +204,7 @@ pub async fn big_documents_round_trip<S: OrderStore>(store: &S) {
     );
     body["note"] = json!("x".repeat(100_000));
     let big = order_from(json!(90), body);
-    store.insert(&big).await.expect("insert");
+    store.insert(&big.clone().into()).await.expect("insert");
     assert_eq!(get(store, 90).await, big);
     let query = ProductQuery { product: ProductId::new(40).expect("id"), limit: Limit::new(10).expect("limit") };
     assert_eq!(ids(&store.by_product(query).await.expect("search")), [90]);
@@ -217,7 +218,7 @@ pub async fn ready_and_diagnostics_answer<S: OrderStore>(store: &S) {
 }
 
 pub async fn status_update_returning_nothing_writes_the_same<S: OrderStore>(store: &S) {
-    store.insert(&order(13, 1, [1, 2, 3])).await.expect("insert");
+    store.insert(&order(13, 1, [1, 2, 3]).into()).await.expect("insert");
     let later = Timestamp::parse("2026-12-01T08:30:00.250Z").expect("timestamp");
     let change = StatusChange { status: Status::Delivered, from: Some(Status::Pending) };
     assert_eq!(store.update_status(oid(13), change, later, Returning::Nothing).await, Ok(None));
@@ -233,22 +234,25 @@ fn key(text: &str) -> IdempotencyKey {
 
 pub async fn a_keyed_insert_writes_once_and_finds_its_key_again<S: OrderStore>(store: &S) {
     let first = order(21, 1, [1, 2, 3]);
-    assert_eq!(store.insert_with_key(&first, &key("k-1"), -42).await, Ok(KeyedInsert::Inserted));
+    assert_eq!(store.insert_with_key(&first.clone().into(), &key("k-1"), -42).await, Ok(KeyedInsert::Inserted));
     assert_eq!(get(store, 21).await, first, "the key is not part of the order");
     let retry = order(22, 1, [1, 2, 3]);
     assert_eq!(
-        store.insert_with_key(&retry, &key("k-1"), 7).await,
+        store.insert_with_key(&retry.into(), &key("k-1"), 7).await,
         Ok(KeyedInsert::Existing(Box::new(first.clone()), -42))
     );
     assert_eq!(store.get(oid(22)).await, Err(StoreError::NotFound), "nothing written under a known key");
     let other_key_same_id = order(21, 2, [4, 5, 6]);
-    assert_eq!(store.insert_with_key(&other_key_same_id, &key("k-2"), 1).await, Err(StoreError::id_taken(oid(21))));
-    assert_eq!(store.insert_with_key(&order(23, 1, [1, 2, 3]), &key("k-2"), 1).await, Ok(KeyedInsert::Inserted));
-    store.insert(&order(24, 1, [1, 2, 3])).await.expect("an insert without a key is unchanged");
-    store.insert(&order(25, 1, [1, 2, 3])).await.expect("and keyless orders never collide on their key");
+    assert_eq!(
+        store.insert_with_key(&other_key_same_id.into(), &key("k-2"), 1).await,
+        Err(StoreError::id_taken(oid(21)))
+    );
+    assert_eq!(store.insert_with_key(&order(23, 1, [1, 2, 3]).into(), &key("k-2"), 1).await, Ok(KeyedInsert::Inserted));
+    store.insert(&order(24, 1, [1, 2, 3]).into()).await.expect("an insert without a key is unchanged");
+    store.insert(&order(25, 1, [1, 2, 3]).into()).await.expect("and keyless orders never collide on their key");
     let shipped = StatusChange { status: Status::Shipped, from: None };
     store.update_status(oid(21), shipped, Timestamp::now(), Returning::Nothing).await.expect("update");
-    let found = store.insert_with_key(&order(26, 1, [1, 2, 3]), &key("k-1"), 0).await.expect("lookup");
+    let found = store.insert_with_key(&order(26, 1, [1, 2, 3]).into(), &key("k-1"), 0).await.expect("lookup");
     let KeyedInsert::Existing(found, -42) = found else { panic!("the key still names order 21: {found:?}") };
     assert_eq!((found.id, found.status), (oid(21), Status::Shipped), "the key survives a status change");
 }
@@ -260,9 +264,10 @@ pub async fn an_expired_key_names_a_new_order<S: OrderStore>(store: &S) {
     let body = order_body(1, [1, 2, 3]);
     let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
     let fingerprint = orders_core::idempotency::fingerprint(&new);
-    store.insert_with_key(&old, &key("old-key"), fingerprint).await.expect("insert");
+    store.insert_with_key(&old.clone().into(), &key("old-key"), fingerprint).await.expect("insert");
     let placed = place_order(store, &IdGenerator::new(), new, Some(&key("old-key"))).await.expect("placed");
     let Placed::Created(placed) = placed else { panic!("an expired key makes a new order: {placed:?}") };
+    let placed = placed.order().clone();
     assert_ne!(placed.id, oid(31));
     assert_eq!(get(store, 31).await, old, "the old order stays");
     let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
@@ -292,7 +297,7 @@ pub async fn concurrent_requests_with_one_key_make_one_order<S: OrderStore>(stor
 }
 
 pub async fn concurrent_conditional_updates_report_the_status_they_met<S: OrderStore>(store: &S) {
-    store.insert(&order(41, 1, [1, 2, 3])).await.expect("insert");
+    store.insert(&order(41, 1, [1, 2, 3]).into()).await.expect("insert");
     // Two flippers race pending -> paid -> pending; a 409 must name a status other than `from`.
     let flip = |from: Status, to: Status| async move {
         let mut conflicts = Vec::new();

@@ -6,8 +6,8 @@
 
 use mongodb::Client;
 use orders_core::{
-    CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, PoolStatus,
-    ProductQuery, Returning, StatusChange, StoreError, Timestamp,
+    CustomerQuery, IdempotencyKey, KeyedInsert, OrderId, OrderJson, OrderListJson, OrderStore, OrderToStore,
+    PoolStatus, ProductQuery, Returning, StatusChange, StoreError, Timestamp,
 };
 use orders_mongo::{MongoConfig, MongoStore};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -68,13 +68,13 @@ impl OrderStore for TestStore {
         self.store.by_product(query).await
     }
 
-    async fn insert(&self, order: &Order) -> Result<(), StoreError> {
+    async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {
         self.store.insert(order).await
     }
 
     async fn insert_with_key(
         &self,
-        order: &Order,
+        order: &OrderToStore,
         key: &IdempotencyKey,
         print: i64,
     ) -> Result<KeyedInsert, StoreError> {
