@@ -167,19 +167,12 @@ const ESCAPE: [u8; 256] = {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::OrderId;
-    use crate::order::NewOrder;
-    use crate::sample::order_body;
-    use serde_json::json;
+    use crate::sample::stored_order;
+    use crate::values::Name;
 
     fn order(note: Option<&str>, name: &str) -> Order {
-        let mut body = order_body(1234, [17, 18, 9_007_199_254_740_991]);
-        body["customer"]["name"] = json!(name);
-        if let Some(note) = note {
-            body["note"] = json!(note);
-        }
-        let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid sample");
-        let mut order = new.into_order(OrderId::new(4242).expect("id"), Timestamp::from_millis(1_795_946_400_123));
+        let mut order = stored_order(note);
+        order.customer.name = Name::new(name).expect("a valid name");
         // Year 10000: past what `rfc3339_bytes` writes, so the `Display` path.
         order.updated_at = Timestamp::from_millis(253_402_300_800_123);
         order

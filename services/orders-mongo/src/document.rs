@@ -239,26 +239,11 @@ impl<'a> Fields<'a> {
 mod tests {
     use super::*;
     use mongodb::bson::doc;
-    use orders_core::NewOrder;
-    use orders_core::sample::order_body;
-    use serde_json::json;
-
-    fn sample(note: Option<&str>) -> Order {
-        let mut body = order_body(1234, [17, 18, 9_007_199_254_740_991]);
-        body["id"] = json!(4242);
-        body["status"] = json!("shipped");
-        if let Some(note) = note {
-            body["note"] = json!(note);
-        }
-        let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid sample");
-        let mut order = new.into_order(OrderId::new(4242).expect("id"), Timestamp::from_millis(1_795_946_400_123));
-        order.updated_at = Timestamp::from_millis(1_795_946_500_456);
-        order
-    }
+    use orders_core::sample::stored_order;
 
     #[test]
     fn an_order_round_trips_with_and_without_a_note() {
-        for order in [sample(None), sample(Some("ünïcödé ✓")), sample(Some(""))] {
+        for order in [stored_order(None), stored_order(Some("ünïcödé ✓")), stored_order(Some(""))] {
             let document = to_document(&order).expect("to bson");
             assert_eq!(from_document(&document), Ok(order));
         }
@@ -266,7 +251,7 @@ mod tests {
 
     #[test]
     fn the_stored_bytes_are_what_encoding_the_same_fields_as_a_document_gives() {
-        for order in [sample(None), sample(Some("ünï"))] {
+        for order in [stored_order(None), stored_order(Some("ünï"))] {
             let item = |index: usize| {
                 let item = &order.items[index];
                 doc! {
@@ -298,7 +283,7 @@ mod tests {
 
     #[test]
     fn a_round_trip_through_bytes_keeps_the_order() {
-        let order = sample(Some("note"));
+        let order = stored_order(Some("note"));
         let bytes = mongodb::bson::to_vec(&to_document(&order).expect("to bson")).expect("encode");
         let document = Document::from_reader(bytes.as_slice()).expect("decode");
         assert_eq!(from_document(&document), Ok(order));
@@ -306,7 +291,7 @@ mod tests {
 
     #[test]
     fn ids_integers_and_dates_have_their_bson_types() {
-        let document = to_document(&sample(None)).expect("to bson");
+        let document = to_document(&stored_order(None)).expect("to bson");
         assert_eq!(document.get("_id"), Some(&Bson::Int64(4242)));
         assert_eq!(document.get_document("customer").expect("customer").get("id"), Some(&Bson::Int64(1234)));
         let item = document.get_array("items").expect("items")[0].as_document().cloned().expect("item");
@@ -322,7 +307,7 @@ mod tests {
 
     #[test]
     fn unknown_missing_and_mistyped_fields_are_errors_naming_the_field() {
-        let good = to_document(&sample(None)).expect("to bson");
+        let good = to_document(&stored_order(None)).expect("to bson");
         let field_of = |document: &Document| from_document(document).expect_err("invalid").field;
 
         let mut extra = good.clone();
@@ -357,7 +342,7 @@ mod tests {
 
     #[test]
     fn int32_values_from_other_writers_read_as_the_same_numbers() {
-        let order = sample(None);
+        let order = stored_order(None);
         let mut document = to_document(&order).expect("to bson");
         document.insert("_id", 4242_i32);
         assert_eq!(from_document(&document), Ok(order));
@@ -365,7 +350,7 @@ mod tests {
 
     #[test]
     fn a_total_beyond_int64_cannot_be_written() {
-        let mut order = sample(None);
+        let mut order = stored_order(None);
         order.total_cents = u64::MAX;
         assert_eq!(to_document(&order).expect_err("too big").field, "total_cents");
     }

@@ -223,21 +223,7 @@ mod tests {
     use super::*;
     use crate::document::to_document;
     use mongodb::bson::Document;
-    use orders_core::sample::order_body;
-    use orders_core::{NewOrder, Order, OrderId};
-    use serde_json::json;
-
-    fn sample(note: Option<&str>) -> Order {
-        let mut body = order_body(1234, [17, 18, 9_007_199_254_740_991]);
-        body["status"] = json!("shipped");
-        if let Some(note) = note {
-            body["note"] = json!(note);
-        }
-        let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid sample");
-        let mut order = new.into_order(OrderId::new(4242).expect("id"), Timestamp::from_millis(1_795_946_400_123));
-        order.updated_at = Timestamp::from_millis(1_795_946_500_456);
-        order
-    }
+    use orders_core::sample::stored_order;
 
     fn raw(document: &Document) -> RawDocumentBuf {
         RawDocumentBuf::from_document(document).expect("raw")
@@ -250,7 +236,7 @@ mod tests {
     #[test]
     fn the_json_is_byte_for_byte_what_serialising_the_order_gives() {
         let tricky = "ünïcödé ✓ \"quoted\" \\ back\tslash\n\u{1}\u{7f} </script>";
-        for order in [sample(None), sample(Some(tricky)), sample(Some(""))] {
+        for order in [stored_order(None), stored_order(Some(tricky)), stored_order(Some(""))] {
             let json = json_of(&to_document(&order).expect("to bson")).expect("json");
             assert_eq!(String::from_utf8_lossy(&json), serde_json::to_string(&order).expect("serialise"));
         }
@@ -258,34 +244,35 @@ mod tests {
 
     #[test]
     fn lists_hold_each_order_in_turn() {
-        let documents = [to_document(&sample(None)).expect("bson"), to_document(&sample(Some("n"))).expect("bson")];
+        let documents =
+            [to_document(&stored_order(None)).expect("bson"), to_document(&stored_order(Some("n"))).expect("bson")];
         let mut list = OrderListJson::default();
         for document in &documents {
             push_order(&mut list, &raw(document)).expect("push");
         }
-        assert_eq!(list.to_orders().expect("parse"), [sample(None), sample(Some("n"))]);
+        assert_eq!(list.to_orders().expect("parse"), [stored_order(None), stored_order(Some("n"))]);
     }
 
     #[test]
     fn the_idempotency_key_fields_are_stored_but_never_shown() {
-        let mut document = to_document(&sample(None)).expect("to bson");
+        let mut document = to_document(&stored_order(None)).expect("to bson");
         document.insert(IDEMPOTENCY_KEY, "k-1");
         document.insert(IDEMPOTENCY_FINGERPRINT, -42_i64);
         let json = json_of(&document).expect("json");
-        assert_eq!(json, serde_json::to_vec(&sample(None)).expect("serialise"));
+        assert_eq!(json, serde_json::to_vec(&stored_order(None)).expect("serialise"));
     }
 
     #[test]
     fn int32_values_from_other_writers_are_the_same_numbers() {
-        let mut document = to_document(&sample(None)).expect("to bson");
+        let mut document = to_document(&stored_order(None)).expect("to bson");
         document.insert("_id", 4242_i32);
         let json = json_of(&document).expect("json");
-        assert_eq!(json, serde_json::to_vec(&sample(None)).expect("serialise"));
+        assert_eq!(json, serde_json::to_vec(&stored_order(None)).expect("serialise"));
     }
 
     #[test]
     fn unknown_missing_repeated_and_mistyped_fields_are_errors_naming_the_field() {
-        let good = to_document(&sample(None)).expect("to bson");
+        let good = to_document(&stored_order(None)).expect("to bson");
         let field_of = |document: &Document| json_of(document).expect_err("invalid").field;
 
         let mut extra = good.clone();
@@ -330,7 +317,7 @@ mod tests {
 
     #[test]
     fn bytes_that_are_not_bson_are_an_error_not_a_panic() {
-        let bytes = raw(&to_document(&sample(Some("a note"))).expect("bson")).into_bytes();
+        let bytes = raw(&to_document(&stored_order(Some("a note"))).expect("bson")).into_bytes();
         // Cut anywhere, with the length prefix and the closing NUL made to fit the cut: the framing
         // is right, what is inside is not a whole order.
         for end in 5..bytes.len() {
@@ -340,7 +327,7 @@ mod tests {
             let failure = write_document(&mut Vec::new(), &cut, ORDER).expect_err("a cut document");
             assert!(failure.reason.contains("not valid BSON") || failure.reason.contains("missing"), "{failure}");
         }
-        let mut bytes = raw(&to_document(&sample(None)).expect("bson")).into_bytes();
+        let mut bytes = raw(&to_document(&stored_order(None)).expect("bson")).into_bytes();
         let at = bytes.windows(3).position(|w| w == b"EUR").expect("the currency's bytes");
         bytes[at] = 0xff;
         let failure = push_order(&mut OrderListJson::default(), RawDocument::from_bytes(&bytes).expect("framing"))
