@@ -1,5 +1,5 @@
-//! Settings of the Postgres service: the connection, the pool, and the three knobs the benchmark
-//! toggles (`PG_GIN_FASTUPDATE`, `PG_PLAN_CACHE_MODE`, `PG_STATEMENT_MODE`) plus
+//! Settings of the Postgres service: the connection, the pool, and the knobs the benchmark
+//! toggles (`PG_GIN_FASTUPDATE`, `PG_PLAN_CACHE_MODE`, `PG_STATEMENT_MODE`, `PG_LIMIT_MODE`) plus
 //! `PG_SYNCHRONOUS_COMMIT`. A bad value stops start-up with clap's message, which names the
 //! variable and lists the allowed values.
 
@@ -61,6 +61,12 @@ pub struct PgConfig {
     )]
     pub statement_mode: StatementMode,
 
+    /// How the product search carries its limit: `literal` (`LIMIT 10` in the statement's text,
+    /// one prepared statement per distinct limit, as study S1's service ran it) or `parameter`
+    /// (`LIMIT $2`: the generic plan cannot see the limit, so finding F1 cannot happen).
+    #[arg(long = "pg-limit-mode", env = "PG_LIMIT_MODE", value_name = "PG_LIMIT_MODE", default_value = "literal")]
+    pub limit_mode: LimitMode,
+
     /// `synchronous_commit` on every pooled connection; unset keeps the server's (`on` by default).
     #[arg(long = "pg-synchronous-commit", env = "PG_SYNCHRONOUS_COMMIT", value_name = "PG_SYNCHRONOUS_COMMIT")]
     pub synchronous_commit: Option<SynchronousCommit>,
@@ -100,6 +106,12 @@ pub enum StatementMode {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LimitMode {
+    Literal,
+    Parameter,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SynchronousCommit {
     #[value(name = "on")]
     On,
@@ -127,6 +139,7 @@ impl PgConfig {
             gin_fastupdate: None,
             plan_cache_mode: None,
             statement_mode: StatementMode::Prepared,
+            limit_mode: LimitMode::Literal,
             synchronous_commit: None,
             limits: DatabaseLimits::default(),
         }
@@ -152,6 +165,8 @@ mod tests {
             "unprepared",
             "--pg-synchronous-commit",
             "remote_write",
+            "--pg-limit-mode",
+            "parameter",
         ])
         .expect("valid");
         assert_eq!(config.pg.plan_cache_mode, Some(PlanCacheMode::ForceCustomPlan));
@@ -159,6 +174,8 @@ mod tests {
         assert_eq!(config.pg.gin_fastupdate, Some(OnOff::Off));
         assert_eq!(config.pg.statement_mode, StatementMode::Unprepared);
         assert_eq!(setting_name(config.pg.synchronous_commit.expect("set")), "remote_write");
+        assert_eq!(config.pg.limit_mode, LimitMode::Parameter);
+        assert_eq!(parse(&[]).expect("defaults").pg.limit_mode, LimitMode::Literal, "S1's form by default");
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! settings are the ones requests run with): version, effective settings, the GIN index's
 //! `fastupdate` and pending list (`pgstatginindex`), `pg_stat_user_tables` counters, relation
 //! sizes, the current WAL position, this connection's prepared statements with their generic and
-//! custom plan counts, and the generic and custom plans of the product query.
+//! custom plan counts, the product search's plan counts summed over every idle pooled connection
+//! (`pool_plans`, filled by the store), and the generic and custom plans of the product query (in
+//! the configured `PG_LIMIT_MODE`, for the default limit).
 //!
 //! The report is the typed `Diagnostics`: the service serializes it and the bench runner
 //! deserializes it (and fills a few sections itself from its own connections), so a renamed field
@@ -30,7 +32,10 @@ const SETTINGS: &[&str] = &[
     "shared_preload_libraries",
 ];
 
-const PRODUCT_QUERY: &str = crate::sql::ORDERS_BY_PRODUCT.text;
+/// The product search as a request with the default limit runs it.
+fn product_query(config: &PgConfig) -> &'static str {
+    crate::sql::orders_by_product(config.limit_mode, orders_core::Limit::PRODUCT_DEFAULT).text
+}
 
 /// What `GET /diagnostics` answers (before the HTTP layer adds `pool`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -61,6 +66,41 @@ pub struct Diagnostics {
     pub prepared_statements: Option<Vec<PreparedStatement>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub product_query: Option<ProductQuery>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_plans: Option<PoolPlans>,
+}
+
+/// The product search's plan-cache counters summed over every pooled connection that was idle
+/// when `/diagnostics` asked (after a run, when nothing is in flight, that is all of them): how
+/// many times its prepared statements (one per distinct limit) ran a generic and a custom plan
+/// since each connection opened. Unprepared statements leave no counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PoolPlans {
+    /// Connections the pool held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_open: Option<u64>,
+    /// Connections whose counters are summed here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_read: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub product_generic_plans: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub product_custom_plans: Option<i64>,
+    /// Connections whose product statements have run at least one generic plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_using_generic: Option<u64>,
+}
+
+impl PoolPlans {
+    /// Adds one connection's counters (`generic`, `custom`).
+    pub fn add(&mut self, (generic, custom): (i64, i64)) {
+        self.connections_read = Some(self.connections_read.unwrap_or(0) + 1);
+        self.product_generic_plans = Some(self.product_generic_plans.unwrap_or(0) + generic);
+        self.product_custom_plans = Some(self.product_custom_plans.unwrap_or(0) + custom);
+        let using = u64::from(generic > 0);
+        self.connections_using_generic = Some(self.connections_using_generic.unwrap_or(0) + using);
+    }
 }
 
 /// The effective settings of the session (`current_setting`), and the client's own choices that
@@ -93,6 +133,9 @@ pub struct Settings {
     /// `prepared` or `unprepared`: how the service sends its statements.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub statement_mode: Option<String>,
+    /// `literal` or `parameter`: how the product search carries its limit (`PG_LIMIT_MODE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_mode: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool_size: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -238,7 +281,8 @@ pub async fn collect(client: &Client, config: &PgConfig) -> Result<Diagnostics, 
         sizes: Some(sizes),
         wal: Some(Wal { lsn: Some(wal.get(0)), bytes: Some(wal.get(1)) }),
         prepared_statements: Some(prepared_statements(client).await?),
-        product_query: Some(product_plans(client).await?),
+        product_query: Some(product_plans(client, product_query(config)).await?),
+        pool_plans: None,
     })
 }
 
@@ -259,6 +303,7 @@ async fn settings(client: &Client, config: &PgConfig) -> Result<Settings, tokio_
         shared_preload_libraries: setting("shared_preload_libraries"),
         // The statement mode is the client's choice; Postgres cannot report it, so say what we use.
         statement_mode: Some(setting_name(config.statement_mode)),
+        limit_mode: Some(setting_name(config.limit_mode)),
         pool_size: Some(u64::from(config.pool_size)),
         pool_timeout_ms: Some(config.limits.pool_timeout.as_millis() as u64),
     })
@@ -326,8 +371,8 @@ async fn prepared_statements(client: &Client) -> Result<Vec<PreparedStatement>, 
     let rows = client
         .query(
             "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
-             WHERE statement = ANY($1) ORDER BY statement",
-            &[&crate::sql::REQUEST_STATEMENTS.iter().map(|s| s.text).collect::<Vec<_>>()],
+             WHERE statement = ANY($1) OR starts_with(statement, $2) ORDER BY statement",
+            &[&crate::sql::REQUEST_STATEMENTS.iter().map(|s| s.text).collect::<Vec<_>>(), &crate::sql::PRODUCT_SEARCH],
         )
         .await?;
     Ok(rows
@@ -340,19 +385,28 @@ async fn prepared_statements(client: &Client) -> Result<Vec<PreparedStatement>, 
         .collect())
 }
 
+/// This connection's generic and custom plan counts of the product search, summed over its
+/// prepared statements (one per distinct limit, or the one with `LIMIT $2`).
+pub async fn product_plan_counts(client: &Client) -> Result<(i64, i64), tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT coalesce(sum(generic_plans), 0)::bigint, coalesce(sum(custom_plans), 0)::bigint
+             FROM pg_prepared_statements WHERE starts_with(statement, $1)",
+            &[&crate::sql::PRODUCT_SEARCH],
+        )
+        .await?;
+    Ok((row.get(0), row.get(1)))
+}
+
 /// The plan a prepared statement may switch to after five executions (generic: `$1` unknown,
 /// `@>` estimated by a fixed selectivity) and the one it gets for a real product (custom).
-async fn product_plans(client: &Client) -> Result<ProductQuery, tokio_postgres::Error> {
-    let generic = explain(client, &format!("EXPLAIN (GENERIC_PLAN, FORMAT JSON) {PRODUCT_QUERY}")).await?;
-    let custom_sql = PRODUCT_QUERY.replace("$1", "'[{\"product_id\": 1}]'::jsonb").replace("$2", "10");
+async fn product_plans(client: &Client, query: &'static str) -> Result<ProductQuery, tokio_postgres::Error> {
+    let generic = explain(client, &format!("EXPLAIN (GENERIC_PLAN, FORMAT JSON) {query}")).await?;
+    let custom_sql = query.replace("$1", "'[{\"product_id\": 1}]'::jsonb").replace("$2", "10");
     let custom = explain(client, &format!("EXPLAIN (FORMAT JSON) {custom_sql}")).await?;
     let explained =
         |plan: Value| ExplainedPlan { nodes: node_types(&plan), total_cost: plan["Plan"]["Total Cost"].as_f64(), plan };
-    Ok(ProductQuery {
-        statement: Some(PRODUCT_QUERY.into()),
-        generic_plan: explained(generic),
-        custom_plan: explained(custom),
-    })
+    Ok(ProductQuery { statement: Some(query.into()), generic_plan: explained(generic), custom_plan: explained(custom) })
 }
 
 /// Runs an EXPLAIN through the simple query protocol: `EXPLAIN (GENERIC_PLAN)` keeps `$1` and

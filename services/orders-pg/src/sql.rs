@@ -9,11 +9,14 @@
 //! Orders go in as `JsonbText`: the JSON the service already wrote, sent without a second
 //! serialisation.
 
-use crate::config::StatementMode;
+use crate::config::{LimitMode, StatementMode};
+use orders_core::Limit;
+use std::sync::LazyLock;
 use tokio_postgres::Row;
 use tokio_postgres::types::private::BytesMut;
 use tokio_postgres::types::{IsNull, ToSql, Type, accepts, to_sql_checked};
 
+#[derive(Debug, Clone, Copy)]
 pub struct Statement {
     pub text: &'static str,
     pub types: &'static [Type],
@@ -28,9 +31,31 @@ pub const ORDERS_BY_CUSTOMER: Statement = Statement {
     types: &[Type::INT8, Type::INT8, Type::INT8],
 };
 
-/// Study S1's product search; `$1` is `[{"product_id": N}]`.
-pub const ORDERS_BY_PRODUCT: Statement =
+/// Study S1's product search without its limit; `$1` is `[{"product_id": N}]`.
+pub const PRODUCT_SEARCH: &str = "SELECT doc FROM orders WHERE doc->'items' @> $1";
+
+/// The product search with the limit as a parameter (`PG_LIMIT_MODE=parameter`): the generic plan
+/// cannot see the limit and costs its `Limit` at a tenth of the rows it expects, so it never beats
+/// the index plan and finding F1 cannot happen.
+pub const ORDERS_BY_PRODUCT_LIMIT_PARAMETER: Statement =
     Statement { text: "SELECT doc FROM orders WHERE doc->'items' @> $1 LIMIT $2", types: &[Type::JSONB, Type::INT8] };
+
+/// The product search's text with each limit the API accepts as a literal (`... LIMIT 10`), as
+/// study S1's service (pgx) ran it: one statement, and so one prepared statement per connection,
+/// per distinct limit. Index `n - 1` holds `LIMIT n`.
+static PRODUCT_SEARCH_WITH_LIMIT: LazyLock<Vec<String>> =
+    LazyLock::new(|| (1..=Limit::MAX).map(|n| format!("{PRODUCT_SEARCH} LIMIT {n}")).collect());
+
+/// The product search for `limit` in `mode`; its parameters are `[containment]` for `literal`,
+/// `[containment, limit]` for `parameter`.
+pub fn orders_by_product(mode: LimitMode, limit: Limit) -> Statement {
+    match mode {
+        LimitMode::Literal => {
+            Statement { text: PRODUCT_SEARCH_WITH_LIMIT[limit.get() as usize - 1].as_str(), types: &[Type::JSONB] }
+        }
+        LimitMode::Parameter => ORDERS_BY_PRODUCT_LIMIT_PARAMETER,
+    }
+}
 
 /// Returns the id when inserted, no row when the id is taken.
 pub const INSERT_ORDER: Statement = Statement {
@@ -98,11 +123,12 @@ pub const UPDATE_STATUS_MINIMAL: Statement = Statement {
     types: &[Type::INT8, Type::TEXT, Type::TEXT, Type::TEXT],
 };
 
-/// Every statement a request may run, for reading back their plan-cache counters.
+/// Every statement a request may run besides the product search (whose texts all begin with
+/// `PRODUCT_SEARCH`), for reading back their plan-cache counters.
 pub const REQUEST_STATEMENTS: [&Statement; 9] = [
     &GET_ORDER,
     &ORDERS_BY_CUSTOMER,
-    &ORDERS_BY_PRODUCT,
+    &ORDERS_BY_PRODUCT_LIMIT_PARAMETER,
     &INSERT_ORDER,
     &INSERT_ORDER_WITH_KEY,
     &ORDER_BY_KEY,
@@ -148,4 +174,26 @@ impl ToSql for JsonbText<'_> {
 
     accepts!(JSON, JSONB);
     to_sql_checked!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_product_search_carries_its_limit_as_a_literal_unless_asked_for_a_parameter() {
+        let ten = Limit::new(10).expect("limit");
+        let literal = orders_by_product(LimitMode::Literal, ten);
+        assert_eq!(literal.text, "SELECT doc FROM orders WHERE doc->'items' @> $1 LIMIT 10");
+        assert_eq!(literal.types, &[Type::JSONB], "one parameter: the containment");
+        let last = orders_by_product(LimitMode::Literal, Limit::new(u64::from(Limit::MAX)).expect("limit"));
+        assert!(last.text.ends_with(" LIMIT 100"), "{}", last.text);
+        assert_eq!(
+            orders_by_product(LimitMode::Literal, Limit::new(1).expect("limit")).text,
+            format!("{PRODUCT_SEARCH} LIMIT 1")
+        );
+        let parameter = orders_by_product(LimitMode::Parameter, ten);
+        assert_eq!(parameter.text, "SELECT doc FROM orders WHERE doc->'items' @> $1 LIMIT $2");
+        assert_eq!(parameter.types.len(), 2);
+    }
 }

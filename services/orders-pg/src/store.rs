@@ -9,11 +9,11 @@
 //! `doc`, and only orders that passed validation, so the text is an order's JSON already (keys in
 //! jsonb's order).
 
-use crate::config::{PgConfig, StatementMode, setting_name};
+use crate::config::{LimitMode, PgConfig, StatementMode, setting_name};
 use crate::errors::{from_db, from_pool, from_write};
 use crate::sql::{self, JsonbText, Statement};
 use crate::{diagnostics, migrate};
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts};
 use orders_core::{
     CustomerQuery, IdempotencyKey, KeyedInsert, Order, OrderId, OrderJson, OrderListJson, OrderStore, OrderToStore,
     PoolStatus, ProductQuery, Returning, Status, StatusChange, StoreError, Timestamp,
@@ -91,6 +91,30 @@ impl PgStore {
 
     pub fn statement_mode(&self) -> StatementMode {
         self.config.statement_mode
+    }
+
+    /// The product search's plan counts of `first` and of every other connection idle at this
+    /// moment, each taken from the pool without waiting and without opening a new one (all of
+    /// them once a run has ended): F1 is about which plan each connection cached, not one.
+    async fn pool_plans(&self, first: Object) -> Result<diagnostics::PoolPlans, StoreError> {
+        let status = self.pool.status();
+        let no_wait = Timeouts {
+            wait: Some(Duration::ZERO),
+            create: Some(Duration::ZERO),
+            recycle: Some(self.config.limits.pool_timeout),
+        };
+        let mut held = vec![first];
+        for _ in 0..status.available {
+            match self.pool.timeout_get(&no_wait).await {
+                Ok(client) => held.push(client),
+                Err(_) => break,
+            }
+        }
+        let mut plans = diagnostics::PoolPlans { connections_open: Some(status.size as u64), ..Default::default() };
+        for client in &held {
+            plans.add(diagnostics::product_plan_counts(client).await.map_err(from_db)?);
+        }
+        Ok(plans)
     }
 }
 
@@ -195,8 +219,11 @@ impl OrderStore for PgStore {
 
     async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let containment = serde_json::json!([{ "product_id": query.product.get() }]);
-        let limit = i64::from(query.limit.get());
-        let rows = self.query(&sql::ORDERS_BY_PRODUCT, &[&containment, &limit]).await?;
+        let statement = sql::orders_by_product(self.config.limit_mode, query.limit);
+        let rows = match self.config.limit_mode {
+            LimitMode::Literal => self.query(&statement, &[&containment]).await?,
+            LimitMode::Parameter => self.query(&statement, &[&containment, &i64::from(query.limit.get())]).await?,
+        };
         list_from(&rows)
     }
 
@@ -284,7 +311,8 @@ impl OrderStore for PgStore {
 
     async fn diagnostics(&self) -> Result<serde_json::Value, StoreError> {
         let client = self.connection().await?;
-        let report = diagnostics::collect(&client, &self.config).await.map_err(from_db)?;
+        let mut report = diagnostics::collect(&client, &self.config).await.map_err(from_db)?;
+        report.pool_plans = Some(self.pool_plans(client).await?);
         serde_json::to_value(report).map_err(|error| StoreError::Internal(error.to_string()))
     }
 
