@@ -5,7 +5,8 @@
 # and logs in .local/ (both git-ignored). Servers listen on 127.0.0.1 only.
 # See infra/local/README.md and docs/architecture.md ("The local stack").
 #
-# Usage: infra/local/stack.sh {install|start [budget flags]|budget [flags]|stop|status|env|reset|psql [args...]}
+# Usage: infra/local/stack.sh {install|start [budget flags]|budget [flags]|stop|status|env|reset|psql [args...]
+#                              |mongo-snapshot NAME|mongo-restore NAME}
 # Budget flags: --db-cpus N|none, --db-memory SIZE|none (equal resource budgets, see budget.sh).
 set -euo pipefail
 
@@ -34,6 +35,7 @@ MONGO_DIR="$LOCAL/mongo"
 MONGO_DATA="$MONGO_DIR/data"
 MONGO_LOG="$MONGO_DIR/mongod.log"
 MONGO_PIDFILE="$MONGO_DIR/mongod.pid"
+MONGO_SNAPSHOTS="$MONGO_DIR/snapshots"
 
 # Engine caches without a memory budget (with one, budget.sh sizes them from it).
 DEFAULT_SHARED_BUFFERS_MB=1024
@@ -247,8 +249,14 @@ full_page_writes = on
 shared_preload_libraries = 'pg_stat_statements'
 max_connections = 300
 shared_buffers = ${PG_SHARED_BUFFERS_MB}MB
-log_destination = 'stderr'
-logging_collector = off
+# The server's own log files, in data/log: server.log for people, server.json (one JSON object
+# per line) for the bench runner, which reads the slow plans auto_explain logs from it.
+logging_collector = on
+log_destination = 'stderr,jsonlog'
+log_directory = 'log'
+log_filename = 'server.log'
+log_rotation_age = 0
+log_rotation_size = 0
 EOF
 	if is_root; then chown "$PG_OS_USER:$PG_OS_USER" "$conf"; fi
 	if ! grep -qx "include = 'stack.conf'" "$PG_DATA/postgresql.conf"; then
@@ -343,7 +351,9 @@ start_mongo() {
 		die "port $MONGO_PORT is already in use by another process; set STACK_MONGO_PORT"
 	fi
 	local cache_gb="$DEFAULT_WT_CACHE_GB"
-	if [[ -n "$ASK_MEMORY" && "$ASK_MEMORY" != none ]]; then
+	if [[ -n "${KEEP_WT_CACHE_GB:-}" ]]; then
+		cache_gb="$KEEP_WT_CACHE_GB"
+	elif [[ -n "$ASK_MEMORY" && "$ASK_MEMORY" != none ]]; then
 		cache_gb="$(budget_wt_cache_gb "$ASK_MEMORY")"
 	fi
 	say "starting mongod on 127.0.0.1:$MONGO_PORT (log $MONGO_LOG; WiredTiger cache ${cache_gb} GB$(budget_words))"
@@ -355,13 +365,13 @@ start_mongo() {
 		show_log_tail "$MONGO_LOG"
 		die "mongod failed to start"
 	fi
-	local waited=0
+	local waited=0 # tenths of a second
 	until port_open "$MONGO_PORT"; do
-		if ((waited >= START_TIMEOUT)) || [[ -z "$(mongo_pid)" ]]; then
+		if ((waited >= START_TIMEOUT * 10)) || [[ -z "$(mongo_pid)" ]]; then
 			show_log_tail "$MONGO_LOG"
-			die "mongod is not accepting connections after ${waited}s"
+			die "mongod is not accepting connections after $((waited / 10))s"
 		fi
-		sleep 1
+		sleep 0.1
 		waited=$((waited + 1))
 	done
 	say "mongod ready (pid $(mongo_pid))"
@@ -388,6 +398,59 @@ stop_mongo() {
 	say "mongod stopped"
 }
 
+
+# The running mongod's budget and cache (KEEP_WT_CACHE_GB), so that a restart keeps both.
+keep_mongo_settings() { # PID
+	local shown
+	shown="$(budget_show "$1")"
+	ASK_CPUS="$(sed -E 's/.*cpus=([^ ]+).*/\1/' <<<"$shown")"
+	ASK_MEMORY="$(sed -E 's/.*memory=([^ ]+).*/\1/' <<<"$shown")"
+	KEEP_WT_CACHE_GB="$(tr '\0' '\n' <"/proc/$1/cmdline" | sed -n '/^--wiredTigerCacheSizeGB$/{n;p;q}')"
+}
+
+snapshot_name() { # NAME
+	[[ "$1" =~ ^[A-Za-z0-9_-]{1,64}$ ]] || die "a snapshot name is 1 to 64 letters, digits, _ or -, got '$1'"
+}
+
+# A copy of mongod's whole data directory, taken with the server stopped (so the files are
+# consistent) and started again with the same budget and cache.
+cmd_mongo_snapshot() { # NAME
+	snapshot_name "${1:-}"
+	resolve_paths
+	budget_detect
+	local pid
+	pid="$(mongo_pid)"
+	[[ -n "$pid" ]] || die "mongod is not running"
+	keep_mongo_settings "$pid"
+	stop_mongo >/dev/null
+	mkdir -p "$MONGO_SNAPSHOTS"
+	rm -rf "${MONGO_SNAPSHOTS:?}/$1" "${MONGO_SNAPSHOTS:?}/$1.partial"
+	cp -a "$MONGO_DATA" "$MONGO_SNAPSHOTS/$1.partial"
+	rm -f "$MONGO_SNAPSHOTS/$1.partial/mongod.lock"
+	mv "$MONGO_SNAPSHOTS/$1.partial" "$MONGO_SNAPSHOTS/$1"
+	start_mongo >/dev/null
+	say "mongod snapshot $1: $(du -sh "$MONGO_SNAPSHOTS/$1" | cut -f1) in $MONGO_SNAPSHOTS/$1"
+}
+
+# Replaces mongod's data directory by snapshot NAME: the server stops, the files are copied
+# inside its budget (so their page cache counts against its memory, as a reload's would), and it
+# starts again with the same budget and cache. Every database on this mongod returns to the
+# moment of the snapshot.
+cmd_mongo_restore() { # NAME
+	snapshot_name "${1:-}"
+	resolve_paths
+	budget_detect
+	[[ -d "$MONGO_SNAPSHOTS/$1" ]] || die "no mongod snapshot named $1 (take one with: $0 mongo-snapshot $1)"
+	local pid
+	pid="$(mongo_pid)"
+	[[ -n "$pid" ]] || die "mongod is not running"
+	keep_mongo_settings "$pid"
+	stop_mongo >/dev/null
+	rm -rf "${MONGO_DATA:?}"
+	in_budget "$(mongo_budget_name)" cp -a "$MONGO_SNAPSHOTS/$1" "$MONGO_DATA" 9>&-
+	start_mongo >/dev/null
+	say "mongod restored from snapshot $1 (pid $(mongo_pid))"
+}
 
 # --- budgets ------------------------------------------------------------------
 
@@ -682,6 +745,13 @@ usage: $0 <command>
   env       print export lines: eval "\$($0 env)"
   reset     stop both servers and delete their data under $LOCAL
   psql      run the embedded psql against the $PG_DB database (extra args passed on)
+  mongo-snapshot NAME
+            stop mongod, copy its data directory to $MONGO_SNAPSHOTS/NAME, start it again
+            (same budget and cache)
+  mongo-restore NAME
+            stop mongod, replace its data directory by snapshot NAME, start it again: every
+            database on it returns to the moment of the snapshot (orders-bench's demo and
+            experiments restore before every repeat instead of reloading)
 
 ports: STACK_PG_PORT (default 55432), STACK_MONGO_PORT (default 57017)
 EOF
@@ -725,6 +795,14 @@ main() {
 	status) cmd_status ;;
 	env) print_env ;;
 	psql) cmd_psql "$@" ;;
+	mongo-snapshot)
+		take_lock
+		cmd_mongo_snapshot "$@"
+		;;
+	mongo-restore)
+		take_lock
+		cmd_mongo_restore "$@"
+		;;
 	-h | --help | help) usage ;;
 	*)
 		usage >&2
