@@ -72,6 +72,53 @@ pub async fn sample(db: &Database) -> Result<Diagnostics, Error> {
     })
 }
 
+/// Feeds every order's BSON bytes, in `_id` order, to `digest`; returns how many there were.
+pub async fn fingerprint(orders: &Collection<Document>, mut digest: impl FnMut(&[u8])) -> Result<u64, Error> {
+    let mut cursor =
+        orders.clone_with_type::<mongodb::bson::RawDocumentBuf>().find(doc! {}).sort(doc! {"_id": 1}).await?;
+    let mut count = 0;
+    while cursor.advance().await? {
+        digest(cursor.current().as_bytes());
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Reads the orders and every index of theirs once, so their pages are in WiredTiger's cache:
+/// a scan of the collection, then for each index a count that walks it (hinted).
+pub async fn warm(orders: &Collection<Document>) -> Result<(), Error> {
+    let mut cursor = orders.find(doc! {}).projection(doc! {"_id": 1, "status": 1}).await?;
+    while cursor.advance().await? {}
+    for index in orders.list_index_names().await? {
+        orders.count_documents(doc! {}).hint(mongodb::options::Hint::Name(index)).await?;
+    }
+    Ok(())
+}
+
+/// Operations running on the server other than this client's own (`currentOp`), as
+/// `op: command` lines: index builds, other clients' queries.
+pub async fn busy_operations(db: &Database) -> Result<Vec<String>, Error> {
+    let report = db.client().database("admin").run_command(doc! {"currentOp": 1, "active": true}).await?;
+    let operations = report.get_array("inprog").map(|ops| ops.to_vec()).unwrap_or_default();
+    Ok(operations
+        .iter()
+        .filter_map(Bson::as_document)
+        .filter(|op| {
+            let command = op.get_document("command").ok();
+            // The drivers' server monitors hold a `hello` open (awaitable): not work.
+            let ignored = ["currentOp", "hello", "isMaster", "ismaster"];
+            let monitoring = command.is_some_and(|c| ignored.iter().any(|name| c.contains_key(name)));
+            let internal = op.get_str("desc").is_ok_and(|d| !d.starts_with("conn"));
+            !monitoring && !internal
+        })
+        .map(|op| {
+            let kind = op.get_str("op").unwrap_or("?");
+            let command = op.get_document("command").map(|c| c.keys().next().cloned().unwrap_or_default());
+            format!("{kind}: {}", command.unwrap_or_default())
+        })
+        .collect())
+}
+
 /// The number at `path` in `document`, as the server sent it.
 fn number(document: &Document, path: &[&str]) -> Option<Number> {
     let (last, parents) = path.split_last()?;

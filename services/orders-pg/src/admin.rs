@@ -103,3 +103,147 @@ pub async fn create_database(client: &Client, name: &str) -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// `name` quoted as an SQL identifier.
+fn identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Ends every other session on database `name` (a service's pooled connections reconnect).
+pub async fn end_sessions(client: &Client, name: &str) -> Result<u64, Error> {
+    let rows = client
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&name],
+        )
+        .await?;
+    Ok(rows.len() as u64)
+}
+
+/// Makes `snapshot` an exact copy of database `name` (files copied at a checkpoint, so the copy
+/// writes no WAL), replacing an older `snapshot`. Ends the sessions on `name` first: a database
+/// with sessions cannot be a template. Run on a connection to another database.
+pub async fn snapshot_database(client: &Client, name: &str, snapshot: &str) -> Result<(), Error> {
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", identifier(snapshot))).await?;
+    end_sessions(client, name).await?;
+    client
+        .batch_execute(&format!(
+            "CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY",
+            identifier(snapshot),
+            identifier(name)
+        ))
+        .await
+}
+
+/// Replaces database `name` by a copy of `snapshot` (its sessions are ended). Run on a
+/// connection to another database.
+pub async fn restore_database(client: &Client, name: &str, snapshot: &str) -> Result<(), Error> {
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", identifier(name))).await?;
+    client
+        .batch_execute(&format!(
+            "CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY",
+            identifier(name),
+            identifier(snapshot)
+        ))
+        .await
+}
+
+pub async fn database_exists(client: &Client, name: &str) -> Result<bool, Error> {
+    Ok(client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name]).await?.is_some())
+}
+
+/// `ALTER INDEX name SET (option = value, ...)` for `reloptions` as `pg_class` lists them
+/// (`["fastupdate=off"]`); nothing for none.
+pub async fn set_index_options(client: &Client, index: &str, reloptions: &[String]) -> Result<(), Error> {
+    let options: Vec<String> = reloptions
+        .iter()
+        .filter_map(|option| option.split_once('='))
+        .map(|(name, value)| format!("{} = '{}'", identifier(name), value.replace('\'', "''")))
+        .collect();
+    if options.is_empty() {
+        return Ok(());
+    }
+    client.batch_execute(&format!("ALTER INDEX {} SET ({})", identifier(index), options.join(", "))).await
+}
+
+/// Loads every page of `orders` and its indexes into shared buffers (`pg_prewarm`, created here
+/// when missing); returns the pages read.
+pub async fn prewarm_orders(client: &Client) -> Result<i64, Error> {
+    client.batch_execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm").await?;
+    let row = client
+        .query_one(
+            "SELECT coalesce(sum(pg_prewarm(c.oid)), 0)::bigint FROM pg_class c
+             WHERE c.oid = 'orders'::regclass
+                OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = 'orders'::regclass)",
+            &[],
+        )
+        .await?;
+    Ok(row.get(0))
+}
+
+/// What else runs on database `name`: autovacuum workers, index builds and other client sessions
+/// that are not idle, as `backend_type: query` lines.
+pub async fn busy_sessions(client: &Client, name: &str) -> Result<Vec<String>, Error> {
+    let rows = client
+        .query(
+            "SELECT backend_type || ': ' || left(coalesce(query, ''), 80) FROM pg_stat_activity
+             WHERE datname = $1 AND pid <> pg_backend_pid()
+               AND (backend_type = 'autovacuum worker' OR state NOT IN ('idle'))",
+            &[&name],
+        )
+        .await?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
+/// `pg_database_size` of the current database, bytes.
+pub async fn database_size(client: &Client) -> Result<i64, Error> {
+    Ok(client.query_one("SELECT pg_database_size(current_database())", &[]).await?.get(0))
+}
+
+/// Logs the plan of every statement on database `name` that runs at least `threshold_ms`, as
+/// JSON with its parameters (`auto_explain`, loaded into each new session of that database).
+/// Applies to sessions opened afterwards, so the existing ones are ended. Needs a superuser.
+pub async fn log_slow_plans(client: &Client, name: &str, threshold_ms: f64) -> Result<(), Error> {
+    let database = identifier(name);
+    client
+        .batch_execute(&format!(
+            "ALTER DATABASE {database} SET session_preload_libraries = 'auto_explain';
+             ALTER DATABASE {database} SET auto_explain.log_min_duration = '{threshold_ms:.3}ms';
+             ALTER DATABASE {database} SET auto_explain.log_format = 'json';"
+        ))
+        .await?;
+    end_sessions(client, name).await.map(drop)
+}
+
+/// The server's current JSON log file (`log_destination` with `jsonlog`, `logging_collector`
+/// on) and its size, or `None` when the server writes none.
+pub async fn json_log_position(client: &Client) -> Result<Option<(String, i64)>, Error> {
+    let row = client
+        .query_one(
+            "SELECT f, (pg_stat_file(f, true)).size FROM (SELECT pg_current_logfile('jsonlog') AS f) AS current",
+            &[],
+        )
+        .await?;
+    Ok(row.get::<_, Option<String>>(0).zip(row.get::<_, Option<i64>>(1)))
+}
+
+/// Up to `length` bytes of the server file `path` from `offset` (relative paths are the data
+/// directory's); empty past its end or when it is gone. Needs a superuser or
+/// `pg_read_server_files`.
+pub async fn read_server_file(client: &Client, path: &str, offset: i64, length: i64) -> Result<Vec<u8>, Error> {
+    let row = client.query_one("SELECT pg_read_binary_file($1, $2, $3, true)", &[&path, &offset, &length]).await?;
+    Ok(row.get::<_, Option<Vec<u8>>>(0).unwrap_or_default())
+}
+
+/// A digest of every order in id order (of each row's id and JSON text) and their number: the
+/// same for two databases holding the same orders.
+pub async fn fingerprint(client: &Client) -> Result<(String, i64), Error> {
+    let row = client
+        .query_one(
+            "SELECT coalesce(md5(string_agg(md5(id::text || ':' || doc::text), '' ORDER BY id)), ''), count(*)
+             FROM orders",
+            &[],
+        )
+        .await?;
+    Ok((row.get(0), row.get(1)))
+}
