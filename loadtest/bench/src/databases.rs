@@ -36,3 +36,36 @@ impl Databases {
         }
     }
 }
+
+/// A connection to PostgreSQL at `url`, whose task ends when the client is dropped: keep the
+/// handle beside the client (`let (client, _connection) = ...`).
+pub async fn pg_session(url: &str) -> anyhow::Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>)> {
+    use anyhow::Context as _;
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .with_context(|| format!("connecting to {}", redact(url)))?;
+    let task = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok((client, task))
+}
+
+/// A MongoDB client of the runner's own for `uri` (5 s to find the server).
+pub async fn mongo_client(uri: &str) -> anyhow::Result<mongodb::Client> {
+    use anyhow::Context as _;
+    let mut options = mongodb::options::ClientOptions::parse(uri).await.context("the MongoDB URI")?;
+    options.server_selection_timeout = Some(std::time::Duration::from_secs(5));
+    options.app_name = Some("orders-bench".into());
+    mongodb::Client::with_options(options).context("MongoDB client")
+}
+
+/// `url` without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match url.split_once("://").and_then(|(scheme, rest)| Some((scheme, rest.split_once('@')?))) {
+        Some((scheme, (credentials, host))) => {
+            let user = credentials.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}@{host}")
+        }
+        None => url.to_owned(),
+    }
+}

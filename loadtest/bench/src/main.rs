@@ -17,6 +17,7 @@ mod demo;
 mod diagnostics;
 mod experiment;
 mod fleet;
+mod fresh;
 mod k6;
 mod load_flags;
 mod loadgen;

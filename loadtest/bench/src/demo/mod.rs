@@ -259,6 +259,24 @@ async fn body(
         databases,
         manifest,
     };
+    eprintln!("demo: loading {} orders into both databases, then snapshots for every repeat to restore", seed.orders);
+    crate::seed::run(seed.clone()).await.context("loading the data set")?;
+    let snapshots = crate::fresh::Snapshots::take(&stack, &seed.databases, &admin_url, "demo").await?;
+    let rounds = rounds(args, &profile, &setup, out, &snapshots).await;
+    snapshots.drop_copies().await;
+    let rounds = rounds?;
+    crate::report::write(out, &rounds)?;
+    Ok(crate::report::max_rate_table(&rounds.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()))
+}
+
+/// Every mix's round, each repeat restored from `snapshots`.
+async fn rounds(
+    args: &DemoArgs,
+    profile: &Profile,
+    setup: &Setup,
+    out: &Path,
+    snapshots: &crate::fresh::Snapshots,
+) -> Result<Vec<(PathBuf, crate::model::result::RoundResult)>> {
     let mut rounds = Vec::new();
     for mix in &args.mixes {
         let mut spec = RoundSpec {
@@ -273,19 +291,21 @@ async fn body(
             poll_interval: Duration::from_secs(1),
             vu_budget_ms: 200,
             settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
-            reseed: Some(seed.clone()),
+            reset: crate::fresh::Reset::Restore(snapshots.clone()),
+            quiet_wait: crate::fresh::QUIET_WAIT,
+            prefill: 0,
+            plan_log_ms: None,
             generator: round::launch::Generator::Native,
             prefer_minimal: false,
         };
         let dir = out.join(mix.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
-        spec.plan = staircase(&profile, &spec, &setup, &dir).await?;
+        spec.plan = staircase(profile, &spec, setup, &dir).await?;
         spec.poll_interval = Duration::from_secs_f64(spec.plan.step_seconds);
-        let result = round::run_round(&spec, &setup, &dir).await?;
+        let result = round::run_round(&spec, setup, &dir).await?;
         crate::report::write(&dir, &[(dir.clone(), result.clone())])?;
         rounds.push((dir, result));
     }
-    crate::report::write(out, &rounds)?;
-    Ok(crate::report::max_rate_table(&rounds.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()))
+    Ok(rounds)
 }
 
 #[cfg(test)]

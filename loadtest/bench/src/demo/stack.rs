@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Stack {
     script: PathBuf,
     repo: PathBuf,
@@ -93,6 +93,30 @@ impl Stack {
         let output = self.command("stop").output().await.context("stack.sh stop")?;
         if !output.status.success() {
             bail!("bash {} stop failed: {}", self.script.display(), String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(())
+    }
+
+    /// `stack.sh mongo-snapshot NAME`: a copy of mongod's data directory (the server restarts).
+    pub async fn mongo_snapshot(&self, name: &str) -> Result<()> {
+        self.run_quietly(&["mongo-snapshot", name]).await
+    }
+
+    /// `stack.sh mongo-restore NAME`: mongod's data directory replaced by that copy.
+    pub async fn mongo_restore(&self, name: &str) -> Result<()> {
+        self.run_quietly(&["mongo-restore", name]).await
+    }
+
+    async fn run_quietly(&self, args: &[&str]) -> Result<()> {
+        let output = self.command(args[0]).args(&args[1..]).output().await.with_context(|| args.join(" "))?;
+        if !output.status.success() {
+            bail!(
+                "bash {} {} failed:\n{}{}",
+                self.script.display(),
+                args.join(" "),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
         }
         Ok(())
     }

@@ -28,6 +28,8 @@ pub struct PgSnapshot {
     /// Plan counts of the prepared product statement on the connection that answered.
     pub product_generic_plans: Option<f64>,
     pub product_custom_plans: Option<f64>,
+    /// The product search's plan counts over every pooled connection read (`pool_plans`).
+    pub pool_plans: pg::PoolPlans,
     pub settings: pg::Settings,
     pub gin_fastupdate: Option<String>,
     pub server_version: Option<String>,
@@ -97,6 +99,7 @@ impl PgSnapshot {
             custom_plan: plan(product.map(|p| &p.custom_plan)),
             product_generic_plans: float(prepared.and_then(|p| p.generic_plans)),
             product_custom_plans: float(prepared.and_then(|p| p.custom_plans)),
+            pool_plans: d.pool_plans.clone().unwrap_or_default(),
             settings: d.settings.clone().unwrap_or_default(),
             gin_fastupdate: gin.and_then(|g| g.fastupdate.clone()),
             server_version: d.server_version.clone(),

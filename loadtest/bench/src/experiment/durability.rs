@@ -274,6 +274,7 @@ pub async fn run(ctx: &mut Ctx, only: &[String], sizes: &[String]) -> Result<Out
                     data,
                     staircase,
                     minimal,
+                    prefill: 0,
                 };
                 let measured = rounds::measure(ctx, &plan).await?;
                 if measured.is_some() {

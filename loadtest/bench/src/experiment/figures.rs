@@ -6,6 +6,7 @@
 
 use crate::model::cpu::LimitKind;
 use crate::model::explain::{Growth, MongoExplain, PgExplain};
+use crate::model::plans::{PlanProbe, ScanAttribution};
 use crate::model::result::RoundResult;
 use crate::model::verdict::RateSummary;
 use crate::target::Target;
@@ -15,9 +16,9 @@ use std::collections::BTreeMap;
 /// What the runner measured around a repeat, beside `run_round`'s own figures.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RepeatExtras {
-    /// PostgreSQL WAL flushes (fsyncs) from the end of the reload to the end of the round.
+    /// PostgreSQL WAL flushes (fsyncs) during the load.
     pub wal_flushes: Option<f64>,
-    /// Bytes on disk per order right after the reload, as the seeder measured them.
+    /// Bytes on disk per order of the data set, as the seeder measured them.
     pub pg_disk_per_order: Option<f64>,
     pub mongo_disk_per_order: Option<f64>,
 }
@@ -36,9 +37,15 @@ pub struct PgFigures {
     pub generic_cost: Option<f64>,
     pub custom_plan: String,
     pub custom_cost: Option<f64>,
-    /// Generic / custom plans the prepared product statement had used on one pooled connection.
+    /// Generic / custom plans the product search ran over every pooled connection, summed over
+    /// the repeats, and the most connections of a repeat that used a generic one.
     pub generic_plans_used: Option<f64>,
     pub custom_plans_used: Option<f64>,
+    pub connections_using_generic: Option<f64>,
+    /// Which plan ran each sequential scan (the plan log), summed over the repeats.
+    pub scans: Option<ScanAttribution>,
+    /// The round's planner probe.
+    pub probe: Option<PlanProbe>,
     pub wal_bytes_per_write: Option<f64>,
     pub wal_records_per_write: Option<f64>,
     pub wal_fpi_per_write: Option<f64>,
@@ -172,8 +179,11 @@ fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>)
         generic_cost: med(&explains, |e| e.generic_plan_after.total_cost),
         custom_plan: last.map(|e| e.custom_plan_after.nodes.join(" → ")).unwrap_or_default(),
         custom_cost: med(&explains, |e| e.custom_plan_after.total_cost),
-        generic_plans_used: last.and_then(|e| e.product_generic_plans),
-        custom_plans_used: last.and_then(|e| e.product_custom_plans),
+        generic_plans_used: explains.iter().filter_map(|e| e.pool_generic_plans).reduce(|a, b| a + b),
+        custom_plans_used: explains.iter().filter_map(|e| e.pool_custom_plans).reduce(|a, b| a + b),
+        connections_using_generic: explains.iter().filter_map(|e| e.pool_connections_using_generic).reduce(f64::max),
+        scans: ScanAttribution::sum(explains.iter().filter_map(|e| e.scans.as_ref())),
+        probe: round.plan_probe.clone(),
         wal_bytes_per_write: med(&explains, |e| e.wal_bytes_per_write),
         wal_records_per_write: med(&explains, |e| e.wal_records_per_write),
         wal_fpi_per_write: med(&explains, |e| e.wal_fpi_per_write),

@@ -30,7 +30,6 @@ mod services;
 mod studies;
 mod timeline;
 mod variant;
-mod wal;
 
 use crate::budget::BudgetArgs;
 use crate::budget::local::{self, Session};
@@ -171,6 +170,11 @@ pub struct Ctx {
     pub versions: Versions,
     pub notes: Vec<String>,
     pub skipped: Vec<String>,
+    /// The local stack and its PostgreSQL admin URL, when the experiment runs on it: then every
+    /// data set is loaded once and restored from snapshots before each repeat.
+    pub local: Option<(Stack, String)>,
+    /// The snapshots taken so far, one per data set.
+    pub snapshots: Vec<(rounds::Data, crate::fresh::Snapshots)>,
 }
 
 impl Ctx {
@@ -209,6 +213,30 @@ impl Ctx {
             self.versions = Versions { postgres: pg.server_version, mongodb: mongo.version };
         }
         Ok(Some(urls))
+    }
+
+    /// How each repeat on `data` starts: on the local stack, restored from the snapshots of the
+    /// data set's first load (loading and snapshotting it the first time); elsewhere reloaded.
+    pub async fn reset_for(&mut self, data: rounds::Data) -> Result<crate::fresh::Reset> {
+        let Some((stack, admin_url)) = self.local.clone() else {
+            return Ok(crate::fresh::Reset::Reload(rounds::reload_args(self, data)));
+        };
+        if let Some((_, snapshots)) = self.snapshots.iter().find(|(d, _)| *d == data) {
+            return Ok(crate::fresh::Reset::Restore(snapshots.clone()));
+        }
+        rounds::load(self, data).await?;
+        let label = format!("i{}_n{}", data.items, data.note_bytes);
+        eprintln!("experiment: snapshots of the data set ({label}) for the repeats to restore");
+        let snapshots = crate::fresh::Snapshots::take(&stack, &self.databases, &admin_url, &label).await?;
+        self.snapshots.push((data, snapshots.clone()));
+        Ok(crate::fresh::Reset::Restore(snapshots))
+    }
+
+    /// Drops the PostgreSQL copies the experiment made.
+    pub async fn drop_snapshots(&mut self) {
+        for (_, snapshots) in self.snapshots.drain(..) {
+            snapshots.drop_copies().await;
+        }
     }
 
     /// `Prefer: return=minimal` for the writes of a round that measures the write alone.
@@ -270,11 +298,11 @@ async fn body(
         bail!("--db-name: letters, digits and _ only");
     }
     let started_at = orders_core::Timestamp::now().to_string();
-    let (services, databases, budget_note) = match (&args.pg_url, &args.mongo_url) {
+    let (services, databases, budget_note, local) = match (&args.pg_url, &args.mongo_url) {
         (Some(pg), Some(mongo)) => {
             local::local_only(&args.budget)?;
             let urls = Urls { pg: pg.trim_end_matches('/').into(), mongo: mongo.trim_end_matches('/').into() };
-            (Services::Deployed(Deployed::new(urls, args.apply.clone())), args.databases.clone(), None)
+            (Services::Deployed(Deployed::new(urls, args.apply.clone())), args.databases.clone(), None, None)
         }
         _ => {
             let stack = Stack::new(repo, marker.clone());
@@ -293,7 +321,8 @@ async fn body(
             let (pg_env, mongo_env) =
                 crate::demo::services::local_envs(&database_url, &mongodb_uri, &args.db_name, &threads, marker);
             let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
-            (Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env)), databases, budget_note)
+            let services = Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env));
+            (services, databases, budget_note, Some((stack, admin_url)))
         }
     };
     let ctx = slot.insert(Ctx {
@@ -310,11 +339,14 @@ async fn body(
         versions: Versions::default(),
         notes: Vec::new(),
         skipped: Vec::new(),
+        local,
+        snapshots: Vec::new(),
     });
     let outcome = match args.name {
-        Name::Gin => gin::run(ctx, &args.variants).await?,
-        Name::DocSize => doc_size::run(ctx, &args.sizes).await?,
-        Name::Durability => durability::run(ctx, &args.variants, &args.sizes).await?,
+        Name::Gin => gin::run(ctx, &args.variants).await,
+        Name::DocSize => doc_size::run(ctx, &args.sizes).await,
+        Name::Durability => durability::run(ctx, &args.variants, &args.sizes).await,
     };
-    output::write(ctx, &outcome, &started_at)
+    ctx.drop_snapshots().await;
+    output::write(ctx, &outcome?, &started_at)
 }

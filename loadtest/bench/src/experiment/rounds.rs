@@ -1,12 +1,9 @@
-//! One measured round of an experiment: for every repeat, the variant put in effect, the data set
-//! reloaded into both databases (and a `CHECKPOINT`), then one `round::run_round` (fairness gate,
-//! diagnostics, the staircase driven by the native generator, verdicts) with the WAL flush counter
-//! read around it. The repeats are merged into one `RoundResult` (median and range of the maximum
-//! rates), whose standard report (`report.md`, charts) goes into the round's folder beside
-//! `run-<n>/`.
-//!
-//! The runner reloads the data itself rather than through the round's `--reseed` so that the WAL
-//! flushes it counts are the round's, not the reload's.
+//! One measured round of an experiment: for every repeat, the variant put in effect, then one
+//! `round::run_round` that resets the data (restored from the snapshots of the data set's first
+//! load on the local stack, reloaded elsewhere), waits for quiet databases, and runs the fairness
+//! gate, diagnostics, the staircase driven by the native generator and the verdicts. The repeats
+//! are merged into one `RoundResult` (median and range of the maximum rates), whose standard
+//! report (`report.md`, charts) goes into the round's folder beside `run-<n>/`.
 
 use super::Ctx;
 use super::closed_loop::{self, Plan as ClosedPlan, Run as ClosedRun, Work};
@@ -43,6 +40,8 @@ pub struct RoundPlan<'a> {
     pub staircase: super::Staircase,
     /// Send `Prefer: return=minimal` on the writes (when both services honour it).
     pub minimal: bool,
+    /// Orders inserted through both services before the load (`RoundSpec::prefill`).
+    pub prefill: u32,
 }
 
 pub struct Measured {
@@ -65,23 +64,23 @@ fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
     }
 }
 
-/// A `CHECKPOINT` after a reload, so the first step does not share the disk with it.
-async fn checkpoint(database_url: &str) {
-    let Ok((client, connection)) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await else { return };
-    let connection = tokio::spawn(connection);
-    if let Err(error) = orders_pg::admin::checkpoint(&client).await {
-        eprintln!("note: CHECKPOINT after reloading failed ({error}); the first step may share the disk with it");
-    }
-    drop(client);
-    let _ = connection.await;
+/// Puts `data` in both databases as every repeat finds it (`Ctx::reset_for`: restored from the
+/// snapshots of its first load on the local stack, reloaded elsewhere), warmed and quiet; returns
+/// the manifest. For the closed loops, which are not rounds.
+pub async fn reload(ctx: &mut Ctx, data: Data) -> Result<Manifest> {
+    let reset = ctx.reset_for(data).await?;
+    crate::fresh::prepare(&reset, &ctx.databases, crate::fresh::QUIET_WAIT, "experiment:").await?;
+    manifest::read(&ctx.manifest)
 }
 
-/// Reloads `data` into both databases; returns the manifest (bytes on disk per target).
-pub async fn reload(ctx: &Ctx, data: Data) -> Result<Manifest> {
-    let args = seed_args(ctx, data);
-    seed::run(args).await.context("reloading the data set")?;
-    checkpoint(&ctx.databases.database_url).await;
-    manifest::read(&ctx.manifest)
+/// Loads `data` with the seeder (`--reset`).
+pub async fn load(ctx: &Ctx, data: Data) -> Result<()> {
+    seed::run(seed_args(ctx, data)).await.context("loading the data set")
+}
+
+/// How a repeat of `data` is reset when the runner cannot restore snapshots.
+pub fn reload_args(ctx: &Ctx, data: Data) -> SeedArgs {
+    seed_args(ctx, data)
 }
 
 fn disk_per_order(manifest: &Manifest, target: Target) -> Option<f64> {
@@ -122,8 +121,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
     let mut extras = Vec::new();
     for index in 1..=ctx.scale.repeats {
         let Some(urls) = ctx.use_variant(plan.variant).await? else { return Ok(None) };
-        let manifest = reload(ctx, plan.data).await?;
-        let flushes_before = super::wal::flushes(&ctx.databases.database_url).await;
+        let reset = ctx.reset_for(plan.data).await?;
         let spec = RoundSpec {
             name: plan.name.clone(),
             mix: plan.mix.into(),
@@ -141,7 +139,10 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             poll_interval: Duration::from_secs_f64(if ctx.scale.step_seconds <= 5.0 { 1.0 } else { 2.0 }),
             vu_budget_ms: 200,
             settle: Duration::from_secs(60),
-            reseed: None,
+            reset,
+            quiet_wait: crate::fresh::QUIET_WAIT,
+            prefill: plan.prefill,
+            plan_log_ms: None,
             generator: crate::round::launch::Generator::Native,
             prefer_minimal: plan.minimal,
         };
@@ -159,9 +160,9 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             budget_note: ctx.budget_note.clone(),
         };
         let round = crate::round::run_round(&spec, &setup, &dir.join(format!("run-{index}"))).await?;
-        let flushes_after = super::wal::flushes(&ctx.databases.database_url).await;
+        let manifest = manifest::read(&ctx.manifest)?;
         extras.push(RepeatExtras {
-            wal_flushes: flushes_after.zip(flushes_before).map(|(a, b)| a - b),
+            wal_flushes: round.repeats.first().and_then(|r| r.explain.pg.wal_flushes),
             pg_disk_per_order: disk_per_order(&manifest, Target::Pg),
             mongo_disk_per_order: disk_per_order(&manifest, Target::Mongo),
         });

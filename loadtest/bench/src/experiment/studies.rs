@@ -267,6 +267,14 @@ pub const S1_UNPREPARED: Reference = Reference {
     setup: S1,
 };
 
+pub const S1_LIMIT_PARAMETER: Reference = Reference {
+    id: "s1-limit-parameter",
+    finding: "S1 F1",
+    claim: "not in S1: the limit as a parameter (LIMIT $2), whose generic plan cannot see it",
+    figure: Figure::NotMeasured,
+    setup: S1,
+};
+
 pub const S1_STATUS_40_ITEMS: Reference = Reference {
     id: "s1-status-40-items",
     finding: "S1 F3",
@@ -461,6 +469,7 @@ pub fn all() -> Vec<Reference> {
         S1_INSERT_FASTUPDATE_COST,
         S1_CUSTOM_PLAN,
         S1_UNPREPARED,
+        S1_LIMIT_PARAMETER,
         S1_STATUS_40_ITEMS,
         S1_WAL_40_ITEMS,
         S1_HOT_40_ITEMS,

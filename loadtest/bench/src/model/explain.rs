@@ -54,6 +54,9 @@ pub struct PgExplain {
     pub wal_fpi: Option<f64>,
     #[serde(default)]
     pub wal_fpi_per_write: Option<f64>,
+    /// WAL flushes (fsyncs) during the run, server-wide.
+    #[serde(default)]
+    pub wal_flushes: Option<f64>,
     pub inserts: Option<f64>,
     pub updates: Option<f64>,
     pub hot_updates: Option<f64>,
@@ -80,6 +83,19 @@ pub struct PgExplain {
     /// different connections, so no difference is taken).
     pub product_generic_plans: Option<f64>,
     pub product_custom_plans: Option<f64>,
+    /// The same summed over every pooled connection after the run (`pool_plans`), and how many
+    /// connections had used a generic plan of the product search.
+    #[serde(default)]
+    pub pool_generic_plans: Option<f64>,
+    #[serde(default)]
+    pub pool_custom_plans: Option<f64>,
+    #[serde(default)]
+    pub pool_connections_using_generic: Option<f64>,
+    #[serde(default)]
+    pub pool_connections_read: Option<f64>,
+    /// Which plan ran each sequential scan (the plan log), when it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scans: Option<crate::model::plans::ScanAttribution>,
     pub settings: BTreeMap<String, String>,
 }
 

@@ -7,5 +7,7 @@
 pub mod cpu;
 pub mod explain;
 pub mod fairness;
+pub mod plans;
 pub mod result;
+pub mod start;
 pub mod verdict;

@@ -102,6 +102,9 @@ pub struct RoundResult {
     /// "no budgets (...)"), from the first repeat's kernel readings.
     #[serde(default)]
     pub budget: Option<String>,
+    /// What the planner did with the product search on a copy of the data before any load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_probe: Option<crate::model::plans::PlanProbe>,
     pub repeats: Vec<RepeatResult>,
     /// Per target (`pg`, `mongo`): median and range of the repeats' maximum passing rates.
     pub max_rate: BTreeMap<String, RateSummary>,
@@ -131,6 +134,10 @@ pub struct RepeatResult {
     pub reseeded: bool,
     pub started_at: String,
     pub fairness: Fairness,
+    /// The state the repeat started from: how the data were reset, whether the databases were
+    /// quiet, the data's fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<crate::model::start::StartState>,
     /// Seconds the load ran; shorter than planned when stopped early.
     pub run_seconds: f64,
     pub stopped_early: bool,

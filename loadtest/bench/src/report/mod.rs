@@ -11,7 +11,10 @@ mod evidence;
 mod findings;
 mod fleet;
 pub mod format;
+mod probe;
+pub use probe::blocks as probe_blocks;
 mod sections;
+mod start;
 mod summary;
 
 use crate::model::result::{self, RoundResult};

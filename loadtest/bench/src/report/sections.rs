@@ -321,7 +321,11 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
             round.plan.rates().iter().map(|r| r.to_string()).collect::<Vec<_>>().join("/"),
             round.plan.step_seconds,
             round.repeats.len(),
-            if round.repeats.iter().all(|r| r.reseeded) { ", data reloaded before each" } else { "" },
+            match round.repeats.first().and_then(|r| r.start.as_ref()).map(|s| s.reset.as_str()) {
+                Some("restored") => ", data restored from a snapshot before each",
+                _ if round.repeats.iter().all(|r| r.reseeded) => ", data reloaded before each",
+                _ => "",
+            },
             joined(round.repeats.iter().map(|r| if r.stopped_early { "yes".to_owned() } else { "no".to_owned() })),
             round.data_set.as_ref().map_or(NONE.into(), |d| format!(
                 "{} orders, {} items, note {} bytes",
@@ -356,6 +360,10 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
     }
     for (file, caption, svg) in chart_files {
         blocks.push(Block::Chart { file: file.clone(), caption: caption.clone(), svg: svg.clone() });
+    }
+    blocks.extend(super::start::blocks(round));
+    if let Some(probe) = &round.plan_probe {
+        blocks.extend(super::probe::blocks(probe));
     }
     blocks.push(Block::Heading(3, "Steps".into()));
     blocks.push(steps_table(round));

@@ -68,6 +68,7 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
     RepeatResult {
         index,
         reseeded: true,
+        start: None,
         started_at: "2026-11-30T10:00:00.000Z".into(),
         fairness: fairness::check(
             Some(&manifest),
@@ -103,6 +104,7 @@ fn round(mix: &str, weights: &[(&str, u32)], fair: bool) -> RoundResult {
         started_at: "2026-11-30T10:00:00.000Z".into(),
         finished_at: "2026-11-30T10:01:00.000Z".into(),
         plan: RatePlan { start_rate: 100, step: 1000, max_rate: 1100, step_seconds: 3.0, factor: None },
+        plan_probe: None,
         pass_mark: PassMark::default(),
         data_set: Some(DataSet {
             seed: 1,
@@ -126,8 +128,12 @@ fn round(mix: &str, weights: &[(&str, u32)], fair: bool) -> RoundResult {
 fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() {
     let out = std::env::temp_dir().join(format!("orders-bench-report-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
+    let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    for repeat in &mut shop.repeats {
+        repeat.explain.pg.scans = Some(attribution(30, 10));
+    }
     let rounds = vec![
-        (out.join("shop"), round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true)),
+        (out.join("shop"), shop),
         (out.join("status"), round("status", &[("status", 100)], true)),
         (out.join("insert"), round("insert", &[("insert", 100)], false)),
     ];
@@ -139,7 +145,8 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
     let unfair = md.find("UNFAIR COMPARISON").expect("unfair round named");
     assert!(unfair < md.find("## Maximum passing rate").expect("table"), "named at the top");
     assert!(md.contains("`insert` repeat 1: durability"), "{md}");
-    assert!(md.contains("**F1 seen** in `shop`: Postgres ran 80 sequential scans"), "{md}");
+    assert!(md.contains("**F1 seen** in `shop`: 60 of the sequential scans ran on the product search's generic plan, 20 on custom plans"), "{md}");
+    assert!(md.contains("**Custom-plan scans** in `shop` (not F1): 20 sequential scans"), "{md}");
     assert!(md.contains("60 pages"), "the pending list seen while polling: {md}");
     assert!(
         md.contains("**F2 seen**: Postgres wrote 2.0 KiB of WAL per status update of an order of about 634 B"),
@@ -159,6 +166,34 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
     assert_eq!(back.iter().map(|r| r.dir.as_str()).collect::<Vec<_>>(), ["shop", "status", "insert"]);
     assert_eq!(max_rate_table(&back).lines().count(), 5);
     let _ = std::fs::remove_dir_all(&out);
+}
+
+fn attribution(generic: u64, custom: u64) -> crate::model::plans::ScanAttribution {
+    crate::model::plans::ScanAttribution {
+        threshold_ms: 5.0,
+        plans_logged: generic + custom,
+        generic_seq_scans: generic,
+        custom_seq_scans: custom,
+        custom_scan_products: vec![(680, custom)],
+        unattributed: Some(0.0),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn sequential_scans_of_custom_plans_are_not_f1_and_without_a_plan_log_f1_is_undetermined() {
+    let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    let refs = |round: &RoundResult| findings::f1(&[round]).join("\n");
+    let undetermined = refs(&shop);
+    assert!(undetermined.starts_with("**F1 undetermined** in `shop`"), "{undetermined}");
+    assert!(!undetermined.contains("F1 seen"), "scans alone prove nothing: {undetermined}");
+    for repeat in &mut shop.repeats {
+        repeat.explain.pg.scans = Some(attribution(0, 40));
+    }
+    let custom = refs(&shop);
+    assert!(custom.starts_with("**F1 not seen** in `shop`: 0 of the sequential scans ran on"), "{custom}");
+    assert!(custom.contains("**Custom-plan scans** in `shop` (not F1): 80 sequential scans"), "{custom}");
+    assert!(custom.contains("680 (80×)"), "{custom}");
 }
 
 #[test]

@@ -38,11 +38,15 @@ async fn mongo_count(uri: &str, db: &str) -> Option<u64> {
     orders_mongo::admin::count_orders(&client.database(db).collection::<Document>(COLLECTION)).await.ok()
 }
 
-/// `pg_stat_wal`: server-wide WAL records, full-page images and bytes since the last reset.
+/// `pg_stat_wal`: server-wide WAL records and full-page images since the last reset, and the WAL
+/// flushes (fsyncs of the WAL: with `synchronous_commit = on` a commit waits for one, and several
+/// commits may share it; PostgreSQL 18 counts them in `pg_stat_io`, 14 to 17 in
+/// `pg_stat_wal.wal_sync`; a synchronous `wal_sync_method` makes none).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WalStats {
     pub records: f64,
     pub fpi: f64,
+    pub flushes: Option<f64>,
 }
 
 pub async fn wal_stats(database_url: &str) -> Option<WalStats> {
@@ -50,9 +54,10 @@ pub async fn wal_stats(database_url: &str) -> Option<WalStats> {
         let (client, connection) = tokio_postgres::connect(database_url, NoTls).await.ok()?;
         let connection = tokio::spawn(connection);
         let figures = admin::wal_records_and_fpi(&client).await.ok();
+        let flushes = admin::wal_flushes(&client).await;
         drop(client);
         let _ = connection.await;
-        figures.map(|(records, fpi)| WalStats { records, fpi })
+        figures.map(|(records, fpi)| WalStats { records, fpi, flushes })
     };
     tokio::time::timeout(LIMIT, query).await.ok().flatten()
 }

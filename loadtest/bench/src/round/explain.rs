@@ -21,6 +21,10 @@ fn per(total: Option<f64>, count: u64) -> Option<f64> {
     if count == 0 { None } else { total.map(|t| t / count as f64) }
 }
 
+fn float(value: Option<i64>) -> Option<f64> {
+    value.map(|v| v as f64)
+}
+
 fn max_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     values.flatten().reduce(f64::max)
 }
@@ -34,7 +38,8 @@ fn growth_map(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> 
 }
 
 impl PgExplain {
-    pub fn add_wal_stats(&mut self, records: f64, fpi: f64) {
+    pub fn add_wal_stats(&mut self, records: f64, fpi: f64, flushes: Option<f64>) {
+        self.wal_flushes = flushes;
         self.wal_records = Some(records);
         self.wal_fpi = Some(fpi);
         self.wal_records_per_write = per(Some(records), self.write_requests);
@@ -63,6 +68,7 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
         wal_records_per_write: None,
         wal_fpi: None,
         wal_fpi_per_write: None,
+        wal_flushes: None,
         inserts: counter(|t| t.n_tup_ins),
         updates,
         hot_updates,
@@ -90,6 +96,11 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
         generic_plans_seen,
         product_generic_plans: after.product_generic_plans,
         product_custom_plans: after.product_custom_plans,
+        pool_generic_plans: float(after.pool_plans.product_generic_plans),
+        pool_custom_plans: float(after.pool_plans.product_custom_plans),
+        pool_connections_using_generic: after.pool_plans.connections_using_generic.map(|n| n as f64),
+        pool_connections_read: after.pool_plans.connections_read.map(|n| n as f64),
+        scans: None,
         settings: after.settings_map(),
     }
 }

@@ -213,6 +213,63 @@ pub fn spawn(
     }
 }
 
+/// Inserts `orders` new orders through both services at once (the native generator's `insert`
+/// mix at a constant rate of at most `PREFILL_RATE` per target, with a seed of its own so the
+/// round's inserts do not repeat them) and waits for them; its summary goes to
+/// `dir/prefill-summary.json`. Fails unless every insert was answered 201 on both.
+pub async fn prefill(spec: &RoundSpec, setup: &Setup, dir: &Path, orders: u32) -> Result<()> {
+    const PREFILL_RATE: u32 = 250;
+    let rate = orders.clamp(1, PREFILL_RATE);
+    let seconds = f64::from(orders) / f64::from(rate);
+    let summary = dir.join("prefill-summary.json");
+    let mut args: Vec<String> = vec![
+        "load".into(),
+        "--targets".into(),
+        setup.targets_arg(),
+        "--mix".into(),
+        "insert".into(),
+        "--manifest".into(),
+        setup.manifest.display().to_string(),
+        "--rate".into(),
+        rate.to_string(),
+        "--duration".into(),
+        format!("{seconds}"),
+        "--seed".into(),
+        "2".into(),
+        "--no-realtime".into(),
+        "--summary".into(),
+        summary.display().to_string(),
+    ];
+    if spec.prefer_minimal {
+        args.extend(["--prefer".into(), "return=minimal".into()]);
+    }
+    let binary = native_binary()?;
+    let output = tokio::process::Command::new(&binary)
+        .args(&args)
+        .envs(setup.extra_env.iter().cloned())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .with_context(|| format!("starting {} load (prefill)", binary.display()))?;
+    let read = crate::k6::summary::Summary::read(&summary);
+    let done = read.as_ref().ok().map(|s| {
+        s.targets.iter().map(|(name, t)| (name.clone(), t.figures.count, t.figures.failures)).collect::<Vec<_>>()
+    });
+    match done {
+        Some(targets) if targets.iter().all(|(_, count, failures)| *count > 0 && *failures == 0) => {
+            let counts: Vec<String> = targets.iter().map(|(name, count, _)| format!("{name} {count}")).collect();
+            eprintln!("prefill: inserted {} through both services", counts.join(", "));
+            Ok(())
+        }
+        _ => anyhow::bail!(
+            "the prefill of {orders} inserts failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).lines().rev().take(5).collect::<Vec<_>>().join(" / ")
+        ),
+    }
+}
+
 /// This very program: `orders-bench load` is one of its subcommands. When its file was replaced
 /// while it runs (a `cargo build` during a demo), Linux names it `... (deleted)`; the running image
 /// is still reachable as `/proc/self/exe`, and it is the one whose summary format this runner reads.
@@ -244,7 +301,10 @@ mod tests {
             poll_interval: Duration::from_secs(2),
             vu_budget_ms: 200,
             settle: Duration::from_secs(1),
-            reseed: None,
+            reset: crate::fresh::Reset::Keep,
+            quiet_wait: Duration::from_secs(1),
+            prefill: 0,
+            plan_log_ms: None,
             generator: Generator::Native,
             prefer_minimal: true,
         };

@@ -17,6 +17,8 @@ pub mod launch;
 pub mod limit;
 mod load_generator;
 mod own_stall;
+pub mod plan_log;
+pub mod plan_probe;
 mod repeat;
 pub mod stall;
 pub mod verdict;
@@ -147,6 +149,12 @@ pub struct RoundArgs {
     /// Folder for the round's files [default: results/<timestamp>-<name>].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Log the plan of every statement that runs at least this many milliseconds (PostgreSQL's
+    /// `auto_explain`, enabled on the round's database; needs a superuser), so the report can say
+    /// which plan, generic or custom, ran each sequential scan. Ends the services' database
+    /// sessions once per repeat (their pools reconnect).
+    #[arg(long = "plan-log-ms")]
+    pub plan_log_ms: Option<f64>,
     /// Agents (`orders-bench agent`) on other load machines, as base URLs, e.g.
     /// `http://10.110.0.7:9400,http://10.110.0.8:9400`: every repeat then runs in k6 execution
     /// segments, this machine's and one per agent, started together and merged into one result.
@@ -168,8 +176,16 @@ pub struct RoundSpec {
     pub vu_budget_ms: u32,
     /// How long to wait for `/diagnostics` from services still busy with an overload.
     pub settle: Duration,
-    /// Seed arguments for a reload before every repeat.
-    pub reseed: Option<SeedArgs>,
+    /// How the data are reset before every repeat (the repeat then waits for quiet databases).
+    pub reset: crate::fresh::Reset,
+    /// How long a repeat waits for quiet databases before its load (then goes on, saying so).
+    pub quiet_wait: Duration,
+    /// Orders inserted through both services (the `insert` mix at a low rate) after the reset
+    /// and before the load, so the round starts with a GIN pending list of that many orders.
+    pub prefill: u32,
+    /// Log the plan of every statement that runs at least this long (`auto_explain`), to attribute
+    /// each sequential scan to the plan that ran it; `None`: no plan log.
+    pub plan_log_ms: Option<f64>,
     pub generator: launch::Generator,
     /// Writes carry `Prefer: return=minimal` (201 / 204 without a body): the round measures the
     /// write rather than returning the order.
@@ -250,7 +266,10 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         poll_interval: Duration::from_secs_f64(args.load.poll_interval.unwrap_or(args.load.staircase.step_duration)),
         vu_budget_ms: args.load.vu_budget_ms,
         settle: Duration::from_secs(90),
-        reseed,
+        reset: reseed.map_or(crate::fresh::Reset::Keep, crate::fresh::Reset::Reload),
+        quiet_wait: crate::fresh::QUIET_WAIT,
+        prefill: 0,
+        plan_log_ms: args.plan_log_ms,
         generator: args.generator,
         prefer_minimal: false,
     };
@@ -306,6 +325,8 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         spec.repeats,
         out.display()
     );
+    let plan_probe = planner_probe(spec, setup).await;
+    let spec = &RoundSpec { plan_log_ms: plan_log_threshold(spec, plan_probe.as_ref()), ..spec.clone() };
     let mut repeats = Vec::new();
     for index in 1..=spec.repeats {
         repeats.push(repeat::run(spec, setup, out, index).await?);
@@ -340,6 +361,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         machine: Machine::this(),
         fairness_overridden: repeats.iter().any(|r| !r.fairness.ok),
         budget,
+        plan_probe,
         repeats,
         max_rate,
         dir: ".".into(),
@@ -348,9 +370,63 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
     Ok(round)
 }
 
+/// Whether `mix` (a named mix or weights) searches by product.
+fn searches_products(mix: &str) -> bool {
+    crate::loadgen::mixes::Definitions::embedded()
+        .and_then(|d| d.mix(mix))
+        .is_ok_and(|m| m.weights.contains_key("product"))
+}
+
+/// The planner probe of a round that searches by product, on a copy of the data set's snapshot
+/// (only when the repeats restore one: the probe never touches the round's own database).
+async fn planner_probe(spec: &RoundSpec, setup: &Setup) -> Option<crate::model::plans::PlanProbe> {
+    let crate::fresh::Reset::Restore(snapshots) = &spec.reset else { return None };
+    if !searches_products(&spec.mix) {
+        return None;
+    }
+    let manifest = manifest::read(&setup.manifest).ok()?;
+    let source = plan_probe::Source {
+        admin_url: snapshots.admin_url(),
+        template: snapshots.pg_template(),
+        database_url: &setup.databases.database_url,
+        orders: manifest.orders,
+        products: manifest.products,
+    };
+    eprintln!("round {}: planner probe on a copy of {} ({} orders)", spec.name, source.template, source.orders);
+    let probe = plan_probe::run(&source).await;
+    match (&probe.error, probe.switch_after_inserts) {
+        (Some(error), _) => eprintln!("round {}: the planner probe failed: {error}", spec.name),
+        (None, Some(inserts)) => eprintln!(
+            "round {}: planner probe: a prepared LIMIT 10 search switches to a sequential scan after {inserts} inserts ({:.0} s)",
+            spec.name, probe.seconds
+        ),
+        (None, None) => eprintln!(
+            "round {}: planner probe: no switch to a sequential scan up to {} inserts ({:.0} s)",
+            spec.name,
+            probe.rows.last().map_or(0, |r| r.inserts),
+            probe.seconds
+        ),
+    }
+    Some(probe)
+}
+
+/// The plan log's threshold: the one asked for, else half the probe's sequential scan (at most
+/// 10 ms, at least 0.1 ms), so every scan is logged and few other statements are.
+fn plan_log_threshold(spec: &RoundSpec, probe: Option<&crate::model::plans::PlanProbe>) -> Option<f64> {
+    spec.plan_log_ms.or_else(|| probe?.seq_scan_ms.map(|ms| (ms / 2.0).clamp(0.1, 10.0)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_mixes_that_search_by_product_get_the_planner_probe() {
+        assert!(searches_products("shop"));
+        assert!(searches_products("read:50,product:50"));
+        assert!(!searches_products("insert"));
+        assert!(!searches_products("no such mix"));
+    }
 
     #[test]
     fn durations_read_like_k6_durations() {

@@ -1,4 +1,5 @@
-//! One repeat of a round: reseed (optional), fairness gate, `/diagnostics` before, one load run
+//! One repeat of a round: the data reset and the databases quiet (`fresh`), the plan log turned
+//! on and a GIN pending list prefilled when asked, fairness gate, `/diagnostics` before, one load run
 //! (native generator or k6) with live progress, early stop, `/diagnostics` polling and CPU
 //! sampling, `/diagnostics` after, then the verdicts (stalls of the shared machine reviewed), the
 //! explaining figures and the CPU report (the load run itself is `drive`). Raw files go to
@@ -9,15 +10,16 @@ use super::fairness;
 use super::limit;
 use super::load_generator::GeneratorSummary;
 use super::verdict::{drops_per_step, judge_target, max_passing_rate};
-use super::{RoundSpec, Setup, counts, explain, stall};
+use super::{RoundSpec, Setup, counts, explain, plan_log, stall};
 use crate::budget::record;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::diagnostics::{self, Pair};
 use crate::k6::summary::{LoadGenerator, Summary};
 use crate::model::fairness::Fairness;
+use crate::model::plans::ScanAttribution;
 use crate::model::result::{RepeatResult, TargetResult};
 use crate::target::Target;
-use crate::{manifest, seed};
+use crate::{fresh, manifest};
 use anyhow::{Context, Result, bail};
 use orders_core::Timestamp;
 use std::collections::BTreeMap;
@@ -53,32 +55,24 @@ async fn gate(client: &diagnostics::Client, setup: &Setup, settle: Duration) -> 
     }
 }
 
-/// A PostgreSQL `CHECKPOINT` after a reload, so the first step does not share the disk with the
-/// checkpoint of the load's WAL (MongoDB's seeder ends with an `fsync`, which does the same).
-/// Without the right to run it (not a superuser, no `pg_checkpoint`), the round goes on.
-async fn checkpoint(database_url: &str) {
-    let Ok((client, connection)) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await else { return };
-    let connection = tokio::spawn(connection);
-    if let Err(error) = orders_pg::admin::checkpoint(&client).await {
-        eprintln!("note: CHECKPOINT after reseeding failed ({error}); the first step may share the disk with it");
-    }
-    drop(client);
-    let _ = connection.await;
-}
-
 pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) -> Result<RepeatResult> {
     let label = format!("[{} {index}/{}]", spec.name, spec.repeats);
     let rel = format!("repeat-{index}");
     let dir = round_dir.join(&rel);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let started_at = Timestamp::now().to_string();
-    if let Some(seed_args) = &spec.reseed {
-        eprintln!("{label} reseeding {} orders into both databases", seed_args.orders);
-        seed::run(seed_args.clone()).await.context("reseeding")?;
-        checkpoint(&seed_args.databases.database_url).await;
+    let mut notes = Vec::new();
+    let start_state = fresh::prepare(&spec.reset, &setup.databases, spec.quiet_wait, &label).await?;
+    if let Some(threshold) = spec.plan_log_ms
+        && let Err(error) = plan_log::enable(&setup.databases.database_url, threshold).await
+    {
+        notes.push(format!("no plan log: {error:#}"));
     }
-
     let client = diagnostics::Client::new(&setup.pg_url, &setup.mongo_url)?;
+    if spec.prefill > 0 {
+        client.wait_ready(spec.settle).await?;
+        super::launch::prefill(spec, setup, &dir, spec.prefill).await?;
+    }
     let (before, fairness) = gate(&client, setup, spec.settle).await?;
     let wal_before = counts::wal_stats(&setup.databases.database_url).await;
     write_json(&dir.join("diagnostics-before.json"), &before)?;
@@ -97,6 +91,13 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         (format!("{}-summary.json", spec.generator.file_prefix()), format!("{}.log", spec.generator.file_prefix()));
     let summary_path = dir.join(&summary_file);
     let log_path = dir.join(&log_file);
+    let log_position = match spec.plan_log_ms {
+        Some(_) => plan_log::position(&setup.databases.database_url)
+            .await
+            .map_err(|error| notes.push(format!("no plan log: {error:#}")))
+            .ok(),
+        None => None,
+    };
     let driven = drive::run(spec, setup, &client, &summary_path, &log_path, &label).await?;
     let Driven {
         status,
@@ -114,8 +115,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     // PostgreSQL backends report their counters at most once a second: let the last second land.
     tokio::time::sleep(STATS_LAG).await;
     let wal_after = counts::wal_stats(&setup.databases.database_url).await;
-    let mut notes = Vec::new();
-    let after = match client.settled_pair(origin.elapsed().as_secs_f64(), spec.settle).await {
+    let mut after = match client.settled_pair(origin.elapsed().as_secs_f64(), spec.settle).await {
         Ok(after) => after,
         Err(error) => {
             let last = polled.last().cloned().with_context(|| format!("no diagnostics after the run: {error:#}"))?;
@@ -130,6 +130,13 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             last
         }
     };
+    match flushed_counters(&setup.databases.database_url).await {
+        Ok(table) => after.pg["table"] = table,
+        Err(error) => notes.push(format!(
+            "the table counters after the run may miss its last seconds (backends send them up to 10 s late, and \
+             their sessions could not be ended: {error:#})"
+        )),
+    }
     write_json(&dir.join("diagnostics-after.json"), &after)?;
     let mut lines = std::fs::File::create(dir.join("diagnostics-polled.jsonl")).context("diagnostics-polled.jsonl")?;
     for pair in &polled {
@@ -196,7 +203,14 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         summary.write_requests(Target::Mongo),
     );
     if let (Some(b), Some(a)) = (wal_before, wal_after) {
-        explain.pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi);
+        explain.pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi, a.flushes.zip(b.flushes).map(|(a, b)| a - b));
+    }
+    if let (Some(threshold), Some(position)) = (spec.plan_log_ms, &log_position) {
+        let mut scans = plan_log::read(&setup.databases.database_url, position, threshold)
+            .await
+            .unwrap_or_else(|error| ScanAttribution::failed(threshold, format!("{error:#}")));
+        scans.unattributed = explain.pg.seq_scans.map(|counted| counted - scans.seq_scans() as f64);
+        explain.pg.scans = Some(scans);
     }
     let requests: BTreeMap<String, u64> =
         Target::ALL.iter().map(|t| (t.name().to_owned(), summary.requests(*t))).collect();
@@ -226,7 +240,8 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     let fleet = fleet.map(|f| f.report(&cpu));
     Ok(RepeatResult {
         index,
-        reseeded: spec.reseed.is_some(),
+        reseeded: spec.reset.resets(),
+        start: Some(start_state),
         started_at,
         fairness,
         run_seconds: summary.run_seconds,
@@ -242,6 +257,19 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             .or(Some(LoadGenerator { kind: "k6".into(), ..LoadGenerator::default() })),
         fleet,
     })
+}
+
+/// The table counters of `orders` once every session on its database has sent its own: a backend
+/// sends them at most once a second, and an idle one only ten seconds later, but always when its
+/// session ends. So the round's sessions are ended (the services' pools reconnect on their next
+/// request; their plan counts were read before) and the counters read again.
+async fn flushed_counters(database_url: &str) -> Result<serde_json::Value> {
+    let (client, _connection) = crate::databases::pg_session(database_url).await?;
+    let name: String = client.query_one("SELECT current_database()", &[]).await?.get(0);
+    orders_pg::admin::end_sessions(&client, &name).await.context("ending the round's sessions")?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sample = orders_pg::admin::sample(&client).await?;
+    Ok(serde_json::to_value(sample.table.unwrap_or_default())?)
 }
 
 /// "MongoDB got no more load from step 6 (3,600 req/s) on: ..." for a retired target.

@@ -165,6 +165,7 @@ pub async fn run(ctx: &mut Ctx, only: &[String]) -> Result<Outcome> {
                 data,
                 staircase,
                 minimal,
+                prefill: 0,
             };
             let Some(measured) = rounds::measure(ctx, &plan).await? else { break };
             refs.push(RoundRef { name: plan.name.clone(), variant: variant.label.into(), dir: plan.dir.clone() });

@@ -1,0 +1,115 @@
+//! Waiting until both databases are quiet before a repeat's load, and saying what was not: a
+//! checkpoint first (PostgreSQL `CHECKPOINT`, MongoDB `fsync`), then one-second windows in which
+//! each server's CPU (its cgroup's accounting when it has one of its own, else its process tree's
+//! from `/proc`) stays under `QUIET_CORES` and nothing else runs on its database (PostgreSQL:
+//! autovacuum workers and sessions that are not idle; MongoDB: active client operations such as
+//! an index build). It waits at most `limit`; the repeat then goes on, and its record says why the
+//! start was not quiet.
+
+use crate::cgroup;
+use crate::databases::{Databases, mongo_client, pg_session};
+use crate::model::cpu::Role;
+use crate::model::start::{DatabaseStart, QUIET_CORES, StartState};
+use crate::procstat;
+use crate::round::cpu::locate;
+use crate::target::Target;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const WINDOW: Duration = Duration::from_secs(1);
+
+/// CPU seconds used so far by the server listening at `url`, and its cgroup's memory.
+fn server_reading(target: Target, url: &str) -> (Option<f64>, Option<f64>, Option<String>) {
+    let component = locate(target.name(), Role::Database, target, url);
+    let Some(pid) = component.pid else { return (None, None, component.note) };
+    let placement = cgroup::placement(pid);
+    let own = placement.as_ref().filter(|p| p.holds_only(&procstat::tree_pids(pid)));
+    match own.map(cgroup::Placement::read) {
+        Some(reading) if reading.usage_seconds.is_some() => {
+            (reading.usage_seconds, reading.memory_bytes.map(|b| b as f64), None)
+        }
+        _ => (procstat::tree_cpu_seconds(pid), None, Some("no cgroup of its own: CPU from /proc".into())),
+    }
+}
+
+async fn checkpoint(target: Target, databases: &Databases) -> Result<(), String> {
+    match target {
+        Target::Pg => {
+            let (client, _connection) = pg_session(&databases.database_url).await.map_err(|e| format!("{e:#}"))?;
+            orders_pg::admin::checkpoint(&client).await.map_err(|e| e.to_string())
+        }
+        Target::Mongo => {
+            let client = mongo_client(&databases.mongodb_uri).await.map_err(|e| format!("{e:#}"))?;
+            orders_mongo::admin::checkpoint(&client.database(&databases.mongodb_db)).await.map_err(|e| e.to_string())
+        }
+    }
+}
+
+async fn busy(target: Target, databases: &Databases) -> Result<Vec<String>, String> {
+    match target {
+        Target::Pg => {
+            let (client, _connection) = pg_session(&databases.database_url).await.map_err(|e| format!("{e:#}"))?;
+            let name = client
+                .query_one("SELECT current_database()", &[])
+                .await
+                .map_err(|e| e.to_string())?
+                .get::<_, String>(0);
+            orders_pg::admin::busy_sessions(&client, &name).await.map_err(|e| e.to_string())
+        }
+        Target::Mongo => {
+            let client = mongo_client(&databases.mongodb_uri).await.map_err(|e| format!("{e:#}"))?;
+            orders_mongo::admin::busy_operations(&client.database(&databases.mongodb_db))
+                .await
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// Checkpoints both databases, then watches them until one window finds both quiet or `limit`
+/// has passed; fills `start` (`quiet`, `waited_seconds`, `not_quiet` and per database its CPU,
+/// memory, checkpoint and what ran).
+pub async fn wait(databases: &Databases, limit: Duration, start: &mut StartState) {
+    let began = Instant::now();
+    for target in Target::ALL {
+        let entry = start.databases.entry(target.name().to_owned()).or_default();
+        match checkpoint(target, databases).await {
+            Ok(()) => entry.checkpointed = true,
+            Err(error) => entry.notes.push(format!("checkpoint failed: {error}")),
+        }
+    }
+    loop {
+        let before: BTreeMap<Target, _> =
+            Target::ALL.iter().map(|t| (*t, server_reading(*t, databases.url(*t)))).collect();
+        tokio::time::sleep(WINDOW).await;
+        let mut reasons = Vec::new();
+        for target in Target::ALL {
+            let (cpu_after, memory, note) = server_reading(target, databases.url(target));
+            let cores = before[&target].0.zip(cpu_after).map(|(b, a)| (a - b) / WINDOW.as_secs_f64());
+            let running = busy(target, databases).await;
+            let entry: &mut DatabaseStart = start.databases.entry(target.name().to_owned()).or_default();
+            entry.cpu_cores = cores;
+            entry.cgroup_memory_bytes = memory;
+            if let Some(note) = note.filter(|n| !entry.notes.contains(n)) {
+                entry.notes.push(note);
+            }
+            if let Some(cores) = cores.filter(|c| *c >= QUIET_CORES) {
+                reasons.push(format!("{} used {cores:.3} cores (quiet is below {QUIET_CORES})", target.label()));
+            }
+            match running {
+                Ok(list) => {
+                    if !list.is_empty() {
+                        reasons.push(format!("{} was running {}", target.label(), list.join("; ")));
+                    }
+                    entry.busy = list;
+                }
+                Err(error) => entry.notes.push(format!("could not list what runs: {error}")),
+            }
+        }
+        if reasons.is_empty() || began.elapsed() >= limit {
+            start.quiet = reasons.is_empty();
+            start.not_quiet = reasons;
+            start.waited_seconds = began.elapsed().as_secs_f64();
+            return;
+        }
+    }
+}

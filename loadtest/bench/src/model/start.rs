@@ -1,0 +1,87 @@
+//! The state a repeat started from, as `result.json` records it (`start`): how the databases were
+//! reset, whether they were quiet when the load began and how long the runner waited for that,
+//! and per database what a reader needs to tell two repeats' starting points apart: a fingerprint
+//! of the data, the bytes on disk, the memory its cgroup held (page cache included) and the CPU it
+//! used while the runner watched.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// CPU below this, in cores, over the quiet window counts as idle (an idle mongod 6.0 uses about
+/// 0.004 with its once-a-second diagnostics capture, an idle PostgreSQL under 0.001).
+pub const QUIET_CORES: f64 = 0.02;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StartState {
+    /// `restored` (from snapshots taken after the first load), `reloaded` (the seeder) or `kept`.
+    pub reset: String,
+    /// Seconds the reset took.
+    pub reset_seconds: Option<f64>,
+    /// Seconds spent warming the caches (every page of the orders read once).
+    pub warm_seconds: Option<f64>,
+    /// Both databases quiet when the load began.
+    pub quiet: bool,
+    /// Seconds the runner waited for quiet after the checkpoints.
+    pub waited_seconds: f64,
+    /// Why a database was not quiet (what ran, how much CPU), one line each.
+    #[serde(default)]
+    pub not_quiet: Vec<String>,
+    /// Per target (`pg`, `mongo`).
+    pub databases: BTreeMap<String, DatabaseStart>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatabaseStart {
+    /// A digest of every order in id order (PostgreSQL: of its JSON text; MongoDB: of its BSON),
+    /// the same in every repeat when the data are.
+    pub data_fingerprint: Option<String>,
+    pub orders: Option<u64>,
+    /// The database's files (PostgreSQL `pg_database_size`, MongoDB storage + indexes).
+    pub bytes_on_disk: Option<f64>,
+    /// The server's cgroup memory (page cache included) after the warm-up.
+    pub cgroup_memory_bytes: Option<f64>,
+    /// The server's CPU over the last quiet window, cores.
+    pub cpu_cores: Option<f64>,
+    /// A checkpoint ran (PostgreSQL `CHECKPOINT`, MongoDB `fsync`) before the window.
+    pub checkpointed: bool,
+    /// What else ran on it during the last look (autovacuum, index builds, other clients).
+    #[serde(default)]
+    pub busy: Vec<String>,
+    /// Why a figure is missing, when one is.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl StartState {
+    /// The repeats whose data or database size differ from the first repeat's, in words.
+    pub fn differences(starts: &[&StartState]) -> Vec<String> {
+        let Some(first) = starts.first() else { return Vec::new() };
+        let mut out = Vec::new();
+        for (n, start) in starts.iter().enumerate().skip(1) {
+            for (name, db) in &start.databases {
+                let Some(base) = first.databases.get(name) else { continue };
+                if db.data_fingerprint.is_some() && db.data_fingerprint != base.data_fingerprint {
+                    out.push(format!("repeat {}: {name}'s data differ from repeat 1's", n + 1));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(fingerprint: &str) -> StartState {
+        let db = DatabaseStart { data_fingerprint: Some(fingerprint.into()), ..DatabaseStart::default() };
+        StartState { databases: BTreeMap::from([("pg".to_owned(), db)]), ..StartState::default() }
+    }
+
+    #[test]
+    fn only_repeats_whose_data_differ_from_the_first_are_named() {
+        let (a, b) = (start("x"), start("y"));
+        assert!(StartState::differences(&[&a, &a]).is_empty());
+        assert_eq!(StartState::differences(&[&a, &a, &b]), ["repeat 3: pg's data differ from repeat 1's"]);
+    }
+}

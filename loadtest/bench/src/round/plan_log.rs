@@ -1,0 +1,222 @@
+//! Attributing every sequential scan of a repeat to the plan that ran it. Before the load,
+//! `enable` makes PostgreSQL's `auto_explain` log (as JSON, with the statement's parameters) the
+//! plan of every statement on the round's database that runs at least the threshold, and ends the
+//! database's sessions so the services' pools reconnect with it; `position` notes where the
+//! server's JSON log (`pg_current_logfile('jsonlog')`) stands. After the load, `read` takes what
+//! was written since, through `pg_read_binary_file` (a superuser or `pg_read_server_files`), and
+//! `attribute` sorts the logged plans: a sequential scan of `orders` by the product search's
+//! generic plan (its filter reads `$1`), by a custom plan (the filter holds the product), or by
+//! another statement. Reading the log costs the round nothing; writing it costs only the slow
+//! statements, which a threshold below the probe's measured scan time keeps to the scans and the
+//! statements the CPU budget held up.
+
+use crate::databases::pg_session;
+use crate::model::plans::ScanAttribution;
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Where the server's JSON log stood.
+#[derive(Debug, Clone)]
+pub struct Position {
+    file: String,
+    offset: i64,
+    database: String,
+}
+
+/// The most of the log one repeat reads (a plan is about 1.5 KiB).
+const MAX_READ: i64 = 256 << 20;
+
+/// Turns the plan log on for the database of `database_url` (ending its sessions).
+pub async fn enable(database_url: &str, threshold_ms: f64) -> Result<()> {
+    let (client, _connection) = pg_session(database_url).await?;
+    let name: String = client.query_one("SELECT current_database()", &[]).await?.get(0);
+    orders_pg::admin::log_slow_plans(&client, &name, threshold_ms)
+        .await
+        .context("turning on auto_explain for the round's database (needs a superuser)")
+}
+
+/// Where the JSON log stands now.
+pub async fn position(database_url: &str) -> Result<Position> {
+    let (client, _connection) = pg_session(database_url).await?;
+    let database: String = client.query_one("SELECT current_database()", &[]).await?.get(0);
+    let (file, offset) = orders_pg::admin::json_log_position(&client)
+        .await?
+        .context("the server writes no JSON log (log_destination with jsonlog, logging_collector = on)")?;
+    Ok(Position { file, offset, database })
+}
+
+/// What the log gained since `from`, sorted by plan.
+pub async fn read(database_url: &str, from: &Position, threshold_ms: f64) -> Result<ScanAttribution> {
+    let (client, _connection) = pg_session(database_url).await?;
+    let mut bytes = Vec::new();
+    let now = orders_pg::admin::json_log_position(&client).await?;
+    let files: Vec<(String, i64)> = match now {
+        Some((file, _)) if file != from.file => vec![(from.file.clone(), from.offset), (file, 0)],
+        _ => vec![(from.file.clone(), from.offset)],
+    };
+    for (file, offset) in files {
+        let chunk = orders_pg::admin::read_server_file(&client, &file, offset, MAX_READ)
+            .await
+            .with_context(|| format!("reading the server log {file} (needs a superuser or pg_read_server_files)"))?;
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(attribute(&bytes, &from.database, threshold_ms))
+}
+
+/// How one logged plan ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    GenericScan,
+    CustomScan(Option<u64>),
+    OtherScan,
+    GenericIndex,
+    CustomIndex,
+    Other,
+}
+
+/// The product id in `'[{"product_id": 17}]'`-like text.
+fn product_in(text: &str) -> Option<u64> {
+    let after = &text[text.find("product_id")? + "product_id".len()..];
+    let digits: String = after.chars().skip_while(|c| !c.is_ascii_digit()).take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Every node of a plan tree, outermost first.
+fn nodes(plan: &Value) -> Vec<&Value> {
+    let mut out = vec![plan];
+    let mut index = 0;
+    while index < out.len() {
+        let node = out[index];
+        out.extend(node["Plans"].as_array().into_iter().flatten());
+        index += 1;
+    }
+    out
+}
+
+fn classify(explained: &Value) -> Kind {
+    let text = explained["Query Text"].as_str().unwrap_or_default();
+    let product_search = text.contains("doc->'items' @>");
+    let all = nodes(&explained["Plan"]);
+    let seq_scan = all
+        .iter()
+        .find(|n| n["Node Type"].as_str() == Some("Seq Scan") && n["Relation Name"].as_str() == Some("orders"));
+    let condition = |n: &&Value| {
+        n["Filter"].as_str().or(n["Recheck Cond"].as_str()).or(n["Index Cond"].as_str()).map(str::to_owned)
+    };
+    let containment = all.iter().filter_map(condition).find(|c| c.contains("@>")).unwrap_or_default();
+    let generic = containment.contains("$1");
+    match (product_search, seq_scan, generic) {
+        (true, Some(_), true) => Kind::GenericScan,
+        (true, Some(_), false) => Kind::CustomScan(product_in(&containment)),
+        (false, Some(_), _) => Kind::OtherScan,
+        (true, None, true) => Kind::GenericIndex,
+        (true, None, false) => Kind::CustomIndex,
+        (false, None, _) => Kind::Other,
+    }
+}
+
+/// The plan JSON of an `auto_explain` message (`duration: 13.3 ms  plan:\n{...}`).
+fn logged_plan(message: &str) -> Option<Value> {
+    let (head, plan) = message.split_once("plan:")?;
+    head.trim_start().starts_with("duration:").then(|| serde_json::from_str(plan.trim()).ok())?
+}
+
+/// Sorts the plans that `auto_explain` logged for `database` in these JSON log lines.
+pub fn attribute(log: &[u8], database: &str, threshold_ms: f64) -> ScanAttribution {
+    let mut result = ScanAttribution { threshold_ms, ..ScanAttribution::default() };
+    let mut products: BTreeMap<u64, u64> = BTreeMap::new();
+    for line in log.split(|b| *b == b'\n') {
+        let Ok(record) = serde_json::from_slice::<Value>(line) else { continue };
+        if record["dbname"].as_str() != Some(database) {
+            continue;
+        }
+        let Some(plan) = record["message"].as_str().and_then(logged_plan) else { continue };
+        result.plans_logged += 1;
+        match classify(&plan) {
+            Kind::GenericScan => result.generic_seq_scans += 1,
+            Kind::CustomScan(product) => {
+                result.custom_seq_scans += 1;
+                if let Some(product) = product {
+                    *products.entry(product).or_default() += 1;
+                }
+            }
+            Kind::OtherScan => result.other_seq_scans += 1,
+            Kind::GenericIndex => result.generic_index_plans += 1,
+            Kind::CustomIndex => result.custom_index_plans += 1,
+            Kind::Other => {}
+        }
+    }
+    let mut ranked: Vec<(u64, u64)> = products.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.truncate(10);
+    result.custom_scan_products = ranked;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn line(database: &str, plan: Value) -> String {
+        let message = format!("duration: 13.359 ms  plan:\n{}", serde_json::to_string_pretty(&plan).expect("json"));
+        json!({"timestamp": "2026-12-04 10:00:00.000 UTC", "dbname": database, "error_severity": "LOG", "message": message})
+            .to_string()
+    }
+
+    fn search(filter_of_scan: &str, parameters: &str) -> Value {
+        json!({
+            "Query Text": "SELECT doc FROM orders WHERE doc->'items' @> $1 LIMIT 10",
+            "Query Parameters": parameters,
+            "Plan": {"Node Type": "Limit", "Plans": [
+                {"Node Type": "Seq Scan", "Relation Name": "orders", "Filter": filter_of_scan}
+            ]}
+        })
+    }
+
+    fn bitmap(condition: &str) -> Value {
+        json!({
+            "Query Text": "SELECT doc FROM orders WHERE doc->'items' @> $1 LIMIT 10",
+            "Plan": {"Node Type": "Limit", "Plans": [
+                {"Node Type": "Bitmap Heap Scan", "Relation Name": "orders", "Recheck Cond": condition, "Plans": [
+                    {"Node Type": "Bitmap Index Scan", "Index Name": "orders_items", "Index Cond": condition}
+                ]}
+            ]}
+        })
+    }
+
+    #[test]
+    fn generic_and_custom_scans_other_statements_and_other_databases_are_told_apart() {
+        let generic = search("((doc -> 'items'::text) @> $1)", "$1 = '[{\"product_id\": 98}]'");
+        let custom = search("((doc -> 'items'::text) @> '[{\"product_id\": 680}]'::jsonb)", "");
+        let count = json!({"Query Text": "SELECT count(*) FROM orders", "Plan": {"Node Type": "Aggregate", "Plans": [
+            {"Node Type": "Seq Scan", "Relation Name": "orders"}]}});
+        let log = [
+            line("orders_demo", generic.clone()),
+            line("orders_demo", generic.clone()),
+            line("orders_demo", custom.clone()),
+            line("orders_demo", custom),
+            line("orders_demo", count),
+            line("orders_demo", bitmap("((doc -> 'items'::text) @> $1)")),
+            line("orders_demo", bitmap("((doc -> 'items'::text) @> '[{\"product_id\": 5}]'::jsonb)")),
+            line("another_database", generic),
+            "not json".to_owned(),
+            json!({"dbname": "orders_demo", "message": "checkpoint complete"}).to_string(),
+        ]
+        .join("\n");
+        let result = attribute(log.as_bytes(), "orders_demo", 5.0);
+        assert_eq!(result.plans_logged, 7);
+        assert_eq!(result.generic_seq_scans, 2, "F1's scans: the generic plan's filter reads $1");
+        assert_eq!(result.custom_seq_scans, 2, "a custom plan's scan is not F1");
+        assert_eq!(result.other_seq_scans, 1);
+        assert_eq!((result.generic_index_plans, result.custom_index_plans), (1, 1));
+        assert_eq!(result.custom_scan_products, [(680, 2)]);
+    }
+
+    #[test]
+    fn products_are_read_from_the_containment() {
+        assert_eq!(product_in("((doc -> 'items'::text) @> '[{\"product_id\": 680}]'::jsonb)"), Some(680));
+        assert_eq!(product_in("((doc -> 'items'::text) @> $1)"), None);
+    }
+}
