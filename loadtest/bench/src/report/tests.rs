@@ -72,6 +72,7 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
         started_at: "2026-11-30T10:00:00.000Z".into(),
         fairness: fairness::check(
             Some(&manifest),
+            0,
             &PgSnapshot::from_json(&before.pg),
             &MongoSnapshot::from_json(&before.mongo),
             Default::default(),

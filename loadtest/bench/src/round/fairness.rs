@@ -54,7 +54,15 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= (a.max(b) * 0.001).max(5.0)
 }
 
-pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot, exact: Counts) -> Fairness {
+/// `prefilled`: orders the round inserted through both services after seeding and before its
+/// load (`RoundSpec::prefill`), expected in both on top of the manifest's.
+pub fn check(
+    manifest: Option<&Manifest>,
+    prefilled: u64,
+    pg: &PgSnapshot,
+    mongo: &MongoSnapshot,
+    exact: Counts,
+) -> Fairness {
     let mut checks = Vec::new();
     let (pg_waits, mongo_waits) = (pg_waits_for_disk(pg), mongo_waits_for_disk(mongo));
     checks.push(Check {
@@ -83,7 +91,7 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
     let pg_count = exact.pg.map(|c| c as f64).or(pg.counter(|t| t.n_live_tup));
     let mongo_count = exact.mongo.map(|c| c as f64).or(mongo.count);
     let source = |exact: Option<u64>, estimate: &str| if exact.is_some() { "counted" } else { estimate }.to_owned();
-    let seeded = manifest.map(|m| m.orders as f64);
+    let seeded = manifest.map(|m| (m.orders + prefilled) as f64);
     let in_both = manifest.is_some_and(|m| Target::ALL.iter().all(|t| m.targets.contains_key(t.name())));
     checks.push(Check {
         name: "data set".into(),
@@ -97,9 +105,13 @@ pub fn check(manifest: Option<&Manifest>, pg: &PgSnapshot, mongo: &MongoSnapshot
             None => "no data set manifest: seed both with `orders-bench seed --target both` (or pass --reseed)".into(),
             Some(_) if !in_both => "the manifest does not list both databases: seed both with the same profile".into(),
             Some(m) => format!(
-                "the manifest says {} orders (seed {}, {} items, note {} bytes) in both; other counts mean other data \
+                "the manifest says {} orders (seed {}, {} items, note {} bytes) in both{}; other counts mean other data \
                  or writes since seeding: reseed (--reseed)",
-                m.orders, m.seed, m.items_per_order, m.note_bytes
+                m.orders,
+                m.seed,
+                m.items_per_order,
+                m.note_bytes,
+                if prefilled > 0 { format!(", and the round inserted {prefilled} more before its load") } else { String::new() }
             ),
         },
     });
@@ -167,7 +179,7 @@ mod tests {
     }
 
     fn gate(m: Option<&Manifest>, pg: serde_json::Value, mongo: serde_json::Value) -> Fairness {
-        check(m, &PgSnapshot::from_json(&pg), &MongoSnapshot::from_json(&mongo), Counts::default())
+        check(m, 0, &PgSnapshot::from_json(&pg), &MongoSnapshot::from_json(&mongo), Counts::default())
     }
 
     #[test]
@@ -215,10 +227,10 @@ mod tests {
         let m = manifest(2000, &["pg", "mongo"]);
         let (pg, mongo) = (samples::pg(0, 1, 0, 2089), samples::mongo(2000, json!(true), "orders"));
         let lagging =
-            check(Some(&m), &PgSnapshot::from_json(&pg), &MongoSnapshot::from_json(&mongo), Counts::default());
+            check(Some(&m), 0, &PgSnapshot::from_json(&pg), &MongoSnapshot::from_json(&mongo), Counts::default());
         assert!(!lagging.ok);
         let exact = Counts { pg: Some(2000), mongo: Some(2000) };
-        let counted = check(Some(&m), &PgSnapshot::from_json(&pg), &MongoSnapshot::from_json(&mongo), exact);
+        let counted = check(Some(&m), 0, &PgSnapshot::from_json(&pg), &MongoSnapshot::from_json(&mongo), exact);
         assert!(counted.ok, "{:?}", counted.mismatches());
         assert_eq!(counted.checks[1].pg, "2000 rows (counted)");
     }

@@ -36,7 +36,12 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
 }
 
 /// The fairness gate, retried for a few seconds (statistics may lag a freshly loaded table).
-async fn gate(client: &diagnostics::Client, setup: &Setup, settle: Duration) -> Result<(Pair, Fairness)> {
+async fn gate(
+    client: &diagnostics::Client,
+    setup: &Setup,
+    prefilled: u64,
+    settle: Duration,
+) -> Result<(Pair, Fairness)> {
     let mut attempt = 0;
     loop {
         // Counted first: the count's own sequential scan must not land inside the run's figures.
@@ -46,7 +51,7 @@ async fn gate(client: &diagnostics::Client, setup: &Setup, settle: Duration) -> 
         let pair = client.settled_pair(0.0, settle).await?;
         let manifest = manifest::read(&setup.manifest).ok();
         let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
-        let verdict = fairness::check(manifest.as_ref(), &pg, &mongo, exact);
+        let verdict = fairness::check(manifest.as_ref(), prefilled, &pg, &mongo, exact);
         attempt += 1;
         if verdict.ok || attempt >= 4 {
             return Ok((pair, verdict));
@@ -73,7 +78,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         client.wait_ready(spec.settle).await?;
         super::launch::prefill(spec, setup, &dir, spec.prefill).await?;
     }
-    let (before, fairness) = gate(&client, setup, spec.settle).await?;
+    let (before, fairness) = gate(&client, setup, u64::from(spec.prefill), spec.settle).await?;
     let wal_before = counts::wal_stats(&setup.databases.database_url).await;
     write_json(&dir.join("diagnostics-before.json"), &before)?;
     if !fairness.ok {
