@@ -426,7 +426,9 @@ cmd_mongo_snapshot() { # NAME
 	mkdir -p "$MONGO_SNAPSHOTS"
 	rm -rf "${MONGO_SNAPSHOTS:?}/$1" "${MONGO_SNAPSHOTS:?}/$1.partial"
 	cp -a "$MONGO_DATA" "$MONGO_SNAPSHOTS/$1.partial"
-	rm -f "$MONGO_SNAPSHOTS/$1.partial/mongod.lock"
+	# The lock, and the journal files WiredTiger allocated ahead of need (200 MB of nothing;
+	# mongod makes new ones), are not part of the data.
+	rm -f "$MONGO_SNAPSHOTS/$1.partial/mongod.lock" "$MONGO_SNAPSHOTS/$1.partial"/journal/WiredTigerPreplog.*
 	mv "$MONGO_SNAPSHOTS/$1.partial" "$MONGO_SNAPSHOTS/$1"
 	start_mongo >/dev/null
 	say "mongod snapshot $1: $(du -sh "$MONGO_SNAPSHOTS/$1" | cut -f1) in $MONGO_SNAPSHOTS/$1"

@@ -57,6 +57,10 @@ enum Command {
     Round(Box<round::RoundArgs>),
     /// Combine round folders into one report.md, a self-contained report.html and SVG charts.
     Report(report::ReportArgs),
+    /// Two runs side by side (a toggle, a rerun): per round and database both maximum passing
+    /// rates with every repeat, the change and whether it is larger than the spread, and the
+    /// settings that differ.
+    Compare(report::compare::CompareArgs),
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
     /// rounds and the report; stops everything it started (about twelve minutes, --quick under three).
     Demo(demo::DemoArgs),
@@ -76,6 +80,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Seed(args) => seed::run(args).await,
         Command::Round(args) => round::run(*args).await,
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => report::compare::run(args),
         Command::Demo(args) => demo::run(args).await,
         // On a thread of its own: the generator builds its own one-thread runtime.
         Command::Load(args) => tokio::task::spawn_blocking(move || loadgen::run(args)).await?,

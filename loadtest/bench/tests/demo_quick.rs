@@ -103,7 +103,7 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
         assert!(out.join(file).is_file(), "{file} missing in {}", out.display());
     }
     let charts: Vec<_> = std::fs::read_dir(out.join("charts")).expect("charts/").filter_map(|e| e.ok()).collect();
-    assert_eq!(charts.len(), 8, "p95 and achieved charts for four mixes");
+    assert_eq!(charts.len(), 9, "the answer, and p95 and achieved charts for four mixes");
     for chart in charts {
         let svg = std::fs::read_to_string(chart.path()).expect("svg");
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"") && svg.trim_end().ends_with("</svg>"));
@@ -131,7 +131,7 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
         assert!(report.contains(finding), "{finding} in {report}");
     }
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
-    assert_eq!(html.matches("<svg").count(), 8, "charts inline");
+    assert_eq!(html.matches("<svg").count(), 9, "charts inline");
     assert!(String::from_utf8_lossy(&output.stdout).contains("| read |"), "the table is printed");
 
     let left = marked_processes(&out);

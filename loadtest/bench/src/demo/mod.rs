@@ -194,6 +194,7 @@ async fn body(
         bail!("--db-name: letters, digits and _ only");
     }
     let profile = args.profile();
+    let deadline = Instant::now() + profile.time_budget;
     let stack = stack::Stack::new(repo, marker.clone());
     let budget_note = started.session.begin(&stack, &args.budget).await?;
     let env = stack.env().await?;
@@ -262,7 +263,7 @@ async fn body(
     eprintln!("demo: loading {} orders into both databases, then snapshots for every repeat to restore", seed.orders);
     crate::seed::run(seed.clone()).await.context("loading the data set")?;
     let snapshots = crate::fresh::Snapshots::take(&stack, &seed.databases, &admin_url, "demo").await?;
-    let rounds = rounds(args, &profile, &setup, out, &snapshots).await;
+    let rounds = rounds(args, &profile, &setup, out, &snapshots, deadline).await;
     snapshots.drop_copies().await;
     let rounds = rounds?;
     crate::report::write(out, &rounds)?;
@@ -276,6 +277,7 @@ async fn rounds(
     setup: &Setup,
     out: &Path,
     snapshots: &crate::fresh::Snapshots,
+    deadline: Instant,
 ) -> Result<Vec<(PathBuf, crate::model::result::RoundResult)>> {
     let mut rounds = Vec::new();
     for mix in &args.mixes {
@@ -292,7 +294,10 @@ async fn rounds(
             vu_budget_ms: 200,
             settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
             reset: crate::fresh::Reset::Restore(snapshots.clone()),
+            extra_repeats: profile.extra_repeats,
+            deadline: Some(deadline),
             quiet_wait: crate::fresh::QUIET_WAIT,
+            warm_pools: true,
             prefill: 0,
             plan_log_ms: None,
             generator: round::launch::Generator::Native,

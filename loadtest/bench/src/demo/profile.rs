@@ -19,14 +19,14 @@ use crate::model::result::{RatePlan, RoundResult, two_digits};
 use crate::model::verdict::StepResult;
 
 /// Rates per measured staircase.
-const STEPS: u32 = 10;
+const STEPS: u32 = 14;
 /// The staircase starts this far below the slower target's knee and ends this far above the
 /// faster one's.
 const BELOW: f64 = 0.6;
 const ABOVE: f64 = 1.6;
 /// Growth per step is kept within these bounds, whatever the knees.
 const MIN_FACTOR: f64 = 1.06;
-const MAX_FACTOR: f64 = 1.35;
+const MAX_FACTOR: f64 = 1.2;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Staircase {
@@ -40,6 +40,10 @@ pub enum Staircase {
 pub struct Profile {
     pub orders: u64,
     pub repeats: u32,
+    /// Repeats a round may add while a target's repeats disagree (`RoundSpec::extra_repeats`).
+    pub extra_repeats: u32,
+    /// The whole demo's time: a round adds a repeat only if it fits.
+    pub time_budget: std::time::Duration,
     pub staircase: Staircase,
 }
 
@@ -48,6 +52,8 @@ pub fn full() -> Profile {
     Profile {
         orders: 100_000,
         repeats: 3,
+        extra_repeats: 2,
+        time_budget: std::time::Duration::from_secs(14 * 60),
         staircase: Staircase::Probed {
             probe: RatePlan { start_rate: 100, step: 1, max_rate: 100_000, step_seconds: 1.5, factor: Some(1.6) },
             step_seconds: 4.0,
@@ -60,6 +66,8 @@ pub fn quick() -> Profile {
     Profile {
         orders: 2_000,
         repeats: 1,
+        extra_repeats: 0,
+        time_budget: std::time::Duration::from_secs(5 * 60),
         staircase: Staircase::Fixed(RatePlan {
             start_rate: 100,
             step: 1,

@@ -140,7 +140,10 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             vu_budget_ms: 200,
             settle: Duration::from_secs(60),
             reset,
+            extra_repeats: 0,
+            deadline: None,
             quiet_wait: crate::fresh::QUIET_WAIT,
+            warm_pools: true,
             prefill: plan.prefill,
             plan_log_ms: None,
             generator: crate::round::launch::Generator::Native,
@@ -191,8 +194,8 @@ fn merge(runs: Vec<RoundResult>) -> Result<RoundResult> {
     merged.fairness_overridden = merged.repeats.iter().any(|r| !r.fairness.ok);
     let mut max_rate = BTreeMap::new();
     for target in Target::ALL {
-        let rates: Vec<_> =
-            merged.repeats.iter().filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
+        let counted = merged.repeats.iter().filter(|r| !r.spoiled_by_stalls());
+        let rates: Vec<_> = counted.filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
         if let Some(summary) = verdict::summarize(&rates) {
             max_rate.insert(target.name().to_owned(), summary);
         }

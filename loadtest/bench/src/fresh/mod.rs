@@ -50,9 +50,9 @@ impl Reset {
     }
 }
 
-/// Resets the data, warms both caches, fingerprints the data and waits (at most `quiet_wait`)
-/// for quiet databases; returns what the repeat starts from.
-pub async fn prepare(reset: &Reset, databases: &Databases, quiet_wait: Duration, label: &str) -> Result<StartState> {
+/// Resets the data, warms both caches and fingerprints the data; returns what the repeat starts
+/// from (`wait_quiet` completes it).
+pub async fn reset(reset: &Reset, databases: &Databases, label: &str) -> Result<StartState> {
     let mut start = StartState { reset: reset.word().into(), ..StartState::default() };
     if reset.resets() {
         let began = Instant::now();
@@ -77,7 +77,13 @@ pub async fn prepare(reset: &Reset, databases: &Databases, quiet_wait: Duration,
         }
     }
     start.warm_seconds = Some(began.elapsed().as_secs_f64());
-    quiet::wait(databases, quiet_wait, &mut start).await;
+    Ok(start)
+}
+
+/// Checkpoints both databases and waits (at most `limit`) until they are quiet, recording it in
+/// `start`.
+pub async fn wait_quiet(databases: &Databases, limit: Duration, start: &mut StartState, label: &str) {
+    quiet::wait(databases, limit, start).await;
     if !start.quiet {
         eprintln!(
             "{label} note: the databases were not quiet after {:.0} s: {}",
@@ -85,6 +91,12 @@ pub async fn prepare(reset: &Reset, databases: &Databases, quiet_wait: Duration,
             start.not_quiet.join("; ")
         );
     }
+}
+
+/// `reset`, then `wait_quiet`: a start without load in between.
+pub async fn prepare(how: &Reset, databases: &Databases, limit: Duration, label: &str) -> Result<StartState> {
+    let mut start = reset(how, databases, label).await?;
+    wait_quiet(databases, limit, &mut start, label).await;
     Ok(start)
 }
 

@@ -113,3 +113,38 @@ pub async fn wait(databases: &Databases, limit: Duration, start: &mut StartState
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The test servers (`infra/local/stack.sh env`), with a database of the test's own on
+    /// PostgreSQL.
+    async fn databases() -> Databases {
+        Databases {
+            database_url: orders_pg::testing::fresh_database().await,
+            mongodb_uri: std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:57017".into()),
+            mongodb_db: "orders_test_quiet".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_repeat_started_while_another_client_works_is_not_quiet_and_says_what_ran() {
+        let databases = databases().await;
+        let (busy, _connection) = pg_session(&databases.database_url).await.expect("connect");
+        let sleeper = tokio::spawn(async move { busy.simple_query("SELECT pg_sleep(2)").await.map(drop) });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut start = StartState::default();
+        wait(&databases, Duration::from_millis(500), &mut start).await;
+        assert!(!start.quiet, "{start:?}");
+        assert!(
+            start.not_quiet.iter().any(|r| r.starts_with("PostgreSQL was running client backend: SELECT pg_sleep(2)")),
+            "{:?}",
+            start.not_quiet
+        );
+        assert_eq!(start.databases["pg"].busy, ["client backend: SELECT pg_sleep(2)"]);
+        assert!(start.databases["pg"].checkpointed && start.databases["mongo"].checkpointed);
+        assert!(start.waited_seconds < 5.0, "it gave up after its limit: {}", start.waited_seconds);
+        sleeper.await.expect("join").expect("sleep");
+    }
+}

@@ -4,9 +4,11 @@
 //! `result` is the file and its rounds and repeats; `verdict`, `explain`, `fairness` and `cpu`
 //! the parts of a repeat.
 
+pub mod capacity;
 pub mod cpu;
 pub mod explain;
 pub mod fairness;
+pub mod mix_verdict;
 pub mod plans;
 pub mod result;
 pub mod start;

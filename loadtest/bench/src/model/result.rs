@@ -158,6 +158,17 @@ pub struct RepeatResult {
     pub fleet: Option<crate::fleet::FleetReport>,
 }
 
+impl RepeatResult {
+    /// The run stopped early although no target failed a step the verdict counts: the steps that
+    /// stopped it were stalls of the shared machine (every target slow at once), so the repeat
+    /// measured neither database's limit.
+    pub fn spoiled_by_stalls(&self) -> bool {
+        self.stopped_early
+            && !self.targets.is_empty()
+            && self.targets.values().all(|t| t.max_rate.first_failed_rate.is_none() && t.retired.is_none())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetResult {
     pub steps: Vec<StepResult>,

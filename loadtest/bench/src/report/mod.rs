@@ -6,11 +6,13 @@
 //! charts, steps and the figures that explain them. A round that ran despite a failed fairness gate
 //! is named at the very top.
 
+pub mod compare;
 pub mod doc;
 mod evidence;
 mod findings;
 mod fleet;
 pub mod format;
+mod headline;
 mod probe;
 pub use probe::blocks as probe_blocks;
 mod sections;
@@ -84,6 +86,11 @@ pub fn write(out: &Path, rounds: &[(PathBuf, RoundResult)]) -> Result<()> {
         rounds.iter().map(|(dir, round)| RoundResult { dir: relative(dir, out), ..round.clone() }).collect();
     let refs: Vec<&RoundResult> = rounds.iter().collect();
     let mut blocks = head(&refs);
+    for block in &blocks {
+        if let Block::Chart { file, svg, .. } = block {
+            std::fs::write(out.join(file), svg).with_context(|| format!("writing {file}"))?;
+        }
+    }
     let mut used = BTreeSet::new();
     for round in &rounds {
         let mut stem: String =
@@ -159,6 +166,14 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
     )));
     blocks.extend(summary::budget_paragraph(rounds));
     blocks.push(Block::Heading(2, "Maximum passing rate".into()));
+    blocks.push(Block::Chart {
+        file: "charts/answer.svg".into(),
+        caption: "Maximum passing rate per repeat and CPU capacity, per mix".into(),
+        svg: headline::chart(rounds),
+    });
+    blocks.push(headline::table(rounds));
+    blocks.push(headline::legend());
+    blocks.push(Block::Paragraph("What set each limit:".into()));
     blocks.push(max_rate_block(rounds));
     blocks.extend(summary::blocks(rounds));
     blocks.push(Block::Heading(2, "Findings of the published studies (docs/studies.md)".into()));

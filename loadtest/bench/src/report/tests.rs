@@ -161,7 +161,9 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
         assert_well_formed(&svg);
     }
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
-    assert_eq!(html.matches("<svg").count(), 6, "every chart inline");
+    assert_eq!(html.matches("<svg").count(), 7, "every chart inline, the answer's first");
+    assert_well_formed(&std::fs::read_to_string(out.join("charts/answer.svg")).expect("answer chart"));
+    assert!(md.contains("| shop | 100 (100 / 100) | – | 100 (100 / 100) | – | 1.00 | no clear winner |"), "{md}");
 
     let (_, back) = result::read(&out).expect("combined result.json");
     assert_eq!(back.iter().map(|r| r.dir.as_str()).collect::<Vec<_>>(), ["shop", "status", "insert"]);
@@ -276,4 +278,80 @@ fn the_headline_says_in_words_which_rows_are_not_database_limited() {
     shop.budget = Some("no budgets (not root)".into());
     let head = doc::markdown(&summary::budget_paragraph(&[&shop]).into_iter().collect::<Vec<_>>());
     assert!(head.starts_with("**No budgets**: no budgets (not root)."), "{head}");
+}
+
+/// `round` with each target's maximum passing rate per repeat set, and (when given) a CPU step
+/// per repeat at the top passing step: the database used `cores` of a 0.25-core budget there.
+fn answered(pg: &[u32], mongo: &[u32], cores: Option<(f64, f64)>) -> RoundResult {
+    use crate::model::cpu::{DbStep, StepCpu};
+    let mut round = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    round.repeats = (0..pg.len()).map(|i| round.repeats[i % round.repeats.len()].clone()).collect();
+    for (i, repeat) in round.repeats.iter_mut().enumerate() {
+        for (target, rates) in [("pg", pg), ("mongo", mongo)] {
+            let t = repeat.targets.get_mut(target).expect("target");
+            t.max_rate.rate = rates[i];
+            t.max_rate.first_failed_rate = Some(rates[i] * 2);
+            for step in &mut t.steps {
+                step.passed = true;
+                step.complete = true;
+                step.rate = rates[i];
+                step.achieved_rate = f64::from(rates[i]);
+            }
+            t.steps.truncate(1);
+        }
+        repeat.cpu.steps = cores.map_or_else(Vec::new, |(pg_cores, mongo_cores)| {
+            let db = |cores| DbStep {
+                cores: Some(cores),
+                budget_cores: Some(0.25),
+                periods: None,
+                throttled_share: None,
+                throttled_seconds: None,
+                memory_peak_bytes: None,
+                memory_limit_bytes: None,
+            };
+            vec![StepCpu {
+                step: 0,
+                rate: 0,
+                machine_busy_cores: None,
+                components_cores: None,
+                cores: BTreeMap::new(),
+                databases: BTreeMap::from([
+                    ("postgres".to_owned(), db(pg_cores)),
+                    ("mongod".to_owned(), db(mongo_cores)),
+                ]),
+                generator: None,
+            }]
+        });
+    }
+    round
+}
+
+#[test]
+fn a_winner_is_named_only_beyond_the_spread_and_the_least_difference() {
+    use crate::model::mix_verdict::judge;
+    let clear = judge(&answered(&[1500, 1500, 1600], &[1100, 1100, 1100], None));
+    assert_eq!((clear.winner, clear.stable), (Some(Target::Pg), true), "{:?}", clear.reasons);
+    let overlapping = judge(&answered(&[1500, 1000, 1600], &[1100, 1100, 1200], None));
+    assert_eq!(overlapping.winner, None);
+    assert!(!overlapping.stable, "1,000 is more than 25% below 1,500");
+    assert!(overlapping.reasons.iter().any(|r| r.contains("overlap")), "{:?}", overlapping.reasons);
+    let close = judge(&answered(&[1700, 1700, 1700], &[1900, 1900, 1800], None));
+    assert_eq!(close.winner, None, "11% apart is within the least difference: {:?}", close.reasons);
+    assert!(close.reasons.iter().any(|r| r.contains("less than 15%")));
+}
+
+#[test]
+fn the_cpu_capacity_can_veto_a_winner() {
+    use crate::model::capacity::of_repeat;
+    use crate::model::mix_verdict::judge;
+    // PostgreSQL passed more, but at 0.25 cores for 1,500 req/s; MongoDB at 0.125 for 1,100.
+    let round = answered(&[1500, 1500], &[1100, 1100], Some((0.25, 0.125)));
+    let capacity = of_repeat(&round.repeats[0], Target::Mongo).expect("half the budget is enough");
+    assert!((capacity.rate - 2200.0).abs() < 1e-6, "{capacity:?}");
+    assert!((capacity.cpu_us_per_request - 0.125 / 1100.0 * 1e6).abs() < 1e-6);
+    let verdict = judge(&round);
+    assert_eq!(verdict.winner, None, "{:?}", verdict.reasons);
+    assert!(verdict.reasons.iter().any(|r| r.contains("the CPU capacities MongoDB")), "{:?}", verdict.reasons);
+    let below_half = answered(&[1500], &[1100], Some((0.1, 0.1)));
+    assert!(of_repeat(&below_half.repeats[0], Target::Pg).is_none(), "a step at under half the budget says little");
 }

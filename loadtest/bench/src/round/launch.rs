@@ -213,61 +213,69 @@ pub fn spawn(
     }
 }
 
-/// Inserts `orders` new orders through both services at once (the native generator's `insert`
-/// mix at a constant rate of at most `PREFILL_RATE` per target, with a seed of its own so the
-/// round's inserts do not repeat them) and waits for them; its summary goes to
-/// `dir/prefill-summary.json`. Fails unless every insert was answered 201 on both.
-pub async fn prefill(spec: &RoundSpec, setup: &Setup, dir: &Path, orders: u32) -> Result<()> {
-    const PREFILL_RATE: u32 = 250;
-    let rate = orders.clamp(1, PREFILL_RATE);
-    let seconds = f64::from(orders) / f64::from(rate);
-    let summary = dir.join("prefill-summary.json");
-    let mut args: Vec<String> = vec![
-        "load".into(),
-        "--targets".into(),
-        setup.targets_arg(),
-        "--mix".into(),
-        "insert".into(),
-        "--manifest".into(),
-        setup.manifest.display().to_string(),
-        "--rate".into(),
-        rate.to_string(),
-        "--duration".into(),
-        format!("{seconds}"),
-        "--seed".into(),
-        "2".into(),
-        "--no-realtime".into(),
-        "--summary".into(),
-        summary.display().to_string(),
-    ];
-    if spec.prefer_minimal {
-        args.extend(["--prefer".into(), "return=minimal".into()]);
-    }
+/// A short run of the native generator beside a round's load (the prefill, the pool warm-up):
+/// `load` against both services with `args` (mix, rate or clients, duration, seed), at ordinary
+/// priority, its summary in `summary`. Returns each target's (name, requests, failures).
+async fn side_load(setup: &Setup, args: &[String], summary: &Path, what: &str) -> Result<Vec<(String, u64, u64)>> {
     let binary = native_binary()?;
     let output = tokio::process::Command::new(&binary)
-        .args(&args)
+        .args(["load", "--targets", &setup.targets_arg(), "--manifest", &setup.manifest.display().to_string()])
+        .args(args)
+        .args(["--no-realtime", "--summary", &summary.display().to_string()])
         .envs(setup.extra_env.iter().cloned())
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output()
         .await
-        .with_context(|| format!("starting {} load (prefill)", binary.display()))?;
-    let read = crate::k6::summary::Summary::read(&summary);
-    let done = read.as_ref().ok().map(|s| {
+        .with_context(|| format!("starting {} load ({what})", binary.display()))?;
+    let figures = crate::k6::summary::Summary::read(summary).ok().map(|s| {
         s.targets.iter().map(|(name, t)| (name.clone(), t.figures.count, t.figures.failures)).collect::<Vec<_>>()
     });
-    match done {
-        Some(targets) if targets.iter().all(|(_, count, failures)| *count > 0 && *failures == 0) => {
-            let counts: Vec<String> = targets.iter().map(|(name, count, _)| format!("{name} {count}")).collect();
-            eprintln!("prefill: inserted {} through both services", counts.join(", "));
-            Ok(())
+    match figures {
+        Some(targets)
+            if !targets.is_empty() && targets.iter().all(|(_, count, failures)| *count > 0 && *failures == 0) =>
+        {
+            Ok(targets)
         }
         _ => anyhow::bail!(
-            "the prefill of {orders} inserts failed ({}): {}",
+            "the {what} failed ({}): {}",
             output.status,
             String::from_utf8_lossy(&output.stderr).lines().rev().take(5).collect::<Vec<_>>().join(" / ")
         ),
     }
+}
+
+/// Inserts `orders` new orders through both services at once (the `insert` mix at a constant rate
+/// of at most `PREFILL_RATE` per target, with a seed of its own so the round's inserts do not
+/// repeat them) and waits for them; its summary goes to `dir/prefill-summary.json`. Fails unless
+/// every insert was answered 201 on both.
+pub async fn prefill(spec: &RoundSpec, setup: &Setup, dir: &Path, orders: u32) -> Result<()> {
+    const PREFILL_RATE: u32 = 250;
+    let rate = orders.clamp(1, PREFILL_RATE);
+    let mut args: Vec<String> =
+        ["--mix", "insert", "--rate", &rate.to_string(), "--seed", "2"].map(String::from).to_vec();
+    args.extend(["--duration".into(), format!("{}", f64::from(orders) / f64::from(rate))]);
+    if spec.prefer_minimal {
+        args.extend(["--prefer".into(), "return=minimal".into()]);
+    }
+    let done = side_load(setup, &args, &dir.join("prefill-summary.json"), "prefill").await?;
+    let counts: Vec<String> = done.iter().map(|(name, count, _)| format!("{name} {count}")).collect();
+    eprintln!("prefill: inserted {} through both services", counts.join(", "));
+    Ok(())
+}
+
+/// Fills both services' connection pools before the load: `clients` concurrent readers per
+/// target (at least the larger pool) for `WARM_UP_SECONDS`, so that neither database forks its
+/// backends or opens its connections inside the first step (a step PostgreSQL failed in every
+/// repeat of the demo without it, its backends forking under the CPU budget). Reads only: the data
+/// stay as the reset left them. Its summary goes to `dir/warm-up-summary.json`.
+pub async fn fill_pools(setup: &Setup, dir: &Path, clients: u32) -> Result<()> {
+    const WARM_UP_SECONDS: &str = "3";
+    let args: Vec<String> =
+        ["--mix", "read", "--clients", &clients.to_string(), "--duration", WARM_UP_SECONDS, "--seed", "3"]
+            .map(String::from)
+            .to_vec();
+    side_load(setup, &args, &dir.join("warm-up-summary.json"), "pool warm-up").await.map(drop)
 }
 
 /// This very program: `orders-bench load` is one of its subcommands. When its file was replaced
@@ -302,7 +310,10 @@ mod tests {
             vu_budget_ms: 200,
             settle: Duration::from_secs(1),
             reset: crate::fresh::Reset::Keep,
+            extra_repeats: 0,
+            deadline: None,
             quiet_wait: Duration::from_secs(1),
+            warm_pools: false,
             prefill: 0,
             plan_log_ms: None,
             generator: Generator::Native,

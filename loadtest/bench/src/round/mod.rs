@@ -25,7 +25,7 @@ pub mod verdict;
 
 use crate::load_flags::{PassMarkArgs, StaircaseArgs};
 use crate::manifest;
-use crate::model::result::{self, DataSet, Machine, RatePlan, RoundResult};
+use crate::model::result::{self, DataSet, Machine, RatePlan, RepeatResult, RoundResult};
 use crate::model::verdict::PassMark;
 use crate::seed::{SeedArgs, Targets};
 use crate::target::Target;
@@ -60,6 +60,10 @@ pub struct RoundLoadArgs {
     /// says so at the top.
     #[arg(long = "allow-mismatch")]
     pub allow_mismatch: bool,
+    /// Do not fill both services' connection pools (3 s of reads by as many clients as the larger
+    /// pool) before each repeat's load: without it, the first step pays for opening connections.
+    #[arg(long = "no-warm-up")]
+    pub no_warm_up: bool,
     /// Seconds between the runner's samples of both databases during a run (pending list, table
     /// counters, WAL; from its own connections) [default: once per step].
     #[arg(long = "poll-interval", value_parser = parse_seconds)]
@@ -178,8 +182,15 @@ pub struct RoundSpec {
     pub settle: Duration,
     /// How the data are reset before every repeat (the repeat then waits for quiet databases).
     pub reset: crate::fresh::Reset,
+    /// Repeats added, one at a time, while a target's repeats spread more than
+    /// `mix_verdict::TOLERANCE` around their median, as long as another fits before `deadline`.
+    pub extra_repeats: u32,
+    pub deadline: Option<std::time::Instant>,
     /// How long a repeat waits for quiet databases before its load (then goes on, saying so).
     pub quiet_wait: Duration,
+    /// Fill both services' connection pools with a short read-only closed loop before the load
+    /// (`launch::fill_pools`).
+    pub warm_pools: bool,
     /// Orders inserted through both services (the `insert` mix at a low rate) after the reset
     /// and before the load, so the round starts with a GIN pending list of that many orders.
     pub prefill: u32,
@@ -267,7 +278,10 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         vu_budget_ms: args.load.vu_budget_ms,
         settle: Duration::from_secs(90),
         reset: reseed.map_or(crate::fresh::Reset::Keep, crate::fresh::Reset::Reload),
+        extra_repeats: 0,
+        deadline: None,
         quiet_wait: crate::fresh::QUIET_WAIT,
+        warm_pools: !args.load.no_warm_up,
         prefill: 0,
         plan_log_ms: args.plan_log_ms,
         generator: args.generator,
@@ -327,13 +341,21 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
     );
     let plan_probe = planner_probe(spec, setup).await;
     let spec = &RoundSpec { plan_log_ms: plan_log_threshold(spec, plan_probe.as_ref()), ..spec.clone() };
+    let began = std::time::Instant::now();
     let mut repeats = Vec::new();
     for index in 1..=spec.repeats {
         repeats.push(repeat::run(spec, setup, out, index).await?);
     }
+    while let Some(why) = needs_another(spec, &repeats, began.elapsed()) {
+        let index = repeats.len() as u32 + 1;
+        eprintln!("round {}: one more repeat ({index}): {why}", spec.name);
+        repeats.push(repeat::run(spec, setup, out, index).await?);
+    }
     let mut max_rate = BTreeMap::new();
     for target in Target::ALL {
-        let rates: Vec<_> = repeats.iter().filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
+        // A repeat that stalls of the machine stopped before either target failed measured neither.
+        let counted = repeats.iter().filter(|r| !r.spoiled_by_stalls());
+        let rates: Vec<_> = counted.filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
         if let Some(summary) = verdict::summarize(&rates) {
             max_rate.insert(target.name().to_owned(), summary);
         }
@@ -368,6 +390,40 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
     };
     result::write(out, vec![round.clone()])?;
     Ok(round)
+}
+
+/// Why one more repeat should run: a target's repeats spread beyond the tolerance, extra repeats
+/// are left and one more fits before the deadline (at the pace of those so far). `None`: enough.
+fn needs_another(spec: &RoundSpec, repeats: &[RepeatResult], spent: Duration) -> Option<String> {
+    let extra_done = (repeats.len() as u32).saturating_sub(spec.repeats);
+    if extra_done >= spec.extra_repeats || repeats.is_empty() {
+        return None;
+    }
+    let pace = spent / repeats.len() as u32;
+    if spec.deadline.is_some_and(|deadline| std::time::Instant::now() + pace > deadline) {
+        return None;
+    }
+    let counted: Vec<&RepeatResult> = repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
+    if (counted.len() as u32) < spec.repeats {
+        let spoiled: Vec<String> =
+            repeats.iter().filter(|r| r.spoiled_by_stalls()).map(|r| r.index.to_string()).collect();
+        return Some(format!(
+            "stalls of the shared machine stopped repeat {} before either database failed",
+            spoiled.join(", ")
+        ));
+    }
+    Target::ALL.iter().find_map(|target| {
+        let rates: Vec<f64> =
+            counted.iter().filter_map(|r| r.targets.get(target.name())).map(|t| f64::from(t.max_rate.rate)).collect();
+        (!crate::model::mix_verdict::within_tolerance(&rates)).then(|| {
+            format!(
+                "{}'s repeats ({}) spread more than ±{:.0}% around their median",
+                target.label(),
+                rates.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(", "),
+                crate::model::mix_verdict::TOLERANCE * 100.0
+            )
+        })
+    })
 }
 
 /// Whether `mix` (a named mix or weights) searches by product.

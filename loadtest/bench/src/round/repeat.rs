@@ -67,15 +67,19 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let started_at = Timestamp::now().to_string();
     let mut notes = Vec::new();
-    let start_state = fresh::prepare(&spec.reset, &setup.databases, spec.quiet_wait, &label).await?;
+    let mut start_state = fresh::reset(&spec.reset, &setup.databases, &label).await?;
     if let Some(threshold) = spec.plan_log_ms
         && let Err(error) = plan_log::enable(&setup.databases.database_url, threshold).await
     {
         notes.push(format!("no plan log: {error:#}"));
     }
     let client = diagnostics::Client::new(&setup.pg_url, &setup.mongo_url)?;
+    client.wait_ready(spec.settle).await?;
+    if spec.warm_pools {
+        super::launch::fill_pools(setup, &dir, pool_clients(&client).await).await?;
+    }
+    fresh::wait_quiet(&setup.databases, spec.quiet_wait, &mut start_state, &label).await;
     if spec.prefill > 0 {
-        client.wait_ready(spec.settle).await?;
         super::launch::prefill(spec, setup, &dir, spec.prefill).await?;
     }
     let (before, fairness) = gate(&client, setup, u64::from(spec.prefill), spec.settle).await?;
@@ -262,6 +266,17 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             .or(Some(LoadGenerator { kind: "k6".into(), ..LoadGenerator::default() })),
         fleet,
     })
+}
+
+/// Clients enough to open every pooled connection of both services: the larger pool, at least 16.
+async fn pool_clients(client: &diagnostics::Client) -> u32 {
+    let pair = client.pair(0.0).await.ok();
+    let pools = pair.map(|p| {
+        let pg = PgSnapshot::from_json(&p.pg).settings.pool_size.map(|n| n as f64);
+        let mongo = MongoSnapshot::from_json(&p.mongo).pool_size;
+        pg.into_iter().chain(mongo).fold(0.0, f64::max)
+    });
+    (pools.unwrap_or(0.0) as u32).max(16)
 }
 
 /// The table counters of `orders` once every session on its database has sent its own: a backend

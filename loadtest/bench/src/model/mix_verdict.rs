@@ -1,0 +1,177 @@
+//! How sure the answer for one mix is. A repeat that stalls of the shared machine stopped before
+//! either database failed is left out (it measured neither). Each target's repeats must lie within `TOLERANCE` of
+//! their median (else the row is **unstable**, and says whose repeats spread how far); a winner is
+//! named only when the difference is larger than the spread: every repeat of one target above
+//! every repeat of the other, by the maximum passing rate, and not contradicted by the second
+//! estimate (the CPU capacity of `capacity`, where both databases have one). Otherwise there is no
+//! clear winner, in words.
+
+use super::capacity;
+use super::result::RoundResult;
+use crate::target::Target;
+use serde::Serialize;
+
+/// Repeats within ±25% of their median count as agreeing.
+pub const TOLERANCE: f64 = 0.25;
+
+/// Medians closer than this (relative) name no winner, whatever the spread: between runs on the
+/// same machine the staircase's steps and the machine move a median by about that much
+/// (docs/fairness.md).
+pub const MIN_DIFFERENCE: f64 = 0.15;
+
+/// Every value within `TOLERANCE` of the values' median (true for none or one).
+pub fn within_tolerance(values: &[f64]) -> bool {
+    let Some(median) = median(values) else { return true };
+    median > 0.0 && values.iter().all(|v| (v - median).abs() <= TOLERANCE * median + 1e-9)
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// The target whose every value lies above every value of the other, if one does.
+fn clear_leader(pg: &[f64], mongo: &[f64]) -> Option<Target> {
+    let low = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if pg.is_empty() || mongo.is_empty() {
+        return None;
+    }
+    if low(pg) > high(mongo) {
+        Some(Target::Pg)
+    } else if low(mongo) > high(pg) {
+        Some(Target::Mongo)
+    } else {
+        None
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MixVerdict {
+    pub winner: Option<Target>,
+    /// Every target's repeats within `TOLERANCE` of their median.
+    pub stable: bool,
+    /// Why the row is unstable or has no clear winner, in words.
+    pub reasons: Vec<String>,
+    /// Per target: the repeats' maximum passing rates and CPU capacities.
+    pub rates: Vec<(Target, Vec<f64>)>,
+    pub capacities: Vec<(Target, Vec<f64>)>,
+}
+
+impl MixVerdict {
+    /// "PostgreSQL", "MongoDB" or "no clear winner", and "(unstable)" when it is.
+    pub fn headline(&self) -> String {
+        let who = self.winner.map_or("no clear winner".to_owned(), |t| t.label().to_owned());
+        if self.stable { who } else { format!("{who} (unstable)") }
+    }
+}
+
+fn range_text(values: &[f64]) -> String {
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if low == high { format!("{low:.0}") } else { format!("{low:.0}–{high:.0}") }
+}
+
+pub fn judge(round: &RoundResult) -> MixVerdict {
+    let counted: Vec<_> = round.repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
+    let rates: Vec<(Target, Vec<f64>)> = Target::ALL
+        .iter()
+        .map(|t| {
+            let runs = counted.iter().filter_map(|r| r.targets.get(t.name())).map(|x| f64::from(x.max_rate.rate));
+            (*t, runs.collect())
+        })
+        .collect();
+    let capacities: Vec<(Target, Vec<f64>)> = Target::ALL
+        .iter()
+        .map(|t| (*t, counted.iter().filter_map(|r| capacity::of_repeat(r, *t)).map(|c| c.rate).collect()))
+        .collect();
+    let mut reasons = Vec::new();
+    let spoiled: Vec<String> =
+        round.repeats.iter().filter(|r| r.spoiled_by_stalls()).map(|r| r.index.to_string()).collect();
+    if !spoiled.is_empty() {
+        reasons.push(format!(
+            "repeat {} left out: stalls of the shared machine stopped it before either database failed",
+            spoiled.join(", ")
+        ));
+    }
+    for (target, runs) in &rates {
+        if !within_tolerance(runs) {
+            reasons.push(format!(
+                "{}'s repeats reached {} req/s, more than ±{:.0}% around their median",
+                target.label(),
+                range_text(runs),
+                TOLERANCE * 100.0
+            ));
+        }
+    }
+    let stable = reasons.iter().all(|r| r.contains("left out"));
+    let values = |list: &[(Target, Vec<f64>)], t: Target| list.iter().find(|(x, _)| *x == t).map(|(_, v)| v.clone());
+    let (pg_rates, mongo_rates) =
+        (values(&rates, Target::Pg).unwrap_or_default(), values(&rates, Target::Mongo).unwrap_or_default());
+    let by_rate = clear_leader(&pg_rates, &mongo_rates);
+    let (pg_caps, mongo_caps) =
+        (values(&capacities, Target::Pg).unwrap_or_default(), values(&capacities, Target::Mongo).unwrap_or_default());
+    let both_caps = !pg_caps.is_empty() && !mongo_caps.is_empty();
+    let by_capacity = clear_leader(&pg_caps, &mongo_caps);
+    let close = median(&pg_rates).zip(median(&mongo_rates)).is_some_and(|(p, m)| {
+        let (low, high) = (p.min(m), p.max(m));
+        high > 0.0 && high / low.max(1e-9) < 1.0 + MIN_DIFFERENCE
+    });
+    let winner = match (by_rate, both_caps, by_capacity) {
+        (Some(_), _, _) if close => {
+            reasons.push(format!(
+                "the medians differ by less than {:.0}% (PostgreSQL {}, MongoDB {} req/s)",
+                MIN_DIFFERENCE * 100.0,
+                range_text(&pg_rates),
+                range_text(&mongo_rates)
+            ));
+            None
+        }
+        (None, _, _) => {
+            reasons.push(format!(
+                "the maximum passing rates overlap (PostgreSQL {}, MongoDB {} req/s)",
+                range_text(&pg_rates),
+                range_text(&mongo_rates)
+            ));
+            None
+        }
+        (Some(leader), true, Some(other)) if other != leader => {
+            reasons.push(format!(
+                "the maximum passing rates favour {} but the CPU capacities {}",
+                leader.label(),
+                other.label()
+            ));
+            None
+        }
+        (Some(leader), _, _) => Some(leader),
+    };
+    MixVerdict { winner, stable, reasons, rates, capacities }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_agree_within_a_quarter_of_their_median() {
+        assert!(within_tolerance(&[1800.0, 1800.0, 1400.0]), "1,400 is 22% below 1,800");
+        assert!(!within_tolerance(&[1400.0, 1400.0, 850.0]), "850 is 39% below");
+        assert!(!within_tolerance(&[2300.0, 2300.0, 3000.0]), "3,000 is 30% above");
+        assert!(within_tolerance(&[]) && within_tolerance(&[5.0]));
+        assert!(!within_tolerance(&[0.0, 0.0]), "a median of 0 says nothing");
+    }
+
+    #[test]
+    fn a_leader_needs_every_repeat_above_every_repeat_of_the_other() {
+        assert_eq!(clear_leader(&[8700.0, 8700.0], &[2300.0, 3000.0]), Some(Target::Pg));
+        assert_eq!(clear_leader(&[1200.0, 1400.0], &[1300.0]), None, "overlapping ranges");
+        assert_eq!(clear_leader(&[900.0], &[1000.0, 1200.0]), Some(Target::Mongo));
+        assert_eq!(clear_leader(&[], &[1.0]), None);
+    }
+}
