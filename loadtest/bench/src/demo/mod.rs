@@ -70,6 +70,14 @@ pub struct DemoArgs {
     /// memory each, at least 0.1 CPU and 1 GiB, at most 4 GiB; `none` runs without].
     #[command(flatten)]
     pub budget: BudgetArgs,
+    /// Do not fill both services' connection pools before each repeat (for measuring what the
+    /// warm-up changes; see docs/fairness.md).
+    #[arg(long = "no-warm-up")]
+    pub no_warm_up: bool,
+    /// Run the load generator at ordinary priority instead of SCHED_FIFO (for measuring what the
+    /// real-time policy changes).
+    #[arg(long = "no-realtime")]
+    pub no_realtime: bool,
 }
 
 impl DemoArgs {
@@ -297,7 +305,8 @@ async fn rounds(
             extra_repeats: profile.extra_repeats,
             deadline: Some(deadline),
             quiet_wait: crate::fresh::QUIET_WAIT,
-            warm_pools: true,
+            warm_pools: !args.no_warm_up,
+            realtime: !args.no_realtime,
             prefill: 0,
             plan_log_ms: None,
             generator: round::launch::Generator::Native,
@@ -339,6 +348,8 @@ mod tests {
             bin_dir: None,
             no_build: false,
             budget: BudgetArgs::default(),
+            no_warm_up: false,
+            no_realtime: false,
         };
         let quick = args(true).profile();
         assert_eq!((quick.orders, quick.repeats), (2_000, 1));

@@ -144,6 +144,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             deadline: None,
             quiet_wait: crate::fresh::QUIET_WAIT,
             warm_pools: true,
+            realtime: true,
             prefill: plan.prefill,
             plan_log_ms: None,
             generator: crate::round::launch::Generator::Native,

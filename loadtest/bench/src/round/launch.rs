@@ -153,6 +153,9 @@ fn native_args(spec: &RoundSpec, setup: &Setup, summary: &Path) -> Vec<String> {
     if spec.prefer_minimal {
         args.extend(["--prefer".into(), "return=minimal".into()]);
     }
+    if !spec.realtime {
+        args.push("--no-realtime".into());
+    }
     args
 }
 
@@ -314,6 +317,7 @@ mod tests {
             deadline: None,
             quiet_wait: Duration::from_secs(1),
             warm_pools: false,
+            realtime: true,
             prefill: 0,
             plan_log_ms: None,
             generator: Generator::Native,

@@ -60,6 +60,10 @@ pub struct RoundLoadArgs {
     /// says so at the top.
     #[arg(long = "allow-mismatch")]
     pub allow_mismatch: bool,
+    /// Run the native generator at ordinary priority instead of `SCHED_FIFO` (see `load
+    /// --no-realtime`).
+    #[arg(long = "no-realtime")]
+    pub no_realtime: bool,
     /// Do not fill both services' connection pools (3 s of reads by as many clients as the larger
     /// pool) before each repeat's load: without it, the first step pays for opening connections.
     #[arg(long = "no-warm-up")]
@@ -191,6 +195,9 @@ pub struct RoundSpec {
     /// Fill both services' connection pools with a short read-only closed loop before the load
     /// (`launch::fill_pools`).
     pub warm_pools: bool,
+    /// The native generator asks for the real-time policy `SCHED_FIFO` (its default); false runs it
+    /// at ordinary priority.
+    pub realtime: bool,
     /// Orders inserted through both services (the `insert` mix at a low rate) after the reset
     /// and before the load, so the round starts with a GIN pending list of that many orders.
     pub prefill: u32,
@@ -282,6 +289,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         deadline: None,
         quiet_wait: crate::fresh::QUIET_WAIT,
         warm_pools: !args.load.no_warm_up,
+        realtime: !args.load.no_realtime,
         prefill: 0,
         plan_log_ms: args.plan_log_ms,
         generator: args.generator,
