@@ -1,4 +1,5 @@
-//! `orders-bench demo --quick` end to end, as the README runs it: the local stack (which must be
+//! `orders-bench demo --quick` end to end, as the README runs it, twice: the second run must give
+//! the same answer within the quick demo's tolerance (below). The local stack (which must be
 //! running, as for every database test, and must still be running afterwards), both services,
 //! the four rounds and the report. It must exit 0, write result.json, report.md, report.html and
 //! the charts with a maximum passing rate per target for every mix, and leave no process it
@@ -72,16 +73,11 @@ async fn drop_databases(name: &str) {
     }
 }
 
-#[tokio::test]
-async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
-    assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
-    ensure_services();
-    let budgets_before = stack_budgets();
-    let out = support::scratch_dir("demo_quick");
-    let db = format!("demo_test_{}", std::process::id());
+/// Runs `demo --quick` into `out` on database `db` (dropped afterwards); its output and seconds.
+async fn quick_demo(out: &Path, db: &str) -> (std::process::Output, u64) {
     let started = std::time::Instant::now();
     let output = tokio::task::spawn_blocking({
-        let (out, db) = (out.clone(), db.clone());
+        let (out, db) = (out.to_path_buf(), db.to_owned());
         move || {
             Command::new(env!("CARGO_BIN_EXE_orders-bench"))
                 .args(["demo", "--quick", "--no-build", "--db-name", &db, "--out"])
@@ -94,7 +90,36 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
     .await
     .expect("join");
     let seconds = started.elapsed().as_secs();
-    drop_databases(&db).await;
+    drop_databases(db).await;
+    (output, seconds)
+}
+
+/// Per mix of a report.md's answer table: (PostgreSQL / MongoDB ratio, the answer).
+fn answers(out: &Path) -> Vec<(String, f64, String)> {
+    let result = read_json(&out.join("result.json"));
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    let rounds = result["rounds"].as_array().cloned().unwrap_or_default();
+    rounds
+        .iter()
+        .map(|round| {
+            let name = round["name"].as_str().unwrap_or_default().to_owned();
+            let median = |t: &str| round["max_rate"][t]["median"].as_f64().unwrap_or(0.0);
+            let ratio = median("pg") / median("mongo").max(1.0);
+            let row = report.lines().find(|l| l.starts_with(&format!("| {name} | "))).unwrap_or_default();
+            let answer = row.split(" | ").nth(6).unwrap_or_default().trim().to_owned();
+            (name, ratio, answer)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
+    assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
+    ensure_services();
+    let budgets_before = stack_budgets();
+    let out = support::scratch_dir("demo_quick");
+    let db = format!("demo_test_{}", std::process::id());
+    let (output, seconds) = quick_demo(&out, &db).await;
     assert!(output.status.success(), "{}", describe(&output));
     assert!(seconds < 180, "--quick must finish in under three minutes, took {seconds} s");
     eprintln!("orders-bench demo --quick took {seconds} s");
@@ -126,7 +151,7 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
         }
     }
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
-    assert!(report.contains("| mix | Postgres max rate | MongoDB max rate | ratio |"), "{report}");
+    assert!(report.contains("| mix | PostgreSQL max rate, req/s | PostgreSQL CPU capacity |"), "{report}");
     for finding in ["**F1", "**F2", "**F3"] {
         assert!(report.contains(finding), "{finding} in {report}");
     }
@@ -138,4 +163,21 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
     assert!(left.is_empty(), "processes the demo started are still running: {left:#?}");
     assert!(stack_running(), "the stack was running before the demo, so it must be running after it");
     assert_eq!(stack_budgets(), budgets_before, "the demo puts the stack's budgets back");
+
+    // The same command again gives the same answer, within the quick demo's looser tolerance:
+    // one repeat per mix on a staircase of 1.3x steps moves each rate by up to a step between
+    // runs, so a ratio may move by up to two steps (1.3^2 = 1.69): within a factor of 2; and a
+    // winner named by both runs must be the same one (a winner needs more than a step's
+    // difference, so a rerun cannot name the other one unless something else changed).
+    let again = support::scratch_dir("demo_quick_again");
+    let (output, _) = quick_demo(&again, &format!("{db}_again")).await;
+    assert!(output.status.success(), "{}", describe(&output));
+    for ((mix, first, said), (_, second, said_again)) in answers(&out).into_iter().zip(answers(&again)) {
+        let (low, high) = (first.min(second), first.max(second));
+        assert!(low > 0.0 && high / low <= 2.0, "{mix}: PG/MongoDB {first:.2} then {second:.2}");
+        let named = |a: &str| a.starts_with("PostgreSQL") || a.starts_with("MongoDB");
+        if named(&said) && named(&said_again) {
+            assert_eq!(said.split(' ').next(), said_again.split(' ').next(), "{mix}: {said} then {said_again}");
+        }
+    }
 }

@@ -83,7 +83,7 @@ pub struct ExperimentArgs {
     /// Orders in the data set [default: per experiment, see loadtest/README.md].
     #[arg(long, value_parser = clap::value_parser!(u64).range(10..))]
     pub orders: Option<u64>,
-    /// Repeats of every round (median reported) [default: 1; 3 with --full].
+    /// Repeats of every round (median reported) [default: gin 2, the others 1; 3 with --full].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: Option<u32>,
     /// How long each rate of a staircase is held [default: 3 s, durability 2 s; 30 s with --full].

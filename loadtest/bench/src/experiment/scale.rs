@@ -52,7 +52,7 @@ impl Scale {
                 Scale::new(size, 2_000, 1, 1.0, Some(Staircase { start: 100, step: 100, max: 200 }))
             }
             (Name::Gin, Size::Default) => {
-                Scale::new(size, 100_000, 1, 3.0, Some(Staircase { start: 200, step: 200, max: 4_000 }))
+                Scale::new(size, 100_000, 2, 3.0, Some(Staircase { start: 200, step: 200, max: 4_000 }))
             }
             (Name::Gin, Size::Full) => {
                 Scale::new(size, 1_000_000, 3, 30.0, Some(Staircase { start: 500, step: 500, max: 10_000 }))
@@ -131,7 +131,7 @@ mod tests {
     #[test]
     fn each_size_has_its_scale_and_flags_override_it() {
         let gin = Scale::of(Name::Gin, &args(&["gin"]));
-        assert_eq!((gin.orders, gin.repeats, gin.step_seconds), (100_000, 1, 3.0));
+        assert_eq!((gin.orders, gin.repeats, gin.step_seconds), (100_000, 2, 3.0));
         let full = Scale::of(Name::Gin, &args(&["gin", "--full"]));
         assert_eq!((full.orders, full.repeats, full.step_seconds), (1_000_000, 3, 30.0), "S1's scale");
         let s2 = Scale::of(Name::DocSize, &args(&["doc-size", "--full"]));

@@ -14,10 +14,19 @@ use serde::Serialize;
 /// Repeats within ±25% of their median count as agreeing.
 pub const TOLERANCE: f64 = 0.25;
 
-/// Medians closer than this (relative) name no winner, whatever the spread: between runs on the
-/// same machine the staircase's steps and the machine move a median by about that much
-/// (docs/fairness.md).
+/// Medians closer than this (relative), or than one step of the staircase, name no winner,
+/// whatever the spread: between runs on the same machine a median moves by a step of the
+/// staircase and by about this much (docs/fairness.md).
 pub const MIN_DIFFERENCE: f64 = 0.15;
+
+/// The least relative difference of the medians that names a winner in `round`: `MIN_DIFFERENCE`,
+/// or one step of its staircase where the steps are coarser (a rate one step higher is within
+/// what a rerun moves).
+pub fn least_difference(round: &RoundResult) -> f64 {
+    let rates = round.plan.rates();
+    let coarsest = rates.windows(2).map(|w| f64::from(w[1]) / f64::from(w[0].max(1)) - 1.0).fold(0.0, f64::max);
+    MIN_DIFFERENCE.max(coarsest)
+}
 
 /// Every value within `TOLERANCE` of the values' median (true for none or one).
 pub fn within_tolerance(values: &[f64]) -> bool {
@@ -119,15 +128,16 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
         (values(&capacities, Target::Pg).unwrap_or_default(), values(&capacities, Target::Mongo).unwrap_or_default());
     let both_caps = !pg_caps.is_empty() && !mongo_caps.is_empty();
     let by_capacity = clear_leader(&pg_caps, &mongo_caps);
+    let least = least_difference(round);
     let close = median(&pg_rates).zip(median(&mongo_rates)).is_some_and(|(p, m)| {
         let (low, high) = (p.min(m), p.max(m));
-        high > 0.0 && high / low.max(1e-9) < 1.0 + MIN_DIFFERENCE
+        high > 0.0 && high / low.max(1e-9) < 1.0 + least - 1e-9
     });
     let winner = match (by_rate, both_caps, by_capacity) {
         (Some(_), _, _) if close => {
             reasons.push(format!(
                 "the medians differ by less than {:.0}% (PostgreSQL {}, MongoDB {} req/s)",
-                MIN_DIFFERENCE * 100.0,
+                least * 100.0,
                 range_text(&pg_rates),
                 range_text(&mongo_rates)
             ));

@@ -66,8 +66,8 @@ pub fn legend() -> Block {
         "Max rate: the median of the repeats (every repeat in brackets); CPU capacity: what the database's CPU \
          budget would serve at the CPU one request took at its highest passing step (median over the repeats; \
          none without a budget). A winner is named only when every repeat of one database passed a higher rate \
-         than every repeat of the other, the medians differ by at least {:.0}% and the capacities do not say the \
-         opposite; a row is **unstable** when a database's repeats spread more than ±{:.0}% around their median.",
+         than every repeat of the other, the medians differ by at least {:.0}% (and by more than one step of the \
+         staircase) and the capacities do not say the opposite; a row is **unstable** when a database's repeats spread more than ±{:.0}% around their median.",
         mix_verdict::MIN_DIFFERENCE * 100.0,
         mix_verdict::TOLERANCE * 100.0
     ))

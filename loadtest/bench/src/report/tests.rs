@@ -285,6 +285,7 @@ fn the_headline_says_in_words_which_rows_are_not_database_limited() {
 fn answered(pg: &[u32], mongo: &[u32], cores: Option<(f64, f64)>) -> RoundResult {
     use crate::model::cpu::{DbStep, StepCpu};
     let mut round = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    round.plan = RatePlan { start_rate: 1000, step: 1, max_rate: 2000, step_seconds: 4.0, factor: Some(1.1) };
     round.repeats = (0..pg.len()).map(|i| round.repeats[i % round.repeats.len()].clone()).collect();
     for (i, repeat) in round.repeats.iter_mut().enumerate() {
         for (target, rates) in [("pg", pg), ("mongo", mongo)] {
@@ -338,6 +339,10 @@ fn a_winner_is_named_only_beyond_the_spread_and_the_least_difference() {
     let close = judge(&answered(&[1700, 1700, 1700], &[1900, 1900, 1800], None));
     assert_eq!(close.winner, None, "11% apart is within the least difference: {:?}", close.reasons);
     assert!(close.reasons.iter().any(|r| r.contains("less than 15%")));
+    let mut coarse = answered(&[1300, 1300], &[1000, 1000], None);
+    coarse.plan = RatePlan { start_rate: 100, step: 1, max_rate: 3000, step_seconds: 2.0, factor: Some(1.3) };
+    let one_step = judge(&coarse);
+    assert_eq!(one_step.winner, None, "one step of a 1.3x staircase apart: {:?}", one_step.reasons);
 }
 
 #[test]
