@@ -124,7 +124,7 @@ pub struct TargetSummary {
     pub endpoints: BTreeMap<String, Figures>,
     #[serde(default)]
     pub steps: Vec<StepSummary>,
-    /// Where the runner stopped loading this target (native generator only): it had failed two
+    /// Where the runner stopped loading this target (native generator only): it had failed three
     /// steps in a row while another target was still being measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retired: Option<Retired>,

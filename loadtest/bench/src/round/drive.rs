@@ -209,7 +209,7 @@ pub async fn run(
                 }
                 if all_failed {
                     stopped_early = true;
-                    eprintln!("{label} every target has failed two steps in a row: stopping {generator}");
+                    eprintln!("{label} every target has failed three steps in a row: stopping {generator}");
                     if let Err(error) = running.stop().await {
                         eprintln!("{label} could not stop {generator} early ({error:#}); it runs to the last step");
                     }
