@@ -7,7 +7,7 @@
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use orders_core::StoreError;
-use orders_core::validate::{BodyError, FieldError};
+use orders_core::validate::{BodyError, FieldErrors};
 use std::time::Duration;
 
 /// Why a request got 503; the label of `http_requests_shed_total` in `/metrics`.
@@ -57,7 +57,9 @@ pub enum ApiError {
     Conflict(String),
     PayloadTooLarge,
     UnsupportedMediaType,
-    Validation(Vec<FieldError>),
+    /// A body with bad fields: the first `FieldErrors::MAX_LISTED` become one detail each, and one
+    /// more detail says how many were not listed.
+    Validation(FieldErrors),
     /// The database is down, the pool is exhausted or the request timed out; `outcome_unknown`
     /// when a write was sent and its answer lost. `cause` is logged at debug level, not sent.
     Unavailable {
@@ -150,7 +152,7 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         let details = match &self {
-            ApiError::Validation(errors) => serde_json::to_value(errors).unwrap_or_default(),
+            ApiError::Validation(errors) => validation_details(errors),
             ApiError::IdempotencyKey { message, .. } => {
                 serde_json::json!([{"field": "Idempotency-Key", "message": message}])
             }
@@ -167,6 +169,23 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// One `{"field","message"}` per listed bad field, then, if some were only counted, one more on
+/// `body` saying how many.
+fn validation_details(errors: &FieldErrors) -> serde_json::Value {
+    let mut details = serde_json::to_value(errors.listed()).unwrap_or_default();
+    if errors.unlisted() > 0
+        && let Some(list) = details.as_array_mut()
+    {
+        let message = format!(
+            "{} more bad fields not listed (only the first {} are)",
+            errors.unlisted(),
+            FieldErrors::MAX_LISTED
+        );
+        list.push(serde_json::json!({"field": "body", "message": message}));
+    }
+    details
 }
 
 impl From<StoreError> for ApiError {
