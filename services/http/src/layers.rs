@@ -7,7 +7,7 @@
 //! stacks on a route boxes the service and its future again on every request.
 
 use crate::error::{ApiError, Shed};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, method_label};
 use crate::shedding::Shedding;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::response::{IntoResponse, Response};
@@ -88,7 +88,7 @@ where
             let elapsed = started.elapsed();
             let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
             let status = response.status().as_u16();
-            metrics.record(route, method.as_str(), status, elapsed);
+            metrics.record(route, method_label(&method), status, elapsed);
             tracing::debug!(%method, route, status, micros = elapsed.as_micros() as u64, "request");
             Ok(response)
         })
