@@ -21,10 +21,13 @@ pub enum Shed {
     RequestTimeout,
     /// The service is shutting down (readiness during the drain).
     ShuttingDown,
+    /// `MAX_IN_FLIGHT` requests were already being handled.
+    InFlightLimit,
 }
 
 impl Shed {
-    pub const ALL: [Shed; 4] = [Shed::DatabaseUnavailable, Shed::PoolTimeout, Shed::RequestTimeout, Shed::ShuttingDown];
+    pub const ALL: [Shed; 5] =
+        [Shed::DatabaseUnavailable, Shed::PoolTimeout, Shed::RequestTimeout, Shed::ShuttingDown, Shed::InFlightLimit];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -32,6 +35,7 @@ impl Shed {
             Shed::PoolTimeout => "pool_timeout",
             Shed::RequestTimeout => "request_timeout",
             Shed::ShuttingDown => "shutting_down",
+            Shed::InFlightLimit => "in_flight_limit",
         }
     }
 
@@ -41,6 +45,7 @@ impl Shed {
             Shed::PoolTimeout => "the service is overloaded (no database connection free in time); retry later",
             Shed::RequestTimeout => "the request took longer than REQUEST_TIMEOUT_MS; retry later",
             Shed::ShuttingDown => "the service is shutting down",
+            Shed::InFlightLimit => "the service is overloaded (MAX_IN_FLIGHT requests in progress); retry later",
         }
     }
 }
