@@ -5,6 +5,7 @@
 //! reads return; `json_write` writes them by hand), and the `OrderStore` trait each backend
 //! implements. Nothing here knows about HTTP or a database driver.
 
+#![forbid(unsafe_code)]
 
 pub mod field_errors;
 pub mod idempotency;

@@ -8,6 +8,8 @@
 //! can hold (`connection`: header and idle timeouts; `admission`: requests in flight), and the
 //! tokio runtime both binaries build from `WORKER_THREADS` (`runtime`).
 
+#![forbid(unsafe_code)]
+
 pub mod admission;
 pub mod config;
 pub mod connection;

@@ -4,6 +4,8 @@
 //! crashes databases, sends SIGTERM and overloads services under load, and `runtime` checks that a
 //! service binary runs on the runtime `WORKER_THREADS` asks for.
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod client;
 pub mod contract;
