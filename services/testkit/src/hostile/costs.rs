@@ -13,7 +13,7 @@ use std::time::Duration;
 /// A batch stops once it has used this much CPU (and holds two requests), or ...
 const BATCH_CPU: Duration = Duration::from_millis(250);
 /// ... once it holds this many requests, or ...
-const BATCH_REQUESTS: usize = 40;
+const BATCH_REQUESTS: usize = 100;
 /// ... once it has used this much CPU whatever its count (one request of the old quadratic check
 /// costs seconds).
 const BATCH_CPU_CAP: Duration = Duration::from_secs(3);

@@ -38,8 +38,9 @@ async fn assert_still_serving(target: &Target) {
 /// The most a hostile body may cost, in ordinary 1 MiB orders.
 pub const MAX_COST_RATIO: f64 = 5.0;
 /// The most the service's resident memory may grow while hostile bodies are sent by
-/// `CONCURRENT_CLIENTS` clients at once: 64 MiB per body in flight.
-pub const MAX_PEAK_GROWTH_PER_CLIENT: u64 = 64 << 20;
+/// `CONCURRENT_CLIENTS` clients at once: 24 MiB per body in flight (measured: 10-13 MiB; before
+/// issue 28, 38-45 MiB).
+pub const MAX_PEAK_GROWTH_PER_CLIENT: u64 = 24 << 20;
 const CONCURRENT_CLIENTS: usize = 4;
 
 pub async fn hostile_bodies_cost_at_most_five_times_an_ordinary_order_and_bounded_memory(start_service: &Start) {
@@ -60,16 +61,17 @@ pub async fn hostile_bodies_cost_at_most_five_times_an_ordinary_order_and_bounde
 
 /// `HEADER_READ_TIMEOUT_MS` and `IDLE_TIMEOUT_MS` of the closure test.
 const HEADER_TIMEOUT: Duration = Duration::from_millis(1000);
-const IDLE_TIMEOUT: Duration = Duration::from_millis(1500);
-/// How late after its timeout a connection may be closed (hundreds are closed at the same moment
-/// on a shared machine).
-const CLOSE_SLACK: Duration = Duration::from_millis(1000);
+/// Three times the header timeout, so that closing a connection by the wrong one of the two shows.
+const IDLE_TIMEOUT: Duration = Duration::from_millis(3000);
+/// How late after its timeout a connection may be closed (hundreds are closed at the same moment,
+/// on a shared machine where the service may wait that long for a core).
+const CLOSE_SLACK: Duration = Duration::from_millis(1500);
 
 /// The p95 a normal request stream may reach while connections are held: twice its value
 /// without them, or 50 ms more (the benchmark's pass mark), whichever is larger. On a shared
 /// machine the p95 of a one-second window moves by milliseconds from one second to the next; a
-/// service that stalled under the held connections would miss by hundreds. Run alone, issue 28's
-/// measurement holds the figures to twice (README, "Hostile clients").
+/// service that stalled under the held connections would miss by hundreds. docs/security.md has
+/// the figures of issue 28's measurement.
 fn latency_bound(p95_without: Duration) -> Duration {
     (p95_without * 2).max(p95_without + Duration::from_millis(50))
 }
@@ -143,13 +145,15 @@ pub async fn odd_requests_get_4xx_or_a_closed_connection_and_invented_methods_on
     let outcomes = odd_requests(&target.service.addr).await;
     println!("{outcomes:?}");
     for outcome in &outcomes {
-        let query = outcome.name.starts_with("a query") || outcome.name.starts_with("limit given");
-        let allowed = (400..500).contains(&outcome.status) || outcome.status == 0 || (query && outcome.status == 200);
-        assert!(allowed, "{}: {outcomes:?}", outcome.name);
+        let allowed = (400..500).contains(&outcome.status) || outcome.status == 0;
+        let served = ["a query of 8,000 parameters", "limit given 7,000 times"].contains(&outcome.name);
+        assert!(allowed || (served && outcome.status == 200), "{}: {outcomes:?}", outcome.name);
     }
     let status_of = |name: &str| outcomes.iter().find(|o| o.name == name).map(|o| o.status);
     assert_eq!(status_of("an invented method on an order"), Some(405));
     assert_eq!(status_of("an invented method on no route"), Some(404));
+    assert_eq!(status_of("a query of 8,000 parameters"), Some(200), "unknown parameters are ignored");
+    assert_eq!(status_of("a 100,000-byte query"), Some(414));
     let metrics = TestApp::at(target.service.base_url()).get("/metrics").await.text;
     assert!(metrics.contains(r#"method="OTHER""#), "{metrics}");
     for invented in ["FROB", "BREW"] {
