@@ -38,8 +38,8 @@ async fn assert_still_serving(target: &Target) {
 /// The most a hostile body may cost, in ordinary 1 MiB orders.
 pub const MAX_COST_RATIO: f64 = 5.0;
 /// The most the service's resident memory may grow while hostile bodies are sent by
-/// `CONCURRENT_CLIENTS` clients at once: 24 MiB per body in flight (measured: 10-13 MiB; before
-/// issue 28, 38-45 MiB).
+/// `CONCURRENT_CLIENTS` clients at once: 24 MiB per body in flight (measured in release builds:
+/// 4-12 MiB; before issue 28, 33-46 MiB).
 pub const MAX_PEAK_GROWTH_PER_CLIENT: u64 = 24 << 20;
 const CONCURRENT_CLIENTS: usize = 4;
 
