@@ -3,8 +3,14 @@
 //! keeping the last one. Keys and strings borrow from the body where they hold no escape (most
 //! do), so reading an order allocates little beyond the order itself. Parsing itself is
 //! serde_json's (strict UTF-8, lone surrogates rejected, nesting limited to 128 levels).
+//!
+//! `Keep` says how much of the body to build: what validation can never look at (the contents of
+//! containers nested deeper than any valid body goes, the elements of an array past the most a
+//! valid one holds) is parsed just as strictly, so the same bodies are malformed, but not stored.
+//! Half a million `[0,0,...]` or nested `[[[]]]` then cost the parse, not half a million values
+//! of 32 bytes each, allocated and freed one by one.
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -23,10 +29,32 @@ pub enum Json<'a> {
     Object(Vec<(Cow<'a, str>, Json<'a>)>),
 }
 
+/// How much of a body `Json::parse_keeping` stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep {
+    /// Arrays and objects this deep or deeper (the body itself is at depth 0) are stored empty.
+    pub depth: usize,
+    /// An array stores at most this many elements.
+    pub elements: usize,
+}
+
+impl Keep {
+    pub const ALL: Keep = Keep { depth: usize::MAX, elements: usize::MAX };
+}
+
 impl<'a> Json<'a> {
-    /// Parses a whole body; trailing characters after the value are an error.
+    /// Parses a whole body and stores all of it; trailing characters after the value are an error.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, serde_json::Error> {
-        serde_json::from_slice(bytes)
+        Self::parse_keeping(bytes, Keep::ALL)
+    }
+
+    /// Parses a whole body like `parse` (the same bodies are errors), storing only what `keep`
+    /// says.
+    pub fn parse_keeping(bytes: &'a [u8], keep: Keep) -> Result<Self, serde_json::Error> {
+        let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+        let json = JsonSeed { keep, depth: 0 }.deserialize(&mut deserializer)?;
+        deserializer.end()?;
+        Ok(json)
     }
 
     /// What kind of JSON value this is, for error messages.
@@ -42,9 +70,72 @@ impl<'a> Json<'a> {
     }
 }
 
-impl<'de> Deserialize<'de> for Json<'de> {
+/// Reads one value at `depth`, storing what `keep` allows.
+#[derive(Clone, Copy)]
+struct JsonSeed {
+    keep: Keep,
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for JsonSeed {
+    type Value = Json<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Json<'de>, D::Error> {
+        deserializer.deserialize_any(JsonVisitor { keep: self.keep, depth: self.depth })
+    }
+}
+
+/// A value parsed (strings decoded, numbers converted, so it fails where storing it would) and
+/// dropped.
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(JsonVisitor)
+        deserializer.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Skip)
     }
 }
 
@@ -79,7 +170,21 @@ impl<'de> Visitor<'de> for KeyVisitor {
     }
 }
 
-struct JsonVisitor;
+struct JsonVisitor {
+    keep: Keep,
+    depth: usize,
+}
+
+impl JsonVisitor {
+    /// Whether this container's contents are stored.
+    fn stores_contents(&self) -> bool {
+        self.depth < self.keep.depth
+    }
+
+    fn child(&self) -> JsonSeed {
+        JsonSeed { keep: self.keep, depth: self.depth + 1 }
+    }
+}
 
 impl<'de> Visitor<'de> for JsonVisitor {
     type Value = Json<'de>;
@@ -121,17 +226,27 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
+        let mut items = Vec::new();
+        if self.stores_contents() {
+            while items.len() < self.keep.elements {
+                match seq.next_element_seed(self.child())? {
+                    Some(item) => items.push(item),
+                    None => return Ok(Json::Array(items)),
+                }
+            }
         }
+        while seq.next_element::<Skip>()?.is_some() {}
         Ok(Json::Array(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
         let mut entries = Vec::new();
-        while let Some((Key(key), value)) = map.next_entry::<Key<'de>, Json<'de>>()? {
-            entries.push((key, value));
+        if !self.stores_contents() {
+            while map.next_entry::<Skip, Skip>()?.is_some() {}
+            return Ok(Json::Object(entries));
+        }
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            entries.push((key, map.next_value_seed(self.child())?));
         }
         Ok(Json::Object(entries))
     }
@@ -182,6 +297,40 @@ mod tests {
         assert_eq!(Json::parse(b"18446744073709551616").unwrap().kind(), "a number");
         assert!(matches!(Json::parse(b"18446744073709551616").unwrap(), Json::Float(_)));
         assert!(matches!(Json::parse(b"1.0").unwrap(), Json::Float(_)));
+    }
+
+    #[test]
+    fn keep_stores_containers_down_to_its_depth_and_arrays_up_to_its_length() {
+        let keep = Keep { depth: 2, elements: 3 };
+        let parsed = Json::parse_keeping(br#"{"a":[1,2,3,4,5],"b":{"c":[9],"d":{"e":1}},"f":[[1],{"g":2}]}"#, keep);
+        let one = Json::Unsigned;
+        assert_eq!(
+            parsed.expect("well-formed"),
+            Json::Object(vec![
+                ("a".into(), Json::Array(vec![one(1), one(2), one(3)])),
+                ("b".into(), Json::Object(vec![("c".into(), Json::Array(vec![])), ("d".into(), Json::Object(vec![]))])),
+                ("f".into(), Json::Array(vec![Json::Array(vec![]), Json::Object(vec![])])),
+            ])
+        );
+    }
+
+    #[test]
+    fn what_keep_leaves_out_is_still_parsed_strictly() {
+        let keep = Keep { depth: 1, elements: 1 };
+        for bad in [
+            &br#"{"a":[[["\ud800"]]]}"#[..],
+            br#"{"a":{"b":"\udc00"}}"#,
+            br#"{"a":[0,1e999]}"#,
+            br#"{"a":[0,"\u00"]}"#,
+            b"{\"a\":[0,\"\xff\"]}",
+            br#"{"a":[0,[1,]]}"#,
+            br#"{"a":[0,{"b"}]}"#,
+        ] {
+            assert!(Json::parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(Json::parse_keeping(bad, keep).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        let deep = format!(r#"{{"a":[0,{}{}]}}"#, "[".repeat(200), "]".repeat(200));
+        assert!(Json::parse_keeping(deep.as_bytes(), keep).is_err(), "the nesting limit still applies");
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! The order domain shared by both services: typed values that cannot hold invalid data
 //! (`values`, `order`), the parser that turns a request body into those types with one error per
-//! bad field (`validate`), the id generator, timestamps, the `Idempotency-Key` rules
-//! (`idempotency`), orders already written as JSON (`order_json`, what reads return; `json_write`
-//! writes them by hand), and the `OrderStore` trait each backend implements. Nothing here knows
-//! about HTTP or a database driver.
+//! bad field (`validate`; the errors, bounded, in `field_errors`), the id generator, timestamps,
+//! the `Idempotency-Key` rules (`idempotency`), orders already written as JSON (`order_json`, what
+//! reads return; `json_write` writes them by hand), and the `OrderStore` trait each backend
+//! implements. Nothing here knows about HTTP or a database driver.
 
+#![forbid(unsafe_code)]
+
+pub mod field_errors;
 pub mod idempotency;
 pub mod ids;
 pub mod json_tree;
@@ -18,6 +21,7 @@ pub mod time;
 pub mod validate;
 pub mod values;
 
+pub use field_errors::{FieldError, FieldErrors};
 pub use idempotency::IdempotencyKey;
 pub use ids::{CustomerId, IdGenerator, MAX_SAFE_INTEGER, OrderId, ProductId};
 pub use order::{Customer, Item, NewOrder, Order, Shipping, Status, StatusChange};
@@ -26,4 +30,3 @@ pub use store::{
     CustomerQuery, KeyedInsert, Limit, OrderStore, Placed, PoolStatus, ProductQuery, Returning, StoreError, place_order,
 };
 pub use time::Timestamp;
-pub use validate::FieldError;

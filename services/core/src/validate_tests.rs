@@ -8,7 +8,9 @@ fn parse(body: &Value) -> Result<NewOrder, BodyError> {
 
 fn field_errors(body: &Value) -> Vec<(String, String)> {
     match parse(body) {
-        Err(BodyError::Invalid(errors)) => errors.into_iter().map(|e| (e.field, e.message)).collect(),
+        Err(BodyError::Invalid(errors)) => {
+            errors.listed().iter().map(|e| (e.field.clone(), e.message.clone())).collect()
+        }
         other => panic!("expected validation errors, got {other:?}"),
     }
 }
@@ -72,7 +74,7 @@ fn duplicate_keys_are_reported_not_silently_merged() {
     text.insert_str(1, r#""currency":"USD","#);
     match NewOrder::parse(text.as_bytes()) {
         Err(BodyError::Invalid(errors)) => {
-            assert_eq!(errors, [FieldError { field: "currency".into(), message: "duplicate field".into() }])
+            assert_eq!(errors.listed(), [FieldError { field: "currency".into(), message: "duplicate field".into() }])
         }
         other => panic!("expected a duplicate field error, got {other:?}"),
     }
@@ -145,4 +147,39 @@ fn status_change_requires_a_known_status_and_an_optional_from() {
     {
         assert!(matches!(StatusChange::parse(bad), Err(BodyError::Invalid(_))), "{}", String::from_utf8_lossy(bad));
     }
+}
+
+#[test]
+fn thousands_of_bad_fields_list_the_first_hundred_and_count_the_rest() {
+    let mut text = String::from("{");
+    for i in 0..5_000 {
+        text.push_str(&format!(r#""x{i}":1,"#));
+    }
+    for _ in 0..3_000 {
+        text.push_str(r#""currency":"EUR","#);
+    }
+    text.push_str(r#""note":null}"#);
+    let Err(BodyError::Invalid(errors)) = NewOrder::parse(text.as_bytes()) else { panic!("a validation error") };
+    // 5000 unknown, 2999 duplicates, then customer, items and shipping missing.
+    assert_eq!(errors.len(), 5_000 + 2_999 + 3);
+    assert_eq!(errors.listed().len(), FieldErrors::MAX_LISTED);
+    assert_eq!(errors.listed()[0], FieldError { field: "x0".into(), message: "unknown field".into() });
+    assert_eq!(errors.listed()[99].field, "x99");
+}
+
+#[test]
+fn a_repeated_field_is_a_duplicate_every_time_after_the_first() {
+    let body = order_body(7, [1, 2, 3]).to_string();
+    let text =
+        format!(r#"{{"status":"paid",{},"status":"lost","status":"paid","status":1}}"#, &body[1..body.len() - 1]);
+    let Err(BodyError::Invalid(errors)) = NewOrder::parse(text.as_bytes()) else { panic!("a validation error") };
+    let duplicate = FieldError { field: "status".into(), message: "duplicate field".into() };
+    assert_eq!(errors.listed(), [duplicate.clone(), duplicate.clone(), duplicate]);
+}
+
+#[test]
+fn an_item_with_unknown_keys_names_them_with_the_item_index() {
+    let mut body = order_body(7, [1, 2, 3]);
+    body["items"][1]["colour"] = json!("red");
+    assert_eq!(field_errors(&body), [("items[1].colour".into(), "unknown field".into())]);
 }

@@ -7,7 +7,7 @@
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use orders_core::StoreError;
-use orders_core::validate::{BodyError, FieldError};
+use orders_core::validate::{BodyError, FieldErrors};
 use std::time::Duration;
 
 /// Why a request got 503; the label of `http_requests_shed_total` in `/metrics`.
@@ -21,10 +21,13 @@ pub enum Shed {
     RequestTimeout,
     /// The service is shutting down (readiness during the drain).
     ShuttingDown,
+    /// `MAX_IN_FLIGHT` requests were already being handled.
+    InFlightLimit,
 }
 
 impl Shed {
-    pub const ALL: [Shed; 4] = [Shed::DatabaseUnavailable, Shed::PoolTimeout, Shed::RequestTimeout, Shed::ShuttingDown];
+    pub const ALL: [Shed; 5] =
+        [Shed::DatabaseUnavailable, Shed::PoolTimeout, Shed::RequestTimeout, Shed::ShuttingDown, Shed::InFlightLimit];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -32,6 +35,7 @@ impl Shed {
             Shed::PoolTimeout => "pool_timeout",
             Shed::RequestTimeout => "request_timeout",
             Shed::ShuttingDown => "shutting_down",
+            Shed::InFlightLimit => "in_flight_limit",
         }
     }
 
@@ -41,6 +45,7 @@ impl Shed {
             Shed::PoolTimeout => "the service is overloaded (no database connection free in time); retry later",
             Shed::RequestTimeout => "the request took longer than REQUEST_TIMEOUT_MS; retry later",
             Shed::ShuttingDown => "the service is shutting down",
+            Shed::InFlightLimit => "the service is overloaded (MAX_IN_FLIGHT requests in progress); retry later",
         }
     }
 }
@@ -57,7 +62,9 @@ pub enum ApiError {
     Conflict(String),
     PayloadTooLarge,
     UnsupportedMediaType,
-    Validation(Vec<FieldError>),
+    /// A body with bad fields: the first `FieldErrors::MAX_LISTED` become one detail each, and one
+    /// more detail says how many were not listed.
+    Validation(FieldErrors),
     /// The database is down, the pool is exhausted or the request timed out; `outcome_unknown`
     /// when a write was sent and its answer lost. `cause` is logged at debug level, not sent.
     Unavailable {
@@ -150,7 +157,7 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         let details = match &self {
-            ApiError::Validation(errors) => serde_json::to_value(errors).unwrap_or_default(),
+            ApiError::Validation(errors) => validation_details(errors),
             ApiError::IdempotencyKey { message, .. } => {
                 serde_json::json!([{"field": "Idempotency-Key", "message": message}])
             }
@@ -167,6 +174,23 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// One `{"field","message"}` per listed bad field, then, if some were only counted, one more on
+/// `body` saying how many.
+fn validation_details(errors: &FieldErrors) -> serde_json::Value {
+    let mut details = serde_json::to_value(errors.listed()).unwrap_or_default();
+    if errors.unlisted() > 0
+        && let Some(list) = details.as_array_mut()
+    {
+        let message = format!(
+            "{} more bad fields not listed (only the first {} are)",
+            errors.unlisted(),
+            FieldErrors::MAX_LISTED
+        );
+        list.push(serde_json::json!({"field": "body", "message": message}));
+    }
+    details
 }
 
 impl From<StoreError> for ApiError {

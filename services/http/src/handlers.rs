@@ -1,6 +1,7 @@
 //! One short handler per endpoint: extract, parse, one store call, respond. Generic over the
 //! store so both services (and the in-memory test store) share every line.
 
+use crate::admission::Admission;
 use crate::error::{ApiError, Shed};
 use crate::extract::{JsonBody, ListParams, PathId};
 use crate::metrics::Metrics;
@@ -17,13 +18,14 @@ use orders_core::{
 };
 use std::sync::Arc;
 
-/// What every handler can reach: the store, the id generator, the metrics registry and the count
-/// of shed requests.
+/// What every handler can reach: the store, the id generator, the metrics registry, the count
+/// of shed requests and the count of requests in flight.
 pub struct AppState<S> {
     pub store: Arc<S>,
     pub ids: Arc<IdGenerator>,
     pub metrics: Arc<Metrics>,
     pub shedding: Arc<Shedding>,
+    pub admission: Arc<Admission>,
 }
 
 impl<S> Clone for AppState<S> {
@@ -33,6 +35,7 @@ impl<S> Clone for AppState<S> {
             ids: self.ids.clone(),
             metrics: self.metrics.clone(),
             shedding: self.shedding.clone(),
+            admission: self.admission.clone(),
         }
     }
 }
@@ -124,6 +127,7 @@ pub async fn readyz<S: OrderStore>(
 pub async fn metrics<S: OrderStore>(State(app): State<AppState<S>>) -> impl IntoResponse {
     let mut text = app.metrics.render(app.store.backend(), app.store.pool_status());
     text.push_str(&app.shedding.render());
+    text.push_str(&app.admission.render());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text)
 }
 

@@ -1,13 +1,15 @@
 //! `Observe`: the one middleware every request passes through, applied to every route and the
-//! fallback after routing (so the matched route template is in the request). It sets the body
+//! fallback after routing (so the matched route template is in the request). It admits the
+//! request or sheds it at once (`MAX_IN_FLIGHT`, `admission`), sets the body
 //! limit (`MAX_BODY_BYTES`), turns a request that runs past `REQUEST_TIMEOUT_MS` into a 503 and a
 //! panicking handler into a 500 with the usual error shape, then records the latency histogram
 //! (labelled `/orders/{id}`, never one series per id; `unmatched` for unknown paths), counts a
 //! shed request by its reason (`Shed`, timed-out requests included) and writes a debug log line. One hand-written layer instead of a stack of `from_fn` layers: every layer axum
 //! stacks on a route boxes the service and its future again on every request.
 
+use crate::admission::Admission;
 use crate::error::{ApiError, Shed};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, method_label};
 use crate::shedding::Shedding;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::response::{IntoResponse, Response};
@@ -23,16 +25,17 @@ use tower::{Layer, Service};
 
 #[derive(Debug, Clone)]
 pub struct ObserveLayer {
-    metrics: Arc<Metrics>,
-    shedding: Arc<Shedding>,
-    time_limit: Duration,
-    body_limit: usize,
+    pub metrics: Arc<Metrics>,
+    pub shedding: Arc<Shedding>,
+    pub admission: Arc<Admission>,
+    pub time_limit: Duration,
+    pub body_limit: usize,
 }
 
-impl ObserveLayer {
-    pub fn new(metrics: Arc<Metrics>, shedding: Arc<Shedding>, time_limit: Duration, body_limit: usize) -> Self {
-        Self { metrics, shedding, time_limit, body_limit }
-    }
+/// Routes every request may use however many others are in flight: they touch no database and
+/// read no body, and are what an operator needs to see an overload.
+fn always_admitted(route: Option<&MatchedPath>) -> bool {
+    route.is_some_and(|route| matches!(route.as_str(), "/healthz" | "/metrics"))
 }
 
 impl<S> Layer<S> for ObserveLayer {
@@ -70,17 +73,28 @@ where
         let metrics = self.settings.metrics.clone();
         let shedding = self.settings.shedding.clone();
         let time_limit = self.settings.time_limit;
-        let called = std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request)));
+        let admitted = if always_admitted(route.as_ref()) {
+            Ok(None)
+        } else {
+            self.settings.admission.try_admit().ok_or(()).map(Some)
+        };
+        let called = admitted.is_ok().then(|| std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request))));
         Box::pin(async move {
-            let outcome = match called {
-                Ok(future) => AssertUnwindSafe(tokio::time::timeout(time_limit, future)).catch_unwind().await,
-                Err(panic) => Err(panic),
-            };
-            let response = match outcome {
-                Ok(Ok(Ok(response))) => response,
-                Ok(Ok(Err(infallible))) => match infallible {},
-                Ok(Err(_elapsed)) => ApiError::timed_out(time_limit, &method).into_response(),
-                Err(panic) => panic_response(panic),
+            let _admitted = admitted;
+            let response = match called {
+                None => ApiError::unavailable(Shed::InFlightLimit, "MAX_IN_FLIGHT requests in flight").into_response(),
+                Some(called) => {
+                    let outcome = match called {
+                        Ok(future) => AssertUnwindSafe(tokio::time::timeout(time_limit, future)).catch_unwind().await,
+                        Err(panic) => Err(panic),
+                    };
+                    match outcome {
+                        Ok(Ok(Ok(response))) => response,
+                        Ok(Ok(Err(infallible))) => match infallible {},
+                        Ok(Err(_elapsed)) => ApiError::timed_out(time_limit, &method).into_response(),
+                        Err(panic) => panic_response(panic),
+                    }
+                }
             };
             if let Some(reason) = response.extensions().get::<Shed>() {
                 shedding.record(*reason);
@@ -88,7 +102,7 @@ where
             let elapsed = started.elapsed();
             let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
             let status = response.status().as_u16();
-            metrics.record(route, method.as_str(), status, elapsed);
+            metrics.record(route, method_label(&method), status, elapsed);
             tracing::debug!(%method, route, status, micros = elapsed.as_micros() as u64, "request");
             Ok(response)
         })

@@ -4,10 +4,15 @@
 //! (`extract`), the shared settings (`config`), logging (`telemetry`), Prometheus metrics
 //! (`metrics`) with the count of shed requests (`shedding`), the headers of the write endpoints
 //! (`write_headers`: `Prefer`, `Idempotency-Key`), the OpenAPI document (`openapi`), serving
-//! with a drain that answers every accepted connection (`serve`), and the tokio runtime both
-//! binaries build from `WORKER_THREADS` (`runtime`).
+//! with a drain that answers every accepted connection (`serve`), the limits on what one client
+//! can hold (`connection`: header and idle timeouts; `admission`: requests in flight), and the
+//! tokio runtime both binaries build from `WORKER_THREADS` (`runtime`).
 
+#![forbid(unsafe_code)]
+
+pub mod admission;
 pub mod config;
+pub mod connection;
 pub mod error;
 pub mod extract;
 pub mod handlers;
@@ -22,6 +27,7 @@ pub mod telemetry;
 pub mod write_headers;
 
 pub use config::{DatabaseLimits, HttpConfig, LogFormat};
+pub use connection::ConnectionLimits;
 pub use error::ApiError;
 pub use routes::app;
 pub use runtime::WorkerThreads;

@@ -1,9 +1,12 @@
 //! A small Prometheus registry: one latency histogram per (route, method, status) and the
 //! connection pool gauges, rendered in the text exposition format. Hand-written because the whole
-//! need is one histogram family. A series is registered once, the first time its labels occur;
+//! need is one histogram family. Every label has a bounded set of values, whatever clients send:
+//! the route is the matched template (`unmatched` otherwise), the status one the service chose,
+//! and the method one HTTP names or `OTHER` (`method_label`). A series is registered once, the first time its labels occur;
 //! after that, recording a request is a lookup under a shared read lock with borrowed labels (no
 //! allocation) and a few relaxed atomic additions, so requests never wait for each other here.
 
+use axum::http::Method;
 use orders_core::PoolStatus;
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -15,6 +18,24 @@ use std::time::Duration;
 
 /// Upper bounds in seconds; 50 ms (the benchmark's pass mark) is a bucket edge.
 const BUCKETS: [f64; 14] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// The `method` label of a request: one of the methods HTTP defines (RFC 9110, and `PATCH`), or
+/// `OTHER` for any method a client invents, so that invented methods share one series instead of
+/// adding one each.
+pub fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PATCH => "PATCH",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "OTHER",
+    }
+}
 
 /// The labels of one series, owned (the registry's keys).
 #[derive(Debug)]
@@ -222,6 +243,20 @@ mod tests {
         }
         let order: Vec<&str> = text.lines().filter(|line| line.starts_with("http_requests_total")).collect();
         assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "series sorted by labels: {order:?}");
+    }
+
+    #[test]
+    fn invented_methods_share_one_label() {
+        let metrics = Metrics::new();
+        for name in ["FROB", "get", "BREW", "PROPFIND", "X".repeat(1000).as_str()] {
+            let method = Method::from_bytes(name.as_bytes()).expect("a valid token");
+            metrics.record("unmatched", method_label(&method), 405, Duration::from_micros(100));
+        }
+        metrics.record("/orders", method_label(&Method::POST), 201, Duration::from_micros(100));
+        assert_eq!(metrics.series.read().expect("lock").len(), 2);
+        let text = metrics.render("postgres", PoolStatus::default());
+        assert!(text.contains(r#"http_requests_total{route="unmatched",method="OTHER",status="405"} 5"#), "{text}");
+        assert!(text.contains(r#"http_requests_total{route="/orders",method="POST",status="201"} 1"#), "{text}");
     }
 
     #[test]

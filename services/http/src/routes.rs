@@ -1,6 +1,7 @@
 //! The router: the API table of docs/api.md, line for line, plus the one layer every request passes
-//! through (`layers::Observe`: body limit, request timeout, panic guard, metrics and tracing).
+//! through (`layers::Observe`: `MAX_IN_FLIGHT`, body limit, request timeout, panic guard, metrics and tracing).
 
+use crate::admission::Admission;
 use crate::config::HttpConfig;
 use crate::handlers::{self, AppState};
 use crate::layers::ObserveLayer;
@@ -17,10 +18,15 @@ pub fn app<S: OrderStore>(store: Arc<S>, config: &HttpConfig) -> Router {
         ids: Arc::new(IdGenerator::new()),
         metrics: Arc::new(Metrics::new()),
         shedding: Arc::new(Shedding::default()),
+        admission: Arc::new(Admission::new(config.max_in_flight)),
     };
-    let body_limit = usize::try_from(config.max_body_bytes).unwrap_or(usize::MAX);
-    let observe =
-        ObserveLayer::new(state.metrics.clone(), state.shedding.clone(), config.request_timeout(), body_limit);
+    let observe = ObserveLayer {
+        metrics: state.metrics.clone(),
+        shedding: state.shedding.clone(),
+        admission: state.admission.clone(),
+        time_limit: config.request_timeout(),
+        body_limit: usize::try_from(config.max_body_bytes).unwrap_or(usize::MAX),
+    };
 
     Router::new()
         .route("/orders", post(handlers::create_order::<S>))

@@ -12,9 +12,16 @@
 //! 4. the process returns once every connection is closed, at the latest after the drain timeout
 //!    (`SHUTDOWN_TIMEOUT_MS`).
 //!
+//! While serving, each connection is held to `ConnectionLimits` (module `connection`): it must
+//! send a request's header within `HEADER_READ_TIMEOUT_MS`, and is closed when it has asked
+//! nothing for `IDLE_TIMEOUT_MS`; beyond `MAX_CONNECTIONS` open at once, a new connection gets a
+//! 503 and is closed at once, instead of waiting in the listen backlog or using up the process's
+//! file descriptors.
+//!
 //! `serve` is what both binaries call.
 
 use crate::config::HttpConfig;
+use crate::connection::{Activity, ConnectionLimits, Watched};
 use crate::routes::app;
 use axum::Router;
 use axum::body::Body;
@@ -55,12 +62,18 @@ impl Draining {
 pub struct Server {
     listener: TcpListener,
     router: Router,
+    limits: ConnectionLimits,
 }
 
 impl Server {
+    /// Binds `addr`, with the default `ConnectionLimits` until `limits` sets others.
     pub async fn bind(addr: SocketAddr, router: Router) -> io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
-        Ok(Self { listener, router })
+        Ok(Self { listener, router, limits: ConnectionLimits::default() })
+    }
+
+    pub fn limits(self, limits: ConnectionLimits) -> Self {
+        Self { limits, ..self }
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -77,8 +90,17 @@ impl Server {
         let draining = Draining::default();
         let (stop, stopping) = watch::channel(false);
         let mut connections = JoinSet::new();
+        let limits = self.limits;
         let spawn = |connections: &mut JoinSet<()>, stream: TcpStream| {
-            let connection = serve_connection(stream, self.router.clone(), draining.clone(), stopping.clone());
+            while connections.try_join_next().is_some() {}
+            if connections.len() >= limits.max_connections {
+                refuse(&stream);
+                return;
+            }
+            // The connection's clock starts now, not when its task first runs.
+            let activity = Arc::new(Activity::new());
+            let connection =
+                serve_connection(stream, activity, self.router.clone(), limits, draining.clone(), stopping.clone());
             connections.spawn(connection);
         };
         tokio::pin!(shutdown);
@@ -95,7 +117,6 @@ impl Server {
                     }
                 },
             }
-            while connections.try_join_next().is_some() {}
         }
 
         let deadline = tokio::time::Instant::now() + drain_timeout;
@@ -135,13 +156,39 @@ impl Server {
     }
 }
 
-/// One connection: HTTP/1.1 with keep-alive until the drain starts; then it ends after its current
-/// response, or after `IDLE_GRACE` if it has none in flight.
-async fn serve_connection(stream: TcpStream, router: Router, draining: Draining, mut stopping: watch::Receiver<bool>) {
+/// The body of the answer to a connection beyond `MAX_CONNECTIONS`.
+const REFUSAL: &str = r#"{"error":{"code":"unavailable","message":"too many open connections (MAX_CONNECTIONS); retry later","details":[]}}"#;
+
+/// Answers 503 to a connection beyond `MAX_CONNECTIONS`, without reading its request, if its
+/// socket takes the bytes at once; the caller then closes it.
+fn refuse(stream: &TcpStream) {
+    tracing::debug!("connection refused: MAX_CONNECTIONS connections are open");
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{REFUSAL}",
+        REFUSAL.len()
+    );
+    let _ = stream.try_write(answer.as_bytes());
+}
+
+/// One connection: HTTP/1.1 with keep-alive, held to `limits`, until the drain starts; then it
+/// ends after its current response, or after `IDLE_GRACE` if it has none in flight.
+async fn serve_connection(
+    stream: TcpStream,
+    activity: Arc<Activity>,
+    router: Router,
+    limits: ConnectionLimits,
+    draining: Draining,
+    mut stopping: watch::Receiver<bool>,
+) {
     let _ = stream.set_nodelay(true);
+    let socket = Watched::new(stream, activity.clone());
+    let requests = activity.clone();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let (router, draining) = (router.clone(), draining.clone());
+        let in_flight = requests.request_started();
         async move {
+            let _in_flight = in_flight;
             let mut request = request.map(Body::new);
             request.extensions_mut().insert(draining.clone());
             let mut response = router.oneshot(request).await.unwrap_or_else(|never: Infallible| match never {});
@@ -151,11 +198,23 @@ async fn serve_connection(stream: TcpStream, router: Router, draining: Draining,
             Ok::<_, Infallible>(response)
         }
     });
-    let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(socket), service);
     tokio::pin!(connection);
-    tokio::select! {
-        _ = connection.as_mut() => return,
-        _ = stopping.wait_for(|stop| *stop) => {}
+    let check = tokio::time::sleep(limits.header_read_timeout);
+    tokio::pin!(check);
+    loop {
+        tokio::select! {
+            _ = connection.as_mut() => return,
+            _ = stopping.wait_for(|stop| *stop) => break,
+            () = check.as_mut() => match activity.next_check(&limits, std::time::Instant::now()) {
+                Ok(next) => check.as_mut().reset(next.into()),
+                Err(expired) => {
+                    // Dropping the connection closes the socket; no request is in flight.
+                    tracing::debug!(?expired, "connection closed");
+                    return;
+                }
+            },
+        }
     }
     tokio::select! {
         _ = connection.as_mut() => return,
@@ -169,7 +228,7 @@ async fn serve_connection(stream: TcpStream, router: Router, draining: Draining,
 /// for at most `SHUTDOWN_TIMEOUT_MS`.
 pub async fn serve<S: OrderStore>(config: &HttpConfig, store: S) -> io::Result<()> {
     let backend = store.backend();
-    let server = Server::bind(config.bind_addr, app(Arc::new(store), config)).await?;
+    let server = Server::bind(config.bind_addr, app(Arc::new(store), config)).await?.limits(config.connection_limits());
     tracing::info!(backend, "listening on {}", server.local_addr()?);
     server.run(shutdown_signal(), config.shutdown_timeout()).await?;
     tracing::info!("stopped");

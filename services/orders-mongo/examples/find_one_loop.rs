@@ -14,6 +14,8 @@
 //! `cargo run --release -p orders-mongo --example find_one_loop -- URI DB --drop`
 //! `cargo run --release -p orders-mongo --example find_one_loop -- URI DB --trim MAX_ID`
 
+#![forbid(unsafe_code)]
+
 use mongodb::Client;
 use mongodb::bson::{Document, RawDocumentBuf, doc};
 use mongodb::options::ClientOptions;

@@ -6,6 +6,8 @@
 //! holds what the bench runner asks this database besides (seeding checks, `fsync`, sizes, counts,
 //! samples). The HTTP API itself is the shared `orders-http` crate.
 
+#![forbid(unsafe_code)]
+
 pub mod admin;
 mod bson_bytes;
 pub mod config;

@@ -2,6 +2,8 @@
 //! connects to MongoDB (waiting for a server that is still starting, applying the indexes) and
 //! serves the order API until SIGTERM or Ctrl-C.
 
+#![forbid(unsafe_code)]
+
 use anyhow::Context;
 use orders_mongo::{Config, MongoStore};
 

@@ -5,6 +5,8 @@
 //! doing (settings, GIN pending list, table counters, plans of the product query). `admin` holds
 //! what the bench runner asks this database besides (seeding, counts, `CHECKPOINT`, WAL figures).
 
+#![forbid(unsafe_code)]
+
 pub mod admin;
 pub mod config;
 pub mod diagnostics;

@@ -1,6 +1,8 @@
 //! Entry point of `orders-pg`: parse settings, start logging, build the runtime (`WORKER_THREADS`),
 //! connect and migrate, serve.
 
+#![forbid(unsafe_code)]
+
 use anyhow::Context;
 use orders_pg::{Config, PgStore};
 

@@ -26,6 +26,7 @@ macro_rules! api_contract_tests {
             content_type_must_be_json,
             bodies_over_the_limit_are_413,
             bad_fields_are_422_with_one_detail_each,
+            thousands_of_bad_fields_list_the_first_hundred_and_say_how_many_more,
             operator_objects_where_an_id_belongs_are_422,
             unknown_paths_and_methods_use_the_error_shape,
             operational_endpoints_answer,
@@ -254,6 +255,20 @@ pub async fn bad_fields_are_422_with_one_detail_each(app: &TestApp) {
     assert_eq!(ids(&app.get(&format!("/customers/{customer}/orders")).await), Vec::<u64>::new(), "nothing stored");
 }
 
+pub async fn thousands_of_bad_fields_list_the_first_hundred_and_say_how_many_more(app: &TestApp) {
+    let unknown: Vec<String> = (0..5000).map(|i| format!(r#""u{i}":0"#)).collect();
+    let body = format!("{{{}}}", unknown.join(","));
+    let reply = app.send(Method::POST, "/orders", Some("application/json"), body.into_bytes()).await;
+    assert_error(&reply, 422, "validation_failed");
+    let details = reply.json["error"]["details"].as_array().expect("details");
+    assert_eq!(details.len(), 101, "{}", reply.text);
+    assert_eq!(details[0], json!({"field": "u0", "message": "unknown field"}));
+    assert_eq!(details[99]["field"], "u99");
+    // 5000 unknown, then customer, items, currency and shipping missing: 5004, 100 listed.
+    assert_eq!(details[100]["field"], "body");
+    assert!(details[100]["message"].as_str().is_some_and(|m| m.starts_with("4904 more bad fields")), "{}", reply.text);
+}
+
 pub async fn operator_objects_where_an_id_belongs_are_422(app: &TestApp) {
     let mut body = order_body(random_id(), [1, 2, 3]);
     body["customer"]["id"] = json!({"$gt": 0});
@@ -404,7 +419,7 @@ pub async fn concurrent_retries_with_one_key_make_one_order(app: &TestApp) {
 
 pub async fn metrics_count_shed_requests_by_reason(app: &TestApp) {
     let metrics = app.get("/metrics").await;
-    for reason in ["database_unavailable", "pool_timeout", "request_timeout", "shutting_down"] {
+    for reason in ["database_unavailable", "pool_timeout", "request_timeout", "shutting_down", "in_flight_limit"] {
         let series = format!(r#"http_requests_shed_total{{reason="{reason}"}} "#);
         assert!(metrics.text.contains(&series), "{series} in {}", metrics.text);
     }

@@ -34,7 +34,10 @@ impl Reply {
 impl TestApp {
     /// Serves `store` on 127.0.0.1 with an ephemeral port until the test's runtime ends.
     pub async fn spawn<S: OrderStore>(store: S, config: HttpConfig) -> TestApp {
-        let server = Server::bind(config.bind_addr, app(Arc::new(store), &config)).await.expect("bind a loopback port");
+        let server = Server::bind(config.bind_addr, app(Arc::new(store), &config))
+            .await
+            .expect("bind a loopback port")
+            .limits(config.connection_limits());
         let addr = server.local_addr().expect("local address");
         tokio::spawn(server.run(std::future::pending(), Duration::from_secs(1)));
         TestApp::at(format!("http://{addr}"))

@@ -266,7 +266,7 @@ async fn raw_client(addr: &str, keep_alive: bool, signal: &OnceLock<Instant>, de
 }
 
 /// Writes one request and reads one response: its status and whether the server closes after it.
-async fn exchange(stream: &mut TcpStream, request: &[u8]) -> std::io::Result<(u16, bool)> {
+pub(crate) async fn exchange(stream: &mut TcpStream, request: &[u8]) -> std::io::Result<(u16, bool)> {
     stream.write_all(request).await?;
     let mut buffer = Vec::with_capacity(4096);
     let mut chunk = [0_u8; 4096];
