@@ -85,7 +85,9 @@ all_rules() { awk -F'\t' '$4 == "create" && $3 == "firewall" { for (i = 5; i < N
 ip_of() { state "next(d['$2_ip'] for d in s['droplets'] if d['name'] == '$TAG-$1')"; }
 droplet_creates() { awk -F'\t' '$2 == "compute" && $3 == "droplet" && $4 == "create"' "$FAKE_LOG"; }
 lines() { grep -c . || true; }
-has_call() { calls_since "$1" | grep -q -- "$2"; }
+# (grep -q on a here-string, not a pipe: under pipefail a writer cut short by grep's early exit
+# would turn a match into a failure.)
+has_call() { grep -q -- "$2" <<<"$(calls_since "$1")"; }
 op=$OPERATOR_IP/32
 # Every --flag of a recorded command line must be one the real orders-bench SUBCOMMAND accepts.
 bench=''
@@ -96,7 +98,7 @@ flags_known() { # SUBCOMMAND COMMAND-LINE
   local help flag
   help=$("$bench" "$1" --help)
   for flag in $(printf '%s\n' "$2" | grep -oE '(^| )--[a-z][a-z0-9-]*' | tr -d ' ' | sort -u); do
-    printf '%s\n' "$help" | grep -qE -- "(^|[ ,])$flag([ =,]|$)" || { echo "orders-bench $1 has no $flag" >&2; return 1; }
+    grep -qE -- "(^|[ ,])$flag([ =,]|$)" <<<"$help" || { echo "orders-bench $1 has no $flag" >&2; return 1; }
   done
 }
 

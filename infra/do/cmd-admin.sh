@@ -30,12 +30,13 @@ list_vpc() {
     jq -r --arg n "$TAG-vpc" '.[] | select(.name == $n) | "\(.id) \(.name) \(.default)"'
 }
 list_firewalls() {
-  local fake='' name
-  while IFS='|' read -r name _; do fake+="{\"id\":\"dry-run-fw-$name\",\"name\":\"$name\"},"; done < <(OPERATOR_CIDR=- firewall_specs)
+  local fake='' name ours
+  ours=$(OPERATOR_CIDR=- firewall_specs | cut -d'|' -f1)
+  while read -r name; do fake+="{\"id\":\"dry-run-fw-$name\",\"name\":\"$name\"},"; done <<<"$ours"
   query "[${fake%,}]" doctl compute firewall list --output json |
     jq -r --arg p "$TAG-" '.[] | select(.name | startswith($p)) | "\(.id) \(.name)"' |
     while read -r id name; do
-      if OPERATOR_CIDR=- firewall_specs | cut -d'|' -f1 | grep -qx -- "$name"; then printf '%s %s\n' "$id" "$name"; fi
+      if grep -qx -- "$name" <<<"$ours"; then printf '%s %s\n' "$id" "$name"; fi
     done
 }
 
@@ -118,7 +119,7 @@ cmd_down() {
 
   have=$(query "$(all_tags)" doctl compute tag list --format Name --no-header)
   for t in $(all_tags); do
-    if printf '%s\n' "$have" | grep -qx -- "$t"; then run doctl compute tag delete "$t" --force; fi
+    if grep -qx -- "$t" <<<"$have"; then run doctl compute tag delete "$t" --force; fi
   done
   if dry; then show rm -rf "$STATE_DIR"; else rm -rf "$STATE_DIR"; fi
 

@@ -162,7 +162,7 @@ plan() {
       printf '  VPC      %-30s %s\n' "$TAG-vpc" "exists"
     fi
     printf '  firewalls %s-postgres-db, -mongo-db, -apps, -load, -monitor: create or bring up to date\n' "$TAG"
-    printf '  tags     %s\n' "$(all_tags | while read -r t; do printf '%s\n' "$have_tags" | grep -qx -- "$t" || printf '%s ' "$t"; done)(to create)"
+    printf '  tags     %s\n' "$(all_tags | while read -r t; do grep -qx -- "$t" <<<"$have_tags" || printf '%s ' "$t"; done)(to create)"
     awk -v after="$total_after" -v now="$total_now" 'BEGIN {
       printf "  cost     %.4f USD/hour (%.2f USD a day) once up; %.4f USD/hour of it exists now\n", after, after * 24, now }'
   } >&3
@@ -184,7 +184,7 @@ ensure_tags() {
   local have t
   have=$(query '' doctl compute tag list --format Name --no-header)
   for t in $(all_tags); do
-    if ! printf '%s\n' "$have" | grep -qx -- "$t"; then run doctl compute tag create "$t" >/dev/null; fi
+    if ! grep -qx -- "$t" <<<"$have"; then run doctl compute tag create "$t" >/dev/null; fi
   done
 }
 
@@ -245,7 +245,7 @@ install_on() {
   set -- "${triples[@]}"
   for at in "${installed[@]}"; do
     sum=$(sha256sum "$1" 2>/dev/null | cut -d' ' -f1) || sum=missing
-    if ! printf '%s\n' "$have" | grep -qxF "$sum  $at"; then
+    if ! grep -qxF "$sum  $at" <<<"$have"; then
       sources+=("$1")
       args+=("/opt/orders/incoming/$(basename "$1")" "$2" "$3")
     fi
