@@ -91,7 +91,9 @@ has_call() { grep -q -- "$2" <<<"$(calls_since "$1")"; }
 op=$OPERATOR_IP/32
 # Every --flag of a recorded command line must be one the real orders-bench SUBCOMMAND accepts.
 bench=''
-for candidate in "$REPO/target/release/orders-bench" "$REPO/target/debug/orders-bench"; do
+target_dir=${CARGO_TARGET_DIR:-target}
+case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
+for candidate in "$target_dir/release/orders-bench" "$target_dir/debug/orders-bench"; do
   if [ -x "$candidate" ]; then bench=$candidate; break; fi
 done
 flags_known() { # SUBCOMMAND COMMAND-LINE

@@ -11,7 +11,8 @@
 # and the load droplets. The least-privilege points of docs/security.md ("On droplets") are proven
 # on the way (simcloud/security-checks.sh): each role's refusals, no password in any user-data,
 # secrets only in root-only files, a wide operator range refused, Grafana and Prometheus reached
-# through the tunnel alone. Every remote orders-bench is the release binary.
+# through the tunnel alone. Every remote orders-bench is the release binary (from
+# $CARGO_TARGET_DIR/release when that is set).
 #
 # Needs root, network namespaces, overlayfs and nftables (installed from Debian when missing);
 # skipped, saying why, where they are missing. Everything it creates is removed at the end, on
@@ -72,6 +73,10 @@ if ! "$venv/bin/python" -c 'import pymongo, yaml' 2>/dev/null; then
 fi
 echo "building the release binaries (cargo build --release; quick when up to date)"
 (cd "$REPO" && nice -n 19 cargo build --release --quiet -p orders-pg -p orders-mongo -p orders-bench)
+# Where cargo put them: CARGO_TARGET_DIR (relative to the checkout, where cargo ran) or target/.
+target_dir=${CARGO_TARGET_DIR:-target}
+case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
+echo "the droplets get the binaries of $target_dir/release"
 
 # --- the world, removed whatever happens -------------------------------------------------------
 W=$REPO/.local/simcloud/run-$$
@@ -95,7 +100,7 @@ cleanup() {
 trap cleanup EXIT
 OPNS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$W/state.json")-op
 TAG=obsim
-export TAG REGION=fra1 LOAD_COUNT=2 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$REPO/target/release \
+export TAG REGION=fra1 LOAD_COUNT=2 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$target_dir/release \
   STATE_DIR=$W/do-state RESULTS_DIR=$W/results
 unset DRY_RUN SSH_KEY SSH_IDENTITY VPC_RANGE ALLOW_WIDE_OPERATOR
 
