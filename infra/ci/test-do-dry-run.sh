@@ -46,7 +46,7 @@ for bin in orders-pg orders-mongo orders-bench; do elf '\076' >"$work/bin/$bin";
 export PATH="$work/fakebin:$PATH" FAKE_LOG=$work/calls.tsv FAKE_STATE=$work
 export TAG=obtest OPERATOR_IP=198.51.100.7 LOAD_COUNT=2 REGION=fra1
 export BIN_DIR=$work/bin STATE_DIR=$work/do-state RESULTS_DIR=$work/results
-unset DRY_RUN SSH_IDENTITY VPC_RANGE SSH_KEY
+unset DRY_RUN SSH_IDENTITY VPC_RANGE SSH_KEY ALLOW_WIDE_OPERATOR
 : >"$FAKE_LOG"
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -85,18 +85,22 @@ all_rules() { awk -F'\t' '$4 == "create" && $3 == "firewall" { for (i = 5; i < N
 ip_of() { state "next(d['$2_ip'] for d in s['droplets'] if d['name'] == '$TAG-$1')"; }
 droplet_creates() { awk -F'\t' '$2 == "compute" && $3 == "droplet" && $4 == "create"' "$FAKE_LOG"; }
 lines() { grep -c . || true; }
-has_call() { calls_since "$1" | grep -q -- "$2"; }
+# (grep -q on a here-string, not a pipe: under pipefail a writer cut short by grep's early exit
+# would turn a match into a failure.)
+has_call() { grep -q -- "$2" <<<"$(calls_since "$1")"; }
 op=$OPERATOR_IP/32
 # Every --flag of a recorded command line must be one the real orders-bench SUBCOMMAND accepts.
 bench=''
-for candidate in "$REPO/target/release/orders-bench" "$REPO/target/debug/orders-bench"; do
+target_dir=${CARGO_TARGET_DIR:-target}
+case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
+for candidate in "$target_dir/release/orders-bench" "$target_dir/debug/orders-bench"; do
   if [ -x "$candidate" ]; then bench=$candidate; break; fi
 done
 flags_known() { # SUBCOMMAND COMMAND-LINE
   local help flag
   help=$("$bench" "$1" --help)
   for flag in $(printf '%s\n' "$2" | grep -oE '(^| )--[a-z][a-z0-9-]*' | tr -d ' ' | sort -u); do
-    printf '%s\n' "$help" | grep -qE -- "(^|[ ,])$flag([ =,]|$)" || { echo "orders-bench $1 has no $flag" >&2; return 1; }
+    grep -qE -- "(^|[ ,])$flag([ =,]|$)" <<<"$help" || { echo "orders-bench $1 has no $flag" >&2; return 1; }
   done
 }
 
@@ -109,6 +113,15 @@ LOAD_COUNT=8 run_do up-limit up --yes || true
 check "more droplets than the account's limit (10) are refused" grep -q "may have 10 droplets" "$work/up-limit.out"
 run_do up-ask up || true
 check "without --yes and without a terminal up asks and stops" grep -q "nothing created" "$work/up-ask.out"
+for range in 0.0.0.0/0 198.51.100.0/24 198.51.100.0/31 ::/0 2001:db8::/64; do
+  OPERATOR_IP=$range run_do up-wide up --yes || true
+  check "OPERATOR_IP=$range (more than one address) is refused, naming ALLOW_WIDE_OPERATOR=1" \
+    grep -q "is a range of 2^[0-9]* addresses.*ALLOW_WIDE_OPERATOR=1" "$work/up-wide.out"
+done
+for bad in 198.51.100.7/33 198.51.100.7/x; do
+  OPERATOR_IP=$bad run_do up-bad up --yes || true
+  check "OPERATOR_IP=$bad is refused" grep -q "OPERATOR_IP=$bad: " "$work/up-bad.out"
+done
 check "none of them created anything" same "$(creates 0)" 0
 
 echo "up (LOAD_COUNT=2)"
@@ -130,6 +143,9 @@ check "apps firewall applies to both app tags" same "$(fw_flag "$TAG-apps" --tag
 check "every firewall lets SSH in from the operator only" same "$(all_rules | grep ports:22, | sort -u)" "protocol:tcp,ports:22,address:$op"
 check "SSH rule on each of the five firewalls" same "$(all_rules | grep -c ports:22,)" 5
 check "no inbound rule from any other address" same "$(all_rules | grep address: | grep -vc "address:$op$")" 0
+check "the operator's address opens SSH only (Grafana and Prometheus: do.sh tunnel)" \
+  same "$(all_rules | grep "address:$op$" | grep -vc '^protocol:tcp,ports:22,')" 0
+check "no firewall opens Grafana (3000) or Prometheus (9090)" same "$(all_rules | grep -c -e 'ports:3000,' -e 'ports:9090,')" 0
 check "node_exporter only from the monitor tag" same "$(all_rules | grep ports:9100 | sort -u)" "protocol:tcp,ports:9100,tag:$TAG-monitor"
 check "seven droplets created (2 db, 2 app, 2 load, monitor)" same "$(droplet_creates | lines)" 7
 check "every droplet carries $TAG and its role tag" \
@@ -138,22 +154,33 @@ check "every droplet in the VPC with user-data" same "$(droplet_creates | grep "
 check "database droplets c-2, apps and load c-8" \
   same "$(droplet_creates | grep -c "	--size	c-2	")/$(droplet_creates | grep -c "	--size	c-8	")" "2/4"
 check "rendered user-data has no placeholder left" bash -c "! grep -l '__[A-Z_]*__' '$STATE_DIR'/user-data/*.yaml"
-check "passwords only in 0600 files of the user-data (no script, no world-readable file)" /usr/bin/python3 - "$STATE_DIR" <<'PY'
-import glob, re, sys, yaml
-secrets = dict(l.split("=", 1) for l in open(sys.argv[1] + "/secrets.env").read().split())
-for path in glob.glob(sys.argv[1] + "/user-data/*.yaml"):
-    for entry in yaml.safe_load(open(path)).get("write_files", []):
-        if any(v in entry.get("content", "") for v in secrets.values()):
-            assert str(entry.get("permissions")) == "0600", (path, entry["path"])
-            assert not entry["content"].startswith("#!"), (path, entry["path"])
-PY
-check "postgres-app env points at the postgres-db private address (0600)" \
-  bash -c "grep -q 'DATABASE_URL=postgres://orders:[0-9a-f]*@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/orders-pg.env' && [ \$(stat -c %a '$STATE_DIR/env/orders-pg.env') = 600 ]"
-check "mongo-app env points at mongo-db and writes with w:majority, j:true" \
-  bash -c "grep -q 'MONGODB_URI=mongodb://orders:[0-9a-f]*@$(ip_of mongo-db private):27017/' '$STATE_DIR/env/orders-mongo.env' && grep -Pzq 'MONGO_WRITE_CONCERN=majority\nMONGO_JOURNAL=true\n' '$STATE_DIR/env/orders-mongo.env'"
-check "the load droplets' env names both databases" \
-  bash -c "grep -q '@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/bench.env' && grep -q '@$(ip_of mongo-db private):27017/' '$STATE_DIR/env/bench.env'"
-check "postgres-db pg_hba admits the VPC range only" grep -q "host orders orders $(state 's["vpcs"][0]["ip_range"]') scram-sha-256" "$STATE_DIR/user-data/postgres-db.yaml"
+check "secrets.env holds the five passwords (0600)" \
+  bash -c "[ \$(grep -c '^[A-Z_]*_PASSWORD=[0-9a-f]\{32\}$' '$STATE_DIR/secrets.env') = 5 ] && [ \$(stat -c %a '$STATE_DIR/secrets.env') = 600 ]"
+check "no user-data holds a password (the metadata service hands it to any local user)" \
+  bash -c "! cat '$STATE_DIR'/user-data/*.yaml | grep -qF -f <(sed -n 's/^[A-Z_]*PASSWORD=//p' '$STATE_DIR/secrets.env')"
+check "no cloud-init template names a password" bash -c "! grep -l 'PASSWORD__' '$REPO'/infra/do/cloud-init/*.yaml"
+check "user-data holding a password is refused before any droplet is made" bash -c "
+  set -a; . '$REPO/infra/do/config.sh'; . '$REPO/infra/do/lib.sh'; . '$STATE_DIR/secrets.env'; set +a
+  printf 'x: %s\n' \"\$PG_LOADER_PASSWORD\" >'$work/leaky.yaml'; holds_secret '$work/leaky.yaml' && ! holds_secret '$STATE_DIR/user-data/postgres-db.yaml'"
+check "the database droplets' role passwords are copied after boot, 0600" \
+  bash -c "grep -qx 'PG_SERVICE_PASSWORD=[0-9a-f]*' '$STATE_DIR/env/postgres-db.env' && grep -qx 'MONGO_LOADER_PASSWORD=[0-9a-f]*' '$STATE_DIR/env/mongo-db.env' && [ \$(stat -c %a '$STATE_DIR/env/postgres-db.env') = 600 ]"
+check "postgres-db and mongo-db get their roles' passwords over scp, then set them up" \
+  bash -c "grep -q '^scp	.*/env/postgres-db.env	.*/migrations.tar	root@$(ip_of postgres-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
+    grep -q '^scp	.*/env/mongo-db.env	root@$(ip_of mongo-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
+    grep -q 'CREATE EVENT TRIGGER orders_refuse_service_ddl' '$FAKE_STATE/ssh-stdin' && grep -qF 'Role|ordersLoader|' '$FAKE_STATE/ssh-stdin'"
+check "Grafana's password goes to the monitor after boot" grep -q "^scp	.*/env/grafana.env	root@$(ip_of monitor public):/opt/orders/incoming/" "$FAKE_LOG"
+check "postgres-app env points at the postgres-db private address as orders_service (0600)" \
+  bash -c "grep -q 'DATABASE_URL=postgres://orders_service:[0-9a-f]*@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/orders-pg.env' && [ \$(stat -c %a '$STATE_DIR/env/orders-pg.env') = 600 ]"
+check "mongo-app env points at mongo-db as orders_service and writes with w:majority, j:true" \
+  bash -c "grep -q 'MONGODB_URI=mongodb://orders_service:[0-9a-f]*@$(ip_of mongo-db private):27017/' '$STATE_DIR/env/orders-mongo.env' && grep -Pzq 'MONGO_WRITE_CONCERN=majority\nMONGO_JOURNAL=true\n' '$STATE_DIR/env/orders-mongo.env'"
+check "the load droplets' env names both databases, as the seeding roles (no superuser, no root)" \
+  bash -c "grep -q '=postgres://orders_loader:[0-9a-f]*@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/bench.env' && grep -q '=mongodb://orders_loader:[0-9a-f]*@$(ip_of mongo-db private):27017/' '$STATE_DIR/env/bench.env'"
+check "postgres-db pg_hba admits the two roles from the VPC range only" \
+  grep -q "host orders orders_service,orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256" "$STATE_DIR/user-data/postgres-db.yaml"
+check "the PostgreSQL migrations up applies are the ones orders-pg runs (same versions, same lock)" bash -c "
+  [ \"\$(grep -o '(\"[0-9]\{4\}_[a-z_]*\"' '$REPO/services/orders-pg/src/migrate.rs' | tr -d '(\"')\" = \"\$(cd '$REPO/migrations/postgres' && ls *.sql | sed 's/\.sql\$//')\" ] &&
+  lock=\$(sed -n 's/^const MIGRATION_LOCK: i64 = 0x\([0-9a-f_]*\);/\1/p' '$REPO/services/orders-pg/src/migrate.rs' | tr -d _) &&
+  grep -qx \"MIGRATION_LOCK=\$((16#\$lock))\" '$REPO/infra/do/remote/setup-postgres.sh'"
 check "first-boot apt waits for the dpkg lock" same "$(grep -l 'DPkg::Lock::Timeout' "$STATE_DIR"/user-data/*.yaml | lines)" 7
 check "k6 and Grafana are pinned" bash -c "grep -q 'k6=1\\.1\\.0' '$STATE_DIR/user-data/load-1.yaml' && grep -q 'grafana=[0-9]' '$STATE_DIR/user-data/monitor.yaml'"
 check "Prometheus targets are valid JSON" python3 -c "import json,sys; [json.load(open(f)) for f in sys.argv[1:]]" "$STATE_DIR"/targets/*.json
@@ -196,16 +223,29 @@ fi
 
 echo "toggle"
 m=$(mark)
-check "toggle PG_GIN_FASTUPDATE=off exits 0" run_do toggle toggle PG_GIN_FASTUPDATE=off
+check "toggle PG_PLAN_CACHE_MODE=force_custom_plan exits 0" run_do toggle toggle PG_PLAN_CACHE_MODE=force_custom_plan
 check "toggle edits the toggles file on postgres-app and restarts orders-pg" \
-  has_call "$m" "root@$(ip_of postgres-app public)	bash -s -- /etc/orders/orders-pg.toggles.env orders-pg 8080 PG_GIN_FASTUPDATE=off"
+  has_call "$m" "root@$(ip_of postgres-app public)	bash -s -- /etc/orders/orders-pg.toggles.env orders-pg 8080 PG_PLAN_CACHE_MODE=force_custom_plan"
+m=$(mark)
+check "toggle PG_GIN_FASTUPDATE=off exits 0" run_do toggle-gin toggle PG_GIN_FASTUPDATE=off
+check "fastupdate is set on postgres-db (as the index's owner), not in orders-pg's environment" \
+  bash -c "calls_since() { tail -n +\$((\$1 + 1)) '$FAKE_LOG'; }; calls_since $m | grep -q 'root@$(ip_of postgres-db public)	bash -s -- off' &&
+    calls_since $m | grep -q 'root@$(ip_of postgres-app public)	bash -s -- /etc/orders/orders-pg.toggles.env orders-pg 8080$' &&
+    ! calls_since $m | grep -q 'toggles.env .*PG_GIN_FASTUPDATE'"
 m=$(mark)
 check "toggle rejects an unknown variable" bash -c "! bash '$DO' toggle PG_FOO=1"
 check "toggle rejects a bad value" bash -c "! bash '$DO' toggle PG_GIN_FASTUPDATE=maybe"
+check "toggle PG_GIN_FASTUPDATE= (the index has no unset) is refused" bash -c "! bash '$DO' toggle PG_GIN_FASTUPDATE="
 check "a rejected toggle calls nothing" same "$(mark)" "$m"
 
-echo "status and down"
+echo "status, tunnel and down"
 check "status prices what exists" bash -c "bash '$DO' status 2>&1 | grep -q '1.16071 USD/hour'"
+check "status points at the tunnel for Grafana" bash -c "bash '$DO' status 2>&1 | grep -q 'Grafana and Prometheus: infra/do/do.sh tunnel'"
+m=$(mark)
+check "tunnel exits 0 (the fake ssh returns at once)" run_do tunnel tunnel
+check "tunnel forwards Grafana and Prometheus from the monitor's loopback to this machine's" \
+  has_call "$m" "^ssh	.*	-N	-o	ExitOnForwardFailure=yes	-L	127.0.0.1:3000:127.0.0.1:3000	-L	127.0.0.1:9090:127.0.0.1:9090	root@$(ip_of monitor public)$"
+check "tunnel prints the local URLs" bash -c "grep -q 'Grafana: *http://127.0.0.1:3000' '$work/tunnel.out' && grep -q 'Prometheus: http://127.0.0.1:9090' '$work/tunnel.out'"
 m=$(mark)
 check "down exits 0" run_do down down
 check "droplets deleted by tag" has_call "$m" "^doctl	compute	droplet	delete	--tag-name	$TAG	--force$"
@@ -220,13 +260,17 @@ echo "DRY_RUN=1"
 m=$(mark)
 export DRY_RUN=1
 check "dry up exits 0" run_do dry-up up
-check "dry round, toggle, down exit 0" bash -c "bash '$DO' round >'$work/dry-round.out' 2>&1 && bash '$DO' toggle PG_GIN_FASTUPDATE=off >'$work/dry-toggle.out' 2>&1 && bash '$DO' down >'$work/dry-down.out' 2>&1"
+check "dry round, toggle, tunnel, down exit 0" bash -c "bash '$DO' round >'$work/dry-round.out' 2>&1 && bash '$DO' toggle PG_GIN_FASTUPDATE=off >'$work/dry-toggle.out' 2>&1 && bash '$DO' tunnel >'$work/dry-tunnel.out' 2>&1 && bash '$DO' down >'$work/dry-down.out' 2>&1"
 check "dry run executed no doctl, ssh or scp" same "$(mark)" "$m"
 check "dry up prints the plan and its cost" grep -q "cost .* USD/hour (.* USD a day) once up" "$work/dry-up.out"
 check "dry up prints the firewall and droplet commands" \
   same "$(grep -c '^+ doctl compute firewall create' "$work/dry-up.out")/$(grep -c '^+ doctl compute droplet create' "$work/dry-up.out")" "5/7"
 check "dry round prints the detached start on load-1" grep -q '^+ ssh .*orders-round start ' "$work/dry-round.out"
-check "dry toggle prints the ssh" grep -q '^+ ssh .*PG_GIN_FASTUPDATE=off < .*set-env.sh' "$work/dry-toggle.out"
+check "dry toggle prints the ssh" grep -q '^+ ssh .* off < .*gin-fastupdate.sh' "$work/dry-toggle.out"
+check "dry tunnel prints the ssh" grep -q '^+ ssh .* -N .* -L 127.0.0.1:3000:127.0.0.1:3000 ' "$work/dry-tunnel.out"
+OPERATOR_IP=198.51.100.0/24 ALLOW_WIDE_OPERATOR=1 run_do dry-wide up
+check "ALLOW_WIDE_OPERATOR=1 lets a range through, with a warning" \
+  bash -c "grep -q 'warning: ALLOW_WIDE_OPERATOR=1' '$work/dry-wide.out' && grep -q 'ports:22,address:198.51.100.0/24' '$work/dry-wide.out'"
 check "dry down prints the delete by tag" grep -q "^+ doctl compute droplet delete --tag-name $TAG --force" "$work/dry-down.out"
 unset DRY_RUN
 

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The DigitalOcean journey, for real, on a simulated cloud on this machine (infra/ci/simcloud):
 # infra/do/do.sh up, seed, round (two repeats, two load droplets), toggle PG_GIN_FASTUPDATE=off,
-# round again (its ssh session dropped and re-attached), status, up again (nothing restarts; then a
-# changed setting restarts exactly the services it reaches), down and down again, all against a
+# round again (its ssh session dropped and re-attached), status, tunnel, up again (nothing
+# restarts; then a changed setting restarts exactly the services it reaches), down and down again,
+# all against a
 # fake doctl whose droplets are network + mount + PID namespaces on bridges of their own (no
 # uplink, no route off this machine). cloud-init is emulated from the rendered user-data, with the
 # apt install step replaced by the project's pinned wheels; the cloud firewalls do.sh asks for are
 # nftables rules inside every droplet, and each database must refuse every droplet but its app
-# and the load droplets. Every remote orders-bench is the release binary.
+# and the load droplets. The least-privilege points of docs/security.md ("On droplets") are proven
+# on the way (simcloud/security-checks.sh): each role's refusals, no password in any user-data,
+# secrets only in root-only files, a wide operator range refused, Grafana and Prometheus reached
+# through the tunnel alone. Every remote orders-bench is the release binary (from
+# $CARGO_TARGET_DIR/release when that is set).
 #
 # Needs root, network namespaces, overlayfs and nftables (installed from Debian when missing);
 # skipped, saying why, where they are missing. Everything it creates is removed at the end, on
@@ -68,6 +73,10 @@ if ! "$venv/bin/python" -c 'import pymongo, yaml' 2>/dev/null; then
 fi
 echo "building the release binaries (cargo build --release; quick when up to date)"
 (cd "$REPO" && nice -n 19 cargo build --release --quiet -p orders-pg -p orders-mongo -p orders-bench)
+# Where cargo put them: CARGO_TARGET_DIR (relative to the checkout, where cargo ran) or target/.
+target_dir=${CARGO_TARGET_DIR:-target}
+case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
+echo "the droplets get the binaries of $target_dir/release"
 
 # --- the world, removed whatever happens -------------------------------------------------------
 W=$REPO/.local/simcloud/run-$$
@@ -91,9 +100,9 @@ cleanup() {
 trap cleanup EXIT
 OPNS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$W/state.json")-op
 TAG=obsim
-export TAG REGION=fra1 LOAD_COUNT=2 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$REPO/target/release \
+export TAG REGION=fra1 LOAD_COUNT=2 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$target_dir/release \
   STATE_DIR=$W/do-state RESULTS_DIR=$W/results
-unset DRY_RUN SSH_KEY SSH_IDENTITY VPC_RANGE
+unset DRY_RUN SSH_KEY SSH_IDENTITY VPC_RANGE ALLOW_WIDE_OPERATOR
 
 # do.sh as the operator: in the operator's network namespace, with the fake doctl, ssh and scp.
 operator() { nsenter --net="/run/netns/$OPNS" env PATH="$W/bin:$PATH" SIMCLOUD_WORLD="$W" "$@"; }
@@ -110,6 +119,8 @@ check() { # DESCRIPTION COMMAND...
 expect() { local what=$1; shift; if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); echo "  ok    $what"; else fail "$what"; fi; }
 refuse() { local what=$1; shift; if "$@" >/dev/null 2>&1; then fail "$what"; else passed=$((passed + 1)); echo "  ok    $what"; fi; }
 contains() { grep -q -- "$2" "$1"; }
+# shellcheck source=infra/ci/simcloud/security-checks.sh
+. "$SIM/security-checks.sh"
 
 # --- a dry run creates nothing -------------------------------------------------------------------
 step "DRY_RUN=1 up: the plan and its cost, nothing created"
@@ -117,6 +128,9 @@ DRY_RUN=1 OPERATOR_IP=203.0.113.1 operator bash "$DO" up >"$W/dry-up.out" 2>&1 |
 expect "the plan lists the seven droplets with their sizes" test "$(grep -c '^  droplet .* USD/hour  create$' "$W/dry-up.out")" = 7
 expect "the plan prints the hourly cost before anything exists" contains "$W/dry-up.out" "USD/hour (.* USD a day) once up"
 expect "the dry run asked the fake cloud nothing" test "$(state 'len(s["droplets"]) + len(s["tags"]) + len(s["vpcs"])')" = 0
+
+step "an operator range wider than one address is refused"
+check_wide_operator_refused
 
 step "up without --yes and without a terminal refuses"
 refuse "up asks before billing starts (no terminal, no --yes: nothing created)" dosh up </dev/null
@@ -160,15 +174,19 @@ for pair in "${pairs[@]}"; do
 done
 refuse "the operator does not reach PostgreSQL (public address)" operator timeout 2 bash -c "</dev/tcp/$(public_ip postgres-db)/5432"
 expect "the operator reaches SSH" operator timeout 2 bash -c "</dev/tcp/$(public_ip postgres-db)/22"
+check_monitor_closed
+
+step "secrets: after boot, in root-only files, never in user-data"
+check_secrets
+
+step "least privilege: one role per job on each database"
+check_postgres_roles
+check_mongo_users
 
 step "the databases' own settings"
 refuse "mongod refuses a command without credentials" on mongo-db "mongosh --quiet --eval 'db.getSiblingDB(\"admin\").runCommand({\"listDatabases\": 1}).ok'"
-# shellcheck disable=SC2016 # expanded by the droplet's shell
-expect "the MongoDB password is only in files readable by root" on mongo-db 'pw=$(sed -n "s/^MONGO_PASSWORD=//p" /etc/orders/secrets.env)
-  for f in $(grep -rlF "$pw" /etc /usr/local/sbin /var/lib/cloud); do [ "$(stat -c %a "$f")" = 600 ] || { echo "$f"; exit 1; }; done'
-# shellcheck disable=SC2016 # expanded by the droplet's shell
-expect "the MongoDB password is on no command line" on mongo-db '! cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " " | grep -qF -f <(sed -n "s/^MONGO_PASSWORD=//p" /etc/orders/secrets.env)' 
-expect "PostgreSQL admits the VPC range only (pg_hba)" on postgres-db "grep -qx 'host orders orders $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf"
+expect "PostgreSQL admits the service's and the seeding role from the VPC range only (pg_hba)" on postgres-db \
+  "grep -qx 'host orders orders_service,orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf"
 expect "PostgreSQL is durable (fsync, synchronous_commit) with pg_stat_statements" \
   on postgres-db "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -h /var/run/postgresql -d orders -At -c 'SHOW synchronous_commit' -c 'SHOW fsync' -c 'SHOW shared_preload_libraries' | tr '\n' ' ' | grep -qx 'on on pg_stat_statements '"
 
@@ -176,6 +194,8 @@ expect "PostgreSQL is durable (fsync, synchronous_commit) with pg_stat_statement
 step "seed"
 dosh seed --orders 2000 2>&1 | tee "$W/seed.out" | show
 expect "one seed from the first load droplet loaded both databases" contains "$W/seed.out" "\[load-1\] mongo *2000 orders"
+expect "the seeding user may fsync: the MongoDB size is read after a checkpoint" \
+  bash -c "grep -q 'totalIndexSize' '$W/seed.out' && ! grep -q 'no fsync allowed' '$W/seed.out'"
 
 round_args=(--mix shop --start-rate 20 --step 20 --max-rate 40 --step-duration 3s --p95-ms 250)
 step "round: two repeats, two load droplets"
@@ -195,10 +215,13 @@ expect "merged step counts are the sum of both droplets' counts" jqr '[.rounds[0
 expect "every droplet offered half of each step" jqr '[.rounds[0].repeats[].fleet.machines[].steps[] | .offered_rate] == [10, 20, 10, 20, 10, 20, 10, 20]'
 expect "the report shows the load machines" contains "$RESULTS_DIR/$round1/report.md" "all machines"
 expect "the round ran in its own unit, logged on the droplet" test -s "$RESULTS_DIR/$round1/round.log"
+expect "the seeding role may CHECKPOINT after each reload (pg_checkpoint)" \
+  bash -c "grep -q 'reseeding' '$RESULTS_DIR/$round1/round.log' && ! grep -q 'CHECKPOINT after reseeding failed' '$RESULTS_DIR/$round1/round.log'"
 
 step "toggle PG_GIN_FASTUPDATE=off"
 dosh toggle PG_GIN_FASTUPDATE=off 2>&1 | tee "$W/toggle.out" | show
-expect "orders-pg restarted with fastupdate off" contains "$W/toggle.out" '"gin_fastupdate":"off"'
+expect "the index was changed by its owner on postgres-db" contains "$W/toggle.out" "orders_items: fastupdate=off, set as orders_owner"
+expect "orders-pg reports fastupdate off" contains "$W/toggle.out" '"gin_fastupdate":"off"'
 
 step "round again; its ssh session drops and do.sh re-attaches"
 # In a session of its own, so that the whole session (do.sh and its ssh) can be ended at once.
@@ -221,6 +244,9 @@ step "status"
 dosh status 2>&1 | tee "$W/status.out" | show
 expect "status prices what exists (2 x c-2, 4 x c-8, s-2vcpu-4gb)" contains "$W/status.out" "1.16071 USD/hour"
 
+step "tunnel: Grafana and Prometheus through SSH"
+check_tunnel
+
 step "up again: nothing changed, nothing restarts"
 pid_before=$(on postgres-app 'systemctl show -p MainPID --value orders-pg')
 dosh up --yes >"$W/up2.out" 2>&1 || { cat "$W/up2.out"; fail "second up"; }
@@ -229,7 +255,8 @@ expect "every service left running" test "$(grep -c 'nothing changed, left runni
 expect "orders-pg kept its process" test "$(on postgres-app 'systemctl show -p MainPID --value orders-pg')" = "$pid_before"
 POOL_SIZE=6 dosh up --yes >"$W/up3.out" 2>&1 || { cat "$W/up3.out"; fail "third up"; }
 expect "a changed setting restarts the services it reaches" test "$(grep -c 'restarted, changed: /etc/orders/orders-.*\.env' "$W/up3.out")" = 2
-expect "the toggle survived up" on postgres-app 'grep -qx PG_GIN_FASTUPDATE=off /etc/orders/orders-pg.toggles.env'
+expect "the index kept fastupdate off through up" on postgres-app \
+  "curl -fsS http://127.0.0.1:8080/diagnostics | jq -e '.gin_index.fastupdate == \"off\"'"
 
 # --- down ----------------------------------------------------------------------------------------
 step "down"

@@ -1,20 +1,27 @@
 # shellcheck shell=bash
-# `do.sh toggle`, `status`, `ssh` and `down`.
+# `do.sh toggle`, `status`, `tunnel`, `ssh` and `down`.
 
+# The settings of orders-pg's environment go to the postgres-app droplet (a restart); the GIN
+# index's fastupdate is applied on the postgres-db droplet as the role that owns the index, which
+# orders-pg's role on droplets is not (docs/security.md); the service reads it back.
 cmd_toggle() {
-  local kv host
+  local kv fastupdate='' service=()
   [ $# -gt 0 ] || die "usage: infra/do/do.sh toggle NAME=VALUE... (see: infra/do/do.sh help)"
   for kv in "$@"; do
     case $kv in
-      PG_GIN_FASTUPDATE=on | PG_GIN_FASTUPDATE=off | PG_GIN_FASTUPDATE=) ;;
-      PG_PLAN_CACHE_MODE=auto | PG_PLAN_CACHE_MODE=force_custom_plan | PG_PLAN_CACHE_MODE=force_generic_plan | PG_PLAN_CACHE_MODE=) ;;
-      PG_STATEMENT_MODE=prepared | PG_STATEMENT_MODE=unprepared | PG_STATEMENT_MODE=) ;;
+      PG_GIN_FASTUPDATE=on | PG_GIN_FASTUPDATE=off) fastupdate=${kv#*=} ;;
+      PG_GIN_FASTUPDATE=) die "toggle: fastupdate is a setting of the index (it stays as it is until changed): give PG_GIN_FASTUPDATE=on or off" ;;
+      PG_PLAN_CACHE_MODE=auto | PG_PLAN_CACHE_MODE=force_custom_plan | PG_PLAN_CACHE_MODE=force_generic_plan | PG_PLAN_CACHE_MODE=) service+=("$kv") ;;
+      PG_STATEMENT_MODE=prepared | PG_STATEMENT_MODE=unprepared | PG_STATEMENT_MODE=) service+=("$kv") ;;
       *) die "toggle: '$kv' is not one of PG_GIN_FASTUPDATE=on|off, PG_PLAN_CACHE_MODE=auto|force_custom_plan|force_generic_plan, PG_STATEMENT_MODE=prepared|unprepared (NAME= removes it)" ;;
     esac
   done
   refresh_droplets
-  host=$(need_ip postgres-app public)
-  rscript "$host" "$HERE/remote/set-env.sh" /etc/orders/orders-pg.toggles.env orders-pg "$APP_PORT" "$@"
+  if [ -n "$fastupdate" ]; then
+    rscript "$(need_ip postgres-db public)" "$HERE/remote/gin-fastupdate.sh" "$fastupdate"
+  fi
+  rscript "$(need_ip postgres-app public)" "$HERE/remote/set-env.sh" /etc/orders/orders-pg.toggles.env orders-pg "$APP_PORT" \
+    ${service[@]+"${service[@]}"}
 }
 
 # The VPC and firewalls of this deployment that exist ("id name default" lines; firewalls "id name").
@@ -23,12 +30,13 @@ list_vpc() {
     jq -r --arg n "$TAG-vpc" '.[] | select(.name == $n) | "\(.id) \(.name) \(.default)"'
 }
 list_firewalls() {
-  local fake='' name
-  while IFS='|' read -r name _; do fake+="{\"id\":\"dry-run-fw-$name\",\"name\":\"$name\"},"; done < <(OPERATOR_CIDR=- firewall_specs)
+  local fake='' name ours
+  ours=$(OPERATOR_CIDR=- firewall_specs | cut -d'|' -f1)
+  while read -r name; do fake+="{\"id\":\"dry-run-fw-$name\",\"name\":\"$name\"},"; done <<<"$ours"
   query "[${fake%,}]" doctl compute firewall list --output json |
     jq -r --arg p "$TAG-" '.[] | select(.name | startswith($p)) | "\(.id) \(.name)"' |
     while read -r id name; do
-      if OPERATOR_CIDR=- firewall_specs | cut -d'|' -f1 | grep -qx -- "$name"; then printf '%s %s\n' "$id" "$name"; fi
+      if grep -qx -- "$name" <<<"$ours"; then printf '%s %s\n' "$id" "$name"; fi
     done
 }
 
@@ -37,12 +45,29 @@ cmd_status() {
   printf '%s\n' "$DROPLETS" | awk 'BEGIN { printf "  %-30s %-16s %-16s %s\n", "droplet", "public", "private", "size" }
     NF >= 4 { printf "  %-30s %-16s %-16s %s\n", $1, $2, $3, $4 }' >&3
   if [ -n "$(ip_of monitor public)" ]; then
-    printf '  Grafana: http://%s:3000 (admin, password GRAFANA_PASSWORD in %s/secrets.env)\n' \
-      "$(ip_of monitor public)" "$STATE_DIR" >&3
+    printf '  Grafana and Prometheus: infra/do/do.sh tunnel (they listen on the monitor droplet'"'"'s loopback)\n' >&3
   fi
   printf '  VPC %s, %s firewall(s)\n' "$(list_vpc | awk '{ print $2 ($3 == "true" ? " (the region default)" : "") }' | grep . || echo none)" \
     "$(list_firewalls | grep -c . || true)" >&3
   print_cost >&3
+}
+
+# An SSH tunnel to Grafana and Prometheus, which listen on the monitor droplet's loopback only:
+# no HTTP port of theirs is open to the internet, and Grafana's password travels inside SSH. Runs
+# until Ctrl-C.
+cmd_tunnel() {
+  local host
+  [ $# -eq 0 ] || die "usage: infra/do/do.sh tunnel (local ports: TUNNEL_GRAFANA_PORT, TUNNEL_PROMETHEUS_PORT)"
+  refresh_droplets
+  host=$(need_ip monitor public)
+  {
+    printf '  Grafana:    http://127.0.0.1:%s (user admin, password GRAFANA_PASSWORD in %s/secrets.env)\n' \
+      "$TUNNEL_GRAFANA_PORT" "$STATE_DIR"
+    printf '  Prometheus: http://127.0.0.1:%s\n' "$TUNNEL_PROMETHEUS_PORT"
+  } >&3
+  say "SSH tunnel to $TAG-monitor open until Ctrl-C"
+  run ssh "${SSH_OPTS[@]}" -N -o ExitOnForwardFailure=yes \
+    -L "127.0.0.1:$TUNNEL_GRAFANA_PORT:127.0.0.1:3000" -L "127.0.0.1:$TUNNEL_PROMETHEUS_PORT:127.0.0.1:9090" "root@$host"
 }
 
 cmd_ssh() {
@@ -94,7 +119,7 @@ cmd_down() {
 
   have=$(query "$(all_tags)" doctl compute tag list --format Name --no-header)
   for t in $(all_tags); do
-    if printf '%s\n' "$have" | grep -qx -- "$t"; then run doctl compute tag delete "$t" --force; fi
+    if grep -qx -- "$t" <<<"$have"; then run doctl compute tag delete "$t" --force; fi
   done
   if dry; then show rm -rf "$STATE_DIR"; else rm -rf "$STATE_DIR"; fi
 

@@ -1,40 +1,72 @@
 # shellcheck shell=bash
 # `do.sh up`: checks first (binaries built for Linux x86-64, sizes offered in the region, the
 # account's droplet limit), then the plan with its hourly cost and a confirmation (--yes skips it),
-# then tags, VPC, cloud firewalls and droplets with per-role cloud-init, and finally, on every run,
-# the binaries, env files and k6 script: each copied file is installed only when it differs, and a
-# service is restarted only when one of its files changed (or it was not running).
+# then tags, VPC, cloud firewalls and droplets with per-role cloud-init (settings only, no
+# password), and finally, on every run, the databases' roles with their passwords and the
+# migrations, then the binaries, env files and k6 script: each copied file is installed only when
+# it differs, and a service is restarted only when one of its files changed (or it was not running).
 
 all_tags() {
   printf '%s\n' "$TAG" "$TAG-postgres-db" "$TAG-mongo-db" "$TAG-postgres-app" "$TAG-mongo-app" \
     "$TAG-load" "$TAG-monitor"
 }
 
-# One line per firewall: NAME|TAGS IT APPLIES TO|INBOUND RULES. Nothing else is let in: each
-# database only from its own app droplet and the load droplets (which reload both databases
-# before every repeat and count their rows), the apps only from the load and monitor droplets,
-# the agents of the load droplets only from load droplets, SSH (and Grafana/Prometheus) only from
-# the operator, node_exporter only from the monitor.
+# Who may reach what: the one place where the droplets' inbound ports are declared. One line per
+# port: FIREWALL PORT FROM..., where FIREWALL is one of `firewalls` below (or `*`: every one) and
+# each FROM is a role, meaning the droplets carrying its tag, or `operator` (OPERATOR_CIDR). Nothing
+# else is let in: each database only from its own app droplet and the load droplets (which reload
+# both databases before every repeat and count their rows), the apps from the load and monitor
+# droplets, the agents of the load droplets from load droplets, node_exporter from the monitor,
+# and SSH from the operator alone. Grafana and Prometheus listen on the monitor's loopback only and
+# are reached through `do.sh tunnel` (SSH), so no HTTP port is open to the internet.
+inbound_ports() {
+  cat <<PORTS
+postgres-db 5432 postgres-app load
+mongo-db 27017 mongo-app load
+apps $APP_PORT load monitor
+load $AGENT_PORT load
+* 22 operator
+* 9100 monitor
+PORTS
+}
+# The firewalls: NAME and the tags it applies to (named $TAG-NAME).
+firewalls() {
+  printf '%s\n' "postgres-db $TAG-postgres-db" "mongo-db $TAG-mongo-db" "apps $TAG-postgres-app,$TAG-mongo-app" \
+    "load $TAG-load" "monitor $TAG-monitor"
+}
+# One line per firewall: NAME|TAGS IT APPLIES TO|INBOUND RULES (doctl's syntax).
 firewall_specs() {
-  local ssh="protocol:tcp,ports:22,address:$OPERATOR_CIDR"
-  local node="protocol:tcp,ports:9100,tag:$TAG-monitor"
-  local app="protocol:tcp,ports:$APP_PORT"
-  printf '%s|%s|%s\n' \
-    "$TAG-postgres-db" "$TAG-postgres-db" "protocol:tcp,ports:5432,tag:$TAG-postgres-app protocol:tcp,ports:5432,tag:$TAG-load $ssh $node" \
-    "$TAG-mongo-db" "$TAG-mongo-db" "protocol:tcp,ports:27017,tag:$TAG-mongo-app protocol:tcp,ports:27017,tag:$TAG-load $ssh $node" \
-    "$TAG-apps" "$TAG-postgres-app,$TAG-mongo-app" "$app,tag:$TAG-load $app,tag:$TAG-monitor $ssh $node" \
-    "$TAG-load" "$TAG-load" "protocol:tcp,ports:$AGENT_PORT,tag:$TAG-load $ssh $node" \
-    "$TAG-monitor" "$TAG-monitor" "$ssh protocol:tcp,ports:3000,address:$OPERATOR_CIDR protocol:tcp,ports:9090,address:$OPERATOR_CIDR $node"
+  local name tags
+  while read -r name tags; do
+    printf '%s|%s|%s\n' "$TAG-$name" "$tags" "$(inbound_ports | awk -v fw="$name" -v tag="$TAG" -v op="$OPERATOR_CIDR" '
+      $1 == fw || $1 == "*" {
+        for (i = 3; i <= NF; i++) {
+          from = ($i == "operator") ? "address:" op : "tag:" tag "-" $i
+          out = out sep "protocol:tcp,ports:" $2 "," from
+          sep = " "
+        }
+      }
+      END { print out }')"
+  done < <(firewalls)
 }
 OUTBOUND='protocol:tcp,ports:all,address:0.0.0.0/0 protocol:tcp,ports:all,address:::/0 protocol:udp,ports:all,address:0.0.0.0/0 protocol:udp,ports:all,address:::/0 protocol:icmp,address:0.0.0.0/0 protocol:icmp,address:::/0'
 
+# OPERATOR_CIDR from OPERATOR_IP: one address (/32, /128) unless ALLOW_WIDE_OPERATOR=1, since
+# whoever is in the range can try to log in as root on every droplet.
 operator_cidr() {
-  [ -n "$OPERATOR_IP" ] || die "set OPERATOR_IP to your public address, e.g. OPERATOR_IP=\$(curl -fsS https://ifconfig.me): SSH and Grafana accept only it"
-  case $OPERATOR_IP in
-    */*) OPERATOR_CIDR=$OPERATOR_IP ;;
-    *:*) OPERATOR_CIDR=$OPERATOR_IP/128 ;;
-    *) OPERATOR_CIDR=$OPERATOR_IP/32 ;;
-  esac
+  [ -n "$OPERATOR_IP" ] || die "set OPERATOR_IP to your public address, e.g. OPERATOR_IP=\$(curl -fsS https://ifconfig.me): SSH accepts only it"
+  local address=${OPERATOR_IP%/*} full=32 prefix
+  case $address in *:*) full=128 ;; esac
+  prefix=$full
+  case $OPERATOR_IP in */*) prefix=${OPERATOR_IP##*/} ;; esac
+  case $prefix in '' | *[!0-9]*) die "OPERATOR_IP=$OPERATOR_IP: '$prefix' is not a prefix length" ;; esac
+  [ "$prefix" -le "$full" ] || die "OPERATOR_IP=$OPERATOR_IP: a prefix longer than /$full"
+  if [ "$prefix" -lt "$full" ]; then
+    [ "$ALLOW_WIDE_OPERATOR" = 1 ] ||
+      die "OPERATOR_IP=$OPERATOR_IP is a range of 2^$((full - prefix)) addresses, and every one of them could try to log in to every droplet as root over SSH; give your own address alone (OPERATOR_IP=\$(curl -fsS https://ifconfig.me)), or set ALLOW_WIDE_OPERATOR=1 if you really mean that range"
+    say "warning: ALLOW_WIDE_OPERATOR=1: SSH accepts the range $OPERATOR_IP (2^$((full - prefix)) addresses)"
+  fi
+  OPERATOR_CIDR=$address/$prefix
 }
 
 # What a file is, from its first bytes: "ok" for a Linux x86-64 ELF executable, else why not.
@@ -130,7 +162,7 @@ plan() {
       printf '  VPC      %-30s %s\n' "$TAG-vpc" "exists"
     fi
     printf '  firewalls %s-postgres-db, -mongo-db, -apps, -load, -monitor: create or bring up to date\n' "$TAG"
-    printf '  tags     %s\n' "$(all_tags | while read -r t; do printf '%s\n' "$have_tags" | grep -qx -- "$t" || printf '%s ' "$t"; done)(to create)"
+    printf '  tags     %s\n' "$(all_tags | while read -r t; do grep -qx -- "$t" <<<"$have_tags" || printf '%s ' "$t"; done)(to create)"
     awk -v after="$total_after" -v now="$total_now" 'BEGIN {
       printf "  cost     %.4f USD/hour (%.2f USD a day) once up; %.4f USD/hour of it exists now\n", after, after * 24, now }'
   } >&3
@@ -152,7 +184,7 @@ ensure_tags() {
   local have t
   have=$(query '' doctl compute tag list --format Name --no-header)
   for t in $(all_tags); do
-    if ! printf '%s\n' "$have" | grep -qx -- "$t"; then run doctl compute tag create "$t" >/dev/null; fi
+    if ! grep -qx -- "$t" <<<"$have"; then run doctl compute tag create "$t" >/dev/null; fi
   done
 }
 
@@ -191,6 +223,8 @@ create_droplet() {
   ud=$STATE_DIR/user-data/$role.yaml
   mkdir -p "$STATE_DIR/user-data"
   render "$HERE/cloud-init/${role%-[0-9]*}.yaml" "$ud"
+  # The metadata service hands user-data to any process on the droplet: secrets come after boot.
+  if holds_secret "$ud"; then die "$ud holds a password; user-data must not (copy it after boot, as render_env's files are)"; fi
   run doctl compute droplet create "$name" --region "$REGION" --image "$IMAGE" \
     --size "$(size_of "$role")" --vpc-uuid "$VPC_ID" --ssh-keys "$SSH_KEY" \
     --tag-names "$TAG,$(role_tag "$role")" --user-data-file "$ud" --format ID,Name --no-header
@@ -211,31 +245,44 @@ install_on() {
   set -- "${triples[@]}"
   for at in "${installed[@]}"; do
     sum=$(sha256sum "$1" 2>/dev/null | cut -d' ' -f1) || sum=missing
-    if ! printf '%s\n' "$have" | grep -qxF "$sum  $at"; then
+    if ! grep -qxF "$sum  $at" <<<"$have"; then
       sources+=("$1")
       args+=("/opt/orders/incoming/$(basename "$1")" "$2" "$3")
     fi
     shift 3
   done
-  rssh "$host" 'rm -rf /opt/orders/incoming && install -d -m 0700 /opt/orders/incoming'
-  if [ ${#sources[@]} -gt 0 ]; then rscp -q "${sources[@]}" "root@$host:/opt/orders/incoming/"; fi
+  send "$host" ${sources[@]+"${sources[@]}"}
   rscript "$host" "$HERE/remote/install.sh" "$unit" "$ready" ${args[@]+"${args[@]}"}
 }
 
-# The env files of the services and of the load droplets: from templates, into STATE_DIR (0600).
+# What the droplets get after boot, from templates, into STATE_DIR (0600): the env files of the
+# services and of the load droplets, the role passwords each database droplet sets, Grafana's; and
+# the migrations.
 render_env() {
   # shellcheck disable=SC2034 # read by render through ${!name}
   PG_DB_IP=$(need_ip postgres-db private) MONGO_DB_IP=$(need_ip mongo-db private)
   mkdir -p "$STATE_DIR/env"
   local f
-  for f in orders-pg orders-mongo bench; do render "$HERE/env/$f.env" "$STATE_DIR/env/$f.env"; done
+  for f in orders-pg orders-mongo bench postgres-db mongo-db grafana; do render "$HERE/env/$f.env" "$STATE_DIR/env/$f.env"; done
+  tar -C "$REPO" --owner=0 --group=0 --mtime=@0 --sort=name -cf "$STATE_DIR/migrations.tar" migrations
+}
+
+# The databases' roles and users, one per job (docs/security.md), and on PostgreSQL the migrations,
+# applied as the role that owns the tables before orders-pg starts (its own role could not).
+provision_databases() {
+  local host
+  host=$(need_ip postgres-db public)
+  send "$host" "$STATE_DIR/env/postgres-db.env" "$STATE_DIR/migrations.tar"
+  rscript "$host" "$HERE/remote/setup-postgres.sh"
+  host=$(need_ip mongo-db public)
+  send "$host" "$STATE_DIR/env/mongo-db.env"
+  rscript "$host" "$HERE/remote/setup-mongo.sh"
 }
 
 provision_app() {
   local role=$1 service=$2 host
   host=$(need_ip "$role" public)
-  # The migrations, unpacked into /opt/orders (the unit's working directory, read at start-up).
-  tar -C "$REPO" --owner=0 --group=0 --mtime=@0 --sort=name -cf "$STATE_DIR/migrations.tar" migrations
+  # The migrations, unpacked into /opt/orders (the unit's working directory).
   install_on "$host" "$service" "http://127.0.0.1:$APP_PORT/readyz" \
     "$BIN_DIR/$service" "/usr/local/bin/$service" 0755 \
     "$STATE_DIR/env/$service.env" "/etc/orders/$service.env" 0600 \
@@ -279,6 +326,7 @@ provision_monitor() {
   host=$(need_ip monitor public)
   write_targets
   rscp -q -r "$REPO/infra/monitoring" "$STATE_DIR/targets" "root@$host:/opt/orders/"
+  send "$host" "$STATE_DIR/env/grafana.env"
   rscript "$host" "$HERE/remote/setup-monitor.sh"
 }
 
@@ -307,8 +355,9 @@ cmd_up() {
   say "waiting for the first boot of every droplet (cloud-init: PostgreSQL 17, MongoDB 8, k6, Prometheus, Grafana)"
   for role in $(roles); do wait_cloud_init "$(ip_of "$role" public)" "$TAG-$role"; done
 
-  say "binaries, settings and the k6 script (installed where they changed; services restarted only then)"
+  say "database roles, secrets, migrations (docs/security.md), then the binaries, settings and the k6 script (installed where they changed; services restarted only then)"
   render_env
+  provision_databases
   provision_app postgres-app orders-pg
   provision_app mongo-app orders-mongo
   for role in $(roles); do

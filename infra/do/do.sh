@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # DigitalOcean deployment of the comparison: each service beside its database on separate
-# droplets, k6 and orders-bench on their own droplet(s), Prometheus + Grafana on a monitor droplet.
+# droplets, k6 and orders-bench on their own droplet(s), Prometheus + Grafana on a monitor droplet
+# (reached through an SSH tunnel). Who can reach what, the roles and the secrets: docs/security.md.
 # Run `infra/do/do.sh help`. DRY_RUN=1 prints every doctl/ssh/scp command instead of running it.
 set -euo pipefail
 
@@ -35,20 +36,24 @@ usage: infra/do/do.sh COMMAND [ARGS]
                           $RESULTS_DIR/<id>/ and write the report (other args go to
                           orders-bench round, e.g. --repeats 3)
   round --attach ID       wait for a round that is running (after a dropped connection) and fetch it
-  toggle NAME=VALUE...    set PG_GIN_FASTUPDATE (on|off), PG_PLAN_CACHE_MODE
-                          (auto|force_custom_plan|force_generic_plan) or PG_STATEMENT_MODE
-                          (prepared|unprepared) on the postgres-app droplet and restart orders-pg;
-                          NAME= removes the setting
+  toggle NAME=VALUE...    set PG_PLAN_CACHE_MODE (auto|force_custom_plan|force_generic_plan) or
+                          PG_STATEMENT_MODE (prepared|unprepared) on the postgres-app droplet and
+                          restart orders-pg (NAME= removes the setting); PG_GIN_FASTUPDATE (on|off)
+                          is set on the index itself, as its owner, on the postgres-db droplet
   status                  droplets, addresses, VPC, firewalls and the hourly cost of what exists
+  tunnel                  an SSH tunnel to Grafana and Prometheus on the monitor droplet (they listen
+                          on its loopback only); prints their local URLs, runs until Ctrl-C
   ssh ROLE [COMMAND]      ssh to a droplet: postgres-db mongo-db postgres-app mongo-app load-N monitor
   down                    delete every droplet tagged $TAG, the firewalls, the VPC (unless it is
                           the region's default) and the tags; says what it cost and what is left
   help                    this text
 
-Settings (environment; defaults in infra/do/config.sh): OPERATOR_IP (required by up), SSH_KEY,
+Settings (environment; defaults in infra/do/config.sh): OPERATOR_IP (required by up: your address;
+a range wider than one address only with ALLOW_WIDE_OPERATOR=1), SSH_KEY,
 SSH_IDENTITY, TAG=$TAG, REGION=$REGION, DB_SIZE=$DB_SIZE, APP_SIZE=$APP_SIZE,
 LOAD_SIZE=$LOAD_SIZE, MONITOR_SIZE=$MONITOR_SIZE, LOAD_COUNT=$LOAD_COUNT, POOL_SIZE=$POOL_SIZE,
-K6_VERSION=$K6_VERSION, GRAFANA_VERSION=$GRAFANA_VERSION, BIN_DIR, STATE_DIR, RESULTS_DIR,
+K6_VERSION=$K6_VERSION, GRAFANA_VERSION=$GRAFANA_VERSION, TUNNEL_GRAFANA_PORT=$TUNNEL_GRAFANA_PORT,
+TUNNEL_PROMETHEUS_PORT=$TUNNEL_PROMETHEUS_PORT, BIN_DIR, STATE_DIR, RESULTS_DIR,
 DRY_RUN=1 (print the doctl/ssh/scp commands instead of running them; asks DigitalOcean nothing).
 USAGE
 }
@@ -64,6 +69,7 @@ case $command in
   round) cmd_round "$@" ;;
   toggle) cmd_toggle "$@" ;;
   status) cmd_status "$@" ;;
+  tunnel) cmd_tunnel "$@" ;;
   ssh) cmd_ssh "$@" ;;
   down) cmd_down "$@" ;;
   *) usage >&2; exit 2 ;;

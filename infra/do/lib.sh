@@ -159,16 +159,37 @@ render() {
 
 rand_hex() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
 
-# Passwords live in STATE_DIR, made once per deployment.
+# The deployment's passwords, one per role and job (docs/security.md, "On droplets"): made once
+# per deployment in STATE_DIR/secrets.env (0600); a name missing from an older file is added.
+# They reach the droplets after boot, over scp into root-only files, never in user-data.
+SECRET_NAMES='PG_SERVICE_PASSWORD PG_LOADER_PASSWORD MONGO_SERVICE_PASSWORD MONGO_LOADER_PASSWORD GRAFANA_PASSWORD'
 load_secrets() {
-  local f=$STATE_DIR/secrets.env
+  local f=$STATE_DIR/secrets.env name
   mkdir -p "$STATE_DIR"
-  if [ ! -f "$f" ]; then
-    (umask 077 && printf 'PG_PASSWORD=%s\nMONGO_PASSWORD=%s\nGRAFANA_PASSWORD=%s\n' \
-      "$(rand_hex)" "$(rand_hex)" "$(rand_hex)" >"$f")
-  fi
+  (umask 077 && touch "$f")
+  for name in $SECRET_NAMES; do
+    grep -q "^$name=" "$f" || printf '%s=%s\n' "$name" "$(rand_hex)" >>"$f"
+  done
   # shellcheck source=/dev/null
   . "$f"
+}
+
+# holds_secret FILE: whether FILE contains one of the deployment's passwords.
+holds_secret() {
+  local name
+  for name in $SECRET_NAMES; do
+    if [ -n "${!name:-}" ] && grep -qF -- "${!name}" "$1"; then return 0; fi
+  done
+  return 1
+}
+
+# send HOST FILE...: copy files into the droplet's /opt/orders/incoming (made afresh, 0700, root
+# only), from where the remote script run next installs them (secrets as 0600 files of root).
+send() {
+  local host=$1
+  shift
+  rssh "$host" 'rm -rf /opt/orders/incoming && install -d -m 0700 /opt/orders/incoming'
+  if [ $# -gt 0 ]; then rscp -q "$@" "root@$host:/opt/orders/incoming/"; fi
 }
 
 # --- prices -------------------------------------------------------------------------------------

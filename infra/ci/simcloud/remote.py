@@ -3,14 +3,20 @@ open a TCP connection to port 22 of the droplet's public address from the operat
 so a cloud firewall that does not admit the operator makes them fail (exit 255, as ssh does);
 then they run the command inside the droplet (ssh: `bash -c` of the joined arguments, stdin and
 stdout passed through, the remote exit status returned) or copy files in or out of it (scp,
-through tar, `-r` for folders, into an existing folder or as a new name, like scp).
+through tar, `-r` for folders, into an existing folder or as a new name, like scp). ssh also
+forwards local ports (`-L [BIND:]PORT:HOST:HOSTPORT`, with `-N` for nothing else): it listens in
+the operator's namespace and opens each connection to HOST:HOSTPORT from inside the droplet's
+network namespace, so `127.0.0.1` is the droplet's own loopback, as with a real tunnel.
 """
 
+import ctypes
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
+import threading
 
 from world import nsenter, read_state
 
@@ -50,7 +56,8 @@ def reach(host, options):
     return droplet
 
 
-def split_options(argv, value_options):
+def split_options(argv, value_options, forwards=None):
+    """(flags, -o options, the rest); `-L` values go to `forwards` when it is given."""
     options, rest, i = [], [], 0
     flags = set()
     while i < len(argv):
@@ -64,6 +71,8 @@ def split_options(argv, value_options):
                 value = a[2:] or (argv[i + 1] if i + 1 < len(argv) else "")
                 if letter == "o":
                     options.append(value)
+                elif letter == "L" and forwards is not None:
+                    forwards.append(value)
                 i += 1 if a[2:] else 2
                 continue
             flags.update(a[1:])
@@ -74,11 +83,96 @@ def split_options(argv, value_options):
     return flags, options, rest
 
 
+CLONE_NEWNET = 0x40000000
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def connect_inside(droplet, host, port):
+    """A TCP connection opened from inside the droplet's network namespace: a thread of its own
+    enters the namespace (setns applies to the calling thread) and the socket keeps it."""
+    result = {}
+
+    def enter_and_connect():
+        try:
+            with open(f"/run/netns/{droplet['netns']}") as namespace:
+                if LIBC.setns(namespace.fileno(), CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), "setns")
+            result["socket"] = socket.create_connection((host, port), timeout=5)
+        except OSError as error:
+            result["error"] = error
+
+    thread = threading.Thread(target=enter_and_connect)
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["socket"]
+
+
+def pump(source, sink):
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for end, how in ((sink, socket.SHUT_WR), (source, socket.SHUT_RD)):
+            try:
+                end.shutdown(how)
+            except OSError:
+                pass
+
+
+def forward(droplet, spec):
+    """`-L [BIND:]PORT:HOST:HOSTPORT`: listen here, connect there for each client."""
+    parts = spec.split(":")
+    if len(parts) == 3:
+        parts.insert(0, "127.0.0.1")
+    if len(parts) != 4 or not parts[1].isdigit() or not parts[3].isdigit():
+        sys.exit(f"ssh: bad local forwarding specification '{spec}'")
+    bind, port, host, host_port = parts[0] or "127.0.0.1", int(parts[1]), parts[2], int(parts[3])
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((bind, port))
+    except OSError as error:
+        print(f"bind [{bind}]:{port}: {error.strerror}", file=sys.stderr)
+        print("Could not request local forwarding.", file=sys.stderr)
+        sys.exit(255)
+    listener.listen(16)
+
+    def serve():
+        while True:
+            client, _ = listener.accept()
+            try:
+                remote = connect_inside(droplet, host, host_port)
+            except OSError as error:
+                print(f"channel: open failed: connect to {host} port {host_port}: {error}", file=sys.stderr)
+                client.close()
+                continue
+            remote.settimeout(None)
+            for a, b in ((client, remote), (remote, client)):
+                threading.Thread(target=pump, args=(a, b), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+
+
 def ssh(argv):
-    _, options, rest = split_options(argv, SSH_VALUE_OPTIONS)
+    forwards = []
+    flags, options, rest = split_options(argv, SSH_VALUE_OPTIONS, forwards)
     if not rest:
         sys.exit("usage: ssh [options] host [command]")
     droplet = reach(rest[0], options)
+    for spec in forwards:
+        forward(droplet, spec)
+    if "N" in flags:
+        # Forwarding only, until the operator ends it.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+        sys.exit(0)
     command = " ".join(rest[1:])
     argv = nsenter(droplet, ["bash", "-c", command] if command else ["bash", "-l"])
     sys.exit(subprocess.run(argv).returncode)

