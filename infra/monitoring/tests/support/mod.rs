@@ -120,75 +120,61 @@ pub fn unix_now() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_secs_f64()
 }
 
-/// `DATABASE_URL` of the local stack (`infra/local/stack.sh env`).
-pub fn pg_server_url() -> String {
-    std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:55432/orders".into())
-}
-
 pub fn mongodb_uri() -> String {
     std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:57017".into())
 }
 
 /// The server part of `DATABASE_URL` with another database.
-pub fn pg_url_for(database: &str) -> String {
-    let url = pg_server_url();
+fn pg_url_for(database: &str) -> String {
+    let url = orders_pg::testing::server_url();
     let base = url.split('?').next().unwrap_or(&url).to_owned();
     let (server, _) = base.rsplit_once('/').expect("DATABASE_URL has a database name");
     format!("{server}/{database}")
 }
 
-const PREFIX: &str = "monitoring_test_";
-
-/// A PostgreSQL database and a MongoDB database of this test's own, both named `name`, dropped
-/// when this value is (PostgreSQL ones left by test processes that died go at the next creation).
+/// A PostgreSQL database of this test's own (`orders_pg::testing`, which also drops those left by
+/// test processes that died) and a MongoDB database name, both dropped when this value is.
 pub struct Databases {
-    pub name: String,
+    pub pg_url: String,
+    pub mongo_name: String,
     runtime: tokio::runtime::Runtime,
 }
 
 impl Databases {
     pub fn create() -> Self {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        let name = format!("{PREFIX}{}_{nanos}", std::process::id());
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        runtime.block_on(async {
-            let admin = pg_admin().await;
-            let rows = admin
-                .query("SELECT datname FROM pg_database WHERE datname LIKE $1", &[&format!("{PREFIX}%")])
-                .await
-                .expect("list test databases");
-            for row in rows {
-                let old: String = row.get(0);
-                let pid = old.trim_start_matches(PREFIX).split('_').next().unwrap_or("");
-                if !Path::new(&format!("/proc/{pid}")).exists() {
-                    let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {old} WITH (FORCE)")).await;
-                }
-            }
-            admin.batch_execute(&format!("CREATE DATABASE {name}")).await.expect("create the test database");
-        });
-        Self { name, runtime }
-    }
-
-    pub fn pg_url(&self) -> String {
-        pg_url_for(&self.name)
+        let pg_url = runtime.block_on(orders_pg::testing::fresh_database());
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        Self { pg_url, mongo_name: format!("monitoring_test_{}_{nanos}", std::process::id()), runtime }
     }
 }
 
-async fn pg_admin() -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(&pg_url_for("postgres"), tokio_postgres::NoTls)
-        .await
-        .expect("PostgreSQL of the local stack is running (bash infra/local/stack.sh start)");
-    tokio::spawn(connection);
-    client
+impl Databases {
+    /// Runs `sql` in the test's PostgreSQL database.
+    pub fn pg_execute(&self, sql: &str) {
+        self.runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&self.pg_url, tokio_postgres::NoTls)
+                .await
+                .expect("connect to the test database");
+            tokio::spawn(connection);
+            client.batch_execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        });
+    }
 }
 
 impl Drop for Databases {
     fn drop(&mut self) {
-        let name = self.name.clone();
+        let (pg_name, mongo_name) =
+            (self.pg_url.rsplit('/').next().unwrap_or_default().to_owned(), self.mongo_name.clone());
         self.runtime.block_on(async {
-            let _ = pg_admin().await.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+            if let Ok((admin, connection)) =
+                tokio_postgres::connect(&pg_url_for("postgres"), tokio_postgres::NoTls).await
+            {
+                tokio::spawn(connection);
+                let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {pg_name} WITH (FORCE)")).await;
+            }
             if let Ok(client) = mongodb::Client::with_uri_str(mongodb_uri()).await {
-                let _ = client.database(&name).drop().await;
+                let _ = client.database(&mongo_name).drop().await;
             }
         });
     }
