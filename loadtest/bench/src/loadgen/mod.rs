@@ -233,8 +233,11 @@ pub fn run(args: LoadArgs) -> Result<()> {
     let push = match &args.prometheus_rw {
         Some(url) => {
             let names: Vec<String> = targets.iter().map(|(name, _)| name.clone()).collect();
-            let routes: Vec<String> =
-                maker.endpoints.iter().map(|e| definitions.endpoints[&e.name].path.clone()).collect();
+            let routes: Vec<String> = maker
+                .endpoints
+                .iter()
+                .map(|e| definitions.endpoints.get(&e.name).map_or_else(String::new, |d| d.path.clone()))
+                .collect();
             Some(prometheus::Push::start(url, &names, &maker.endpoints, &routes)?)
         }
         None => None,
