@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's and CI's): starts the local stack (real
 # PostgreSQL 18 and mongod 6.0.5 from pinned wheels), checks formatting, the Markdown files'
-# relative links and lints, checks the infrastructure files, then runs every test of the
+# relative links and lints, installs the monitoring tools the dashboard test runs (pinned Debian
+# packages), checks the infrastructure files, then runs every test of the
 # workspace against those servers and fuzzes both services from their OpenAPI description
 # (scripts/fuzz-api.sh). Stops the servers afterwards if it started them.
 set -euo pipefail
@@ -39,6 +40,9 @@ python3 scripts/check-links.py
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "monitoring tools (pinned Debian packages: prometheus, postgres_exporter, node_exporter)"
+bash infra/local/monitor.sh install
 
 step "infrastructure checks"
 bash infra/ci/check-infra.sh

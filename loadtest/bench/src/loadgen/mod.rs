@@ -17,6 +17,7 @@ pub mod live;
 pub mod mixes;
 mod open;
 mod priority;
+pub mod prometheus;
 mod record;
 mod request;
 mod stamp;
@@ -96,6 +97,11 @@ pub struct LoadArgs {
     /// Print live figures as JSON lines on stdout every half second (for `round`).
     #[arg(long)]
     pub progress: bool,
+    /// Push the figures to Prometheus by remote write once a second, as k6's
+    /// experimental-prometheus-rw output does and under its metric names (open loop only), e.g.
+    /// http://127.0.0.1:9090/api/v1/write.
+    #[arg(long = "prometheus-rw", env = "ORDERS_BENCH_PROMETHEUS_RW", conflicts_with = "clients")]
+    pub prometheus_rw: Option<String>,
     /// Only print the endpoints and mixes of loadtest/mixes.json and how --mix resolves, as JSON
     /// (the k6 script prints the same with PRINT_MIXES=1), and exit.
     #[arg(long = "print-mix")]
@@ -224,10 +230,22 @@ pub fn run(args: LoadArgs) -> Result<()> {
     control.listen();
     let request_timeout = Duration::from_secs_f64(args.request_timeout);
     let budget = Duration::from_millis(u64::from(args.vu_budget_ms));
+    let push = match &args.prometheus_rw {
+        Some(url) => {
+            let names: Vec<String> = targets.iter().map(|(name, _)| name.clone()).collect();
+            let routes: Vec<String> = maker
+                .endpoints
+                .iter()
+                .map(|e| definitions.endpoints.get(&e.name).map_or_else(String::new, |d| d.path.clone()))
+                .collect();
+            Some(prometheus::Push::start(url, &names, &maker.endpoints, &routes)?)
+        }
+        None => None,
+    };
     let start = Start { targets, maker, recorder, request_timeout, progress: args.progress };
     let finished = match args.clients {
         Some(clients) => closed::run(start, clients, Duration::from_secs_f64(args.duration), control)?,
-        None => run_open(start, &steps, budget, &control)?,
+        None => run_open(start, &steps, budget, &control, push)?,
     };
     let offered: Vec<u64> = steps.iter().map(open::iterations).collect();
     let settings = match args.clients {
@@ -271,11 +289,19 @@ pub fn run(args: LoadArgs) -> Result<()> {
 }
 
 /// The open loop's whole run: connections opened ahead, the schedule, then the requests still in
-/// flight (up to their timeout, or two seconds when stopped early).
-fn run_open(start: Start, steps: &[OfferedStep], budget: Duration, control: &Control) -> Result<Finished> {
+/// flight (up to their timeout, or two seconds when stopped early); with `push`, the figures go to
+/// Prometheus meanwhile and once more at the end.
+fn run_open(
+    start: Start,
+    steps: &[OfferedStep],
+    budget: Duration,
+    control: &Control,
+    push: Option<prometheus::Push>,
+) -> Result<Finished> {
     let Start { targets, mut maker, recorder, request_timeout, progress } = start;
     let endpoints = maker.endpoints.clone();
     let mut open = OpenLoop::new(&targets, recorder, endpoints, request_timeout, progress)?;
+    open.push = push;
     for (t, error) in open.warm_up(2) {
         eprintln!("load: {} ({}): {error}; its requests will fail", targets[t].0, targets[t].1);
     }
@@ -286,6 +312,9 @@ fn run_open(start: Start, steps: &[OfferedStep], budget: Duration, control: &Con
     let ran = open.run(&mut maker, steps, budget, origin, control).context("the open loop")?;
     let patience = if ran.stopped_early { Duration::from_secs(2) } else { request_timeout + Duration::from_secs(1) };
     let abandoned = open.drain(patience).context("the open loop")?;
+    if let Some(push) = open.push.take() {
+        push.finish(&open.recorder);
+    }
     let cpu_seconds = cpu_before.zip(own_cpu_seconds()).map(|(before, after)| after - before);
     let facts = targets
         .iter()

@@ -124,6 +124,8 @@ pub struct OpenLoop {
     next_expiry: Instant,
     /// When the schedule begins (set by `run`).
     origin: Instant,
+    /// `--prometheus-rw`: handed the figures once a second.
+    pub push: Option<super::prometheus::Push>,
 }
 
 impl OpenLoop {
@@ -148,6 +150,7 @@ impl OpenLoop {
             next_progress: None,
             next_expiry: now,
             origin: now,
+            push: None,
         })
     }
 
@@ -180,6 +183,9 @@ impl OpenLoop {
             let mut stdout = std::io::stdout().lock();
             let _ = writeln!(stdout, "{line}");
             let _ = stdout.flush();
+        }
+        if let Some(push) = &mut self.push {
+            push.tick(&self.recorder, now);
         }
         Ok(())
     }

@@ -168,6 +168,11 @@ pub struct RoundArgs {
     /// segments, this machine's and one per agent, started together and merged into one result.
     #[arg(long, value_delimiter = ',')]
     pub followers: Vec<String>,
+    /// Push the load generator's figures to this Prometheus remote-write URL while the round runs,
+    /// e.g. http://127.0.0.1:9090/api/v1/write: the native generator's `--prometheus-rw`, or k6's
+    /// experimental-prometheus-rw output with native histograms (same metric names either way).
+    #[arg(long = "prometheus-rw")]
+    pub prometheus_rw: Option<String>,
 }
 
 /// One round to run: what to offer and how to judge it.
@@ -305,7 +310,10 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         },
         script,
         manifest,
-        extra_env: Vec::new(),
+        extra_env: match &args.prometheus_rw {
+            Some(url) => crate::loadgen::prometheus::round_env(url)?,
+            None => Vec::new(),
+        },
         fleet: (!args.followers.is_empty()).then(|| crate::fleet::leader::Fleet { followers: args.followers.clone() }),
         budget_note: None,
     };

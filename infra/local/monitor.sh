@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# Monitoring for the local stack: the exporters of both databases and a real Prometheus, the same
+# jobs and metric names as on the droplets and under docker compose, so the dashboard's queries
+# (infra/monitoring/grafana/dashboards/orders.json) run here unchanged. No Grafana: Debian has no
+# package of it; open Prometheus' own graph page, or point a Grafana at this Prometheus.
+#
+#   postgres_exporter   Debian's prometheus-postgres-exporter 0.11.1 with the custom queries of
+#                       infra/monitoring/exporters/postgres-queries.yaml, on the orders database
+#   MongoDB             mongo-serverstatus-exporter (infra/monitoring/src): serverStatus with the
+#                       names of Percona's mongodb_exporter (Debian's 2018 mongodb exporter cannot
+#                       talk to MongoDB 6.0)
+#   node_exporter       Debian's prometheus-node-exporter 1.5.0: this machine's CPU, memory, disks
+#   Prometheus          Debian's prometheus 2.42.0, scraping the exporters and both services,
+#                       receiving remote writes from k6 and `orders-bench load --prometheus-rw`
+#
+# Everything listens on 127.0.0.1; data, logs, pid files and the generated configuration live in
+# .local/monitor/ (MONITOR_DIR). See infra/local/README.md ("Monitoring").
+#
+# Usage: infra/local/monitor.sh {install|start|stop|status|env}
+# Ports and targets (environment): MONITOR_PROMETHEUS_PORT (19090), MONITOR_PG_EXPORTER_PORT
+# (19187), MONITOR_MONGO_EXPORTER_PORT (19216), MONITOR_NODE_EXPORTER_PORT (19100), MONITOR_PG_SERVICE (127.0.0.1:8080),
+# MONITOR_MONGO_SERVICE (127.0.0.1:8081), MONITOR_SCRAPE_INTERVAL (5s), MONITOR_PG_DSN (the local
+# stack's orders database), MONGODB_URI (the local stack's mongod), STACK_PG_PORT/STACK_MONGO_PORT
+# (as for stack.sh), MONGO_EXPORTER_BIN (a built mongo-serverstatus-exporter; else cargo builds it).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+DIR="${MONITOR_DIR:-$REPO/.local/monitor}"
+TARGETS="$DIR/targets"
+
+# Debian 12 (bookworm) versions, pinned.
+PROMETHEUS_DEB="prometheus=2.42.0+ds-5+b6"
+PG_EXPORTER_DEB="prometheus-postgres-exporter=0.11.1-3+b5"
+NODE_EXPORTER_DEB="prometheus-node-exporter=1.5.0-1+b6"
+
+PROM_PORT="${MONITOR_PROMETHEUS_PORT:-19090}"
+PG_EXPORTER_PORT="${MONITOR_PG_EXPORTER_PORT:-19187}"
+MONGO_EXPORTER_PORT="${MONITOR_MONGO_EXPORTER_PORT:-19216}"
+NODE_EXPORTER_PORT="${MONITOR_NODE_EXPORTER_PORT:-19100}"
+PG_SERVICE="${MONITOR_PG_SERVICE:-127.0.0.1:8080}"
+MONGO_SERVICE="${MONITOR_MONGO_SERVICE:-127.0.0.1:8081}"
+SCRAPE_INTERVAL="${MONITOR_SCRAPE_INTERVAL:-5s}"
+PG_DSN="${MONITOR_PG_DSN:-postgresql://postgres@127.0.0.1:${STACK_PG_PORT:-55432}/orders?sslmode=disable}"
+MONGO_URI="${MONGODB_URI:-mongodb://127.0.0.1:${STACK_MONGO_PORT:-57017}}"
+
+say() { printf 'monitor: %s\n' "$*"; }
+die() {
+	printf 'monitor: error: %s\n' "$*" >&2
+	exit 1
+}
+
+check_port() {
+	if ! [[ "$2" =~ ^[0-9]{1,5}$ ]] || ((10#$2 < 1 || 10#$2 > 65535)); then
+		die "$1 must be a TCP port number (1-65535), got '$2'"
+	fi
+}
+
+port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+# --- install ----------------------------------------------------------------------------------
+
+# The pinned Debian packages whose command is missing (the version of one already there is kept).
+missing_packages() {
+	command -v prometheus >/dev/null || printf '%s\n' "$PROMETHEUS_DEB"
+	command -v prometheus-postgres-exporter >/dev/null || printf '%s\n' "$PG_EXPORTER_DEB"
+	command -v prometheus-node-exporter >/dev/null || printf '%s\n' "$NODE_EXPORTER_DEB"
+}
+
+cmd_install() {
+	local -a need
+	mapfile -t need < <(missing_packages)
+	if ((${#need[@]} > 0)); then
+		command -v apt-get >/dev/null || die "missing ${need[*]} and no apt-get: install Prometheus 2.42+, postgres_exporter 0.11.1 and node_exporter yourself"
+		local sudo=''
+		[[ "$(id -u)" == 0 ]] || sudo=sudo
+		say "apt-get install ${need[*]} (their system services are neither started nor enabled)"
+		# A policy-rc.d keeps the packages from starting their daemons on all interfaces.
+		local policy=''
+		if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+			policy=/usr/sbin/policy-rc.d
+			$sudo sh -c "printf '#!/bin/sh\nexit 101\n' >$policy && chmod +x $policy"
+		fi
+		$sudo apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+			--no-install-recommends "${need[@]}" >/dev/null
+		[[ -z "$policy" ]] || $sudo rm -f "$policy"
+		if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
+			local package
+			for package in "${need[@]}"; do
+				$sudo systemctl disable --quiet "${package%%=*}" 2>/dev/null || true
+			done
+		fi
+	fi
+	say "prometheus $(version_of prometheus), postgres_exporter $(version_of prometheus-postgres-exporter)," \
+		"node_exporter $(version_of prometheus-node-exporter)"
+}
+
+version_of() { "$1" --version 2>&1 | awk 'NR == 1 { print $3 }'; }
+
+mongo_exporter_bin() {
+	if [[ -n "${MONGO_EXPORTER_BIN:-}" ]]; then
+		[[ -x "$MONGO_EXPORTER_BIN" ]] || die "MONGO_EXPORTER_BIN=$MONGO_EXPORTER_BIN is not an executable"
+		printf '%s\n' "$MONGO_EXPORTER_BIN"
+		return
+	fi
+	# The whole workspace's features, so the build shares what `cargo build --workspace` compiled.
+	(cd "$REPO" && cargo build --quiet --workspace --bin mongo-serverstatus-exporter) >&2 ||
+		die "building mongo-serverstatus-exporter failed"
+	printf '%s\n' "$REPO/target/debug/mongo-serverstatus-exporter"
+}
+
+# --- processes --------------------------------------------------------------------------------
+
+pid_of() { # NAME: the pid of our running NAME, else nothing
+	local file="$DIR/$1.pid" pid
+	[[ -s "$file" ]] || return 0
+	pid="$(cat "$file")"
+	if [[ "$pid" =~ ^[0-9]+$ ]] && [[ -d "/proc/$pid" ]]; then printf '%s\n' "$pid"; fi
+}
+
+# Starts NAME (COMMAND...) in the background with its log in .local/monitor/NAME.log, then waits
+# until PORT answers.
+launch() {
+	local name="$1" port="$2"
+	shift 2
+	if [[ -n "$(pid_of "$name")" ]]; then
+		say "$name already running (pid $(pid_of "$name"))"
+		return
+	fi
+	port_open "$port" && die "port $port is already in use; set the MONITOR_*_PORT variables"
+	setsid "$@" >"$DIR/$name.log" 2>&1 </dev/null &
+	printf '%s\n' "$!" >"$DIR/$name.pid"
+	local waited=0
+	until port_open "$port"; do
+		if ((waited >= 300)) || [[ -z "$(pid_of "$name")" ]]; then
+			tail -n 20 "$DIR/$name.log" >&2 || true
+			die "$name did not come up on 127.0.0.1:$port"
+		fi
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	say "$name on http://127.0.0.1:$port (pid $(pid_of "$name"), log $DIR/$name.log)"
+}
+
+stop_one() {
+	local name="$1" pid
+	pid="$(pid_of "$name")"
+	if [[ -z "$pid" ]]; then
+		say "$name not running"
+		rm -f "$DIR/$name.pid"
+		return
+	fi
+	kill -TERM "$pid" 2>/dev/null || true
+	local waited=0
+	while [[ -d "/proc/$pid" ]] && ((waited < 100)); do
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	[[ ! -d "/proc/$pid" ]] || kill -KILL "$pid" 2>/dev/null || true
+	rm -f "$DIR/$name.pid"
+	say "$name stopped"
+}
+
+# The shared infra/monitoring/prometheus.yml with this machine's target folder and interval.
+write_prometheus_config() {
+	mkdir -p "$TARGETS"
+	sed -e "s|/etc/prometheus/targets/|$TARGETS/|g" \
+		-e "s|^  scrape_interval: .*|  scrape_interval: $SCRAPE_INTERVAL|" \
+		-e "s|^  scrape_timeout: .*|  scrape_timeout: $SCRAPE_INTERVAL|" \
+		-e "s|\"localhost:9090\"|\"127.0.0.1:$PROM_PORT\"|" \
+		"$REPO/infra/monitoring/prometheus.yml" >"$DIR/prometheus.yml"
+	cat >"$TARGETS/orders-local.json" <<EOF
+[
+  {"targets": ["$PG_SERVICE"], "labels": {"service": "orders-pg", "backend": "pg"}},
+  {"targets": ["$MONGO_SERVICE"], "labels": {"service": "orders-mongo", "backend": "mongo"}}
+]
+EOF
+	cat >"$TARGETS/postgres-local.json" <<EOF
+[{"targets": ["127.0.0.1:$PG_EXPORTER_PORT"], "labels": {"service": "orders-pg", "engine": "postgres"}}]
+EOF
+	cat >"$TARGETS/mongodb-local.json" <<EOF
+[{"targets": ["127.0.0.1:$MONGO_EXPORTER_PORT"], "labels": {"service": "orders-mongo", "engine": "mongodb"}}]
+EOF
+	cat >"$TARGETS/node-local.json" <<EOF
+[{"targets": ["127.0.0.1:$NODE_EXPORTER_PORT"], "labels": {"host": "local", "role": "local"}}]
+EOF
+	promtool check config "$DIR/prometheus.yml" >/dev/null 2>&1 ||
+		die "the generated $DIR/prometheus.yml does not pass promtool check config"
+}
+
+cmd_start() {
+	cmd_install
+	mkdir -p "$DIR"
+	local mongo_exporter
+	mongo_exporter="$(mongo_exporter_bin)"
+	write_prometheus_config
+	launch postgres-exporter "$PG_EXPORTER_PORT" env DATA_SOURCE_NAME="$PG_DSN" prometheus-postgres-exporter \
+		--web.listen-address="127.0.0.1:$PG_EXPORTER_PORT" \
+		--extend.query-path="$REPO/infra/monitoring/exporters/postgres-queries.yaml" \
+		--no-collector.bgwriter
+	launch mongo-exporter "$MONGO_EXPORTER_PORT" env MONGODB_URI="$MONGO_URI" "$mongo_exporter" \
+		--listen "127.0.0.1:$MONGO_EXPORTER_PORT"
+	launch node-exporter "$NODE_EXPORTER_PORT" prometheus-node-exporter \
+		--web.listen-address="127.0.0.1:$NODE_EXPORTER_PORT"
+	launch prometheus "$PROM_PORT" prometheus --config.file="$DIR/prometheus.yml" \
+		--storage.tsdb.path="$DIR/prometheus-data" --storage.tsdb.retention.time=7d \
+		--web.listen-address="127.0.0.1:$PROM_PORT" \
+		--web.enable-remote-write-receiver --enable-feature=native-histograms
+	print_env
+}
+
+cmd_stop() {
+	stop_one prometheus
+	stop_one node-exporter
+	stop_one mongo-exporter
+	stop_one postgres-exporter
+}
+
+cmd_status() {
+	local rc=0 name pid
+	for name in postgres-exporter mongo-exporter node-exporter prometheus; do
+		pid="$(pid_of "$name")"
+		if [[ -n "$pid" ]]; then say "$name: running (pid $pid)"; else
+			say "$name: stopped"
+			rc=3
+		fi
+	done
+	return "$rc"
+}
+
+print_env() {
+	printf 'export %s=%q\n' \
+		PROMETHEUS_URL "http://127.0.0.1:$PROM_PORT" \
+		PROMETHEUS_RW_URL "http://127.0.0.1:$PROM_PORT/api/v1/write"
+}
+
+usage() {
+	cat <<EOF
+usage: $0 <command>
+
+  install   apt-get install the pinned $PROMETHEUS_DEB, $PG_EXPORTER_DEB
+            and $NODE_EXPORTER_DEB when their commands are missing
+  start     install if needed, build mongo-serverstatus-exporter, start the three exporters and
+            Prometheus on 127.0.0.1 (scraping the services at $PG_SERVICE and $MONGO_SERVICE)
+  stop      stop them
+  status    say which run (exit 0 if all four, 3 otherwise)
+  env       print PROMETHEUS_URL and PROMETHEUS_RW_URL (for --prometheus-rw and k6's remote write)
+
+ports: MONITOR_PROMETHEUS_PORT ($PROM_PORT), MONITOR_PG_EXPORTER_PORT ($PG_EXPORTER_PORT),
+       MONITOR_MONGO_EXPORTER_PORT ($MONGO_EXPORTER_PORT), MONITOR_NODE_EXPORTER_PORT ($NODE_EXPORTER_PORT);
+       data and logs in $DIR
+EOF
+}
+
+main() {
+	check_port MONITOR_PROMETHEUS_PORT "$PROM_PORT"
+	check_port MONITOR_PG_EXPORTER_PORT "$PG_EXPORTER_PORT"
+	check_port MONITOR_MONGO_EXPORTER_PORT "$MONGO_EXPORTER_PORT"
+	check_port MONITOR_NODE_EXPORTER_PORT "$NODE_EXPORTER_PORT"
+	case "${1:-}" in
+	install) cmd_install ;;
+	start) cmd_start ;;
+	stop) cmd_stop ;;
+	status) cmd_status ;;
+	env) print_env ;;
+	-h | --help | help) usage ;;
+	*)
+		usage >&2
+		exit 2
+		;;
+	esac
+}
+
+main "$@"
