@@ -11,9 +11,9 @@
 //! for that mode changes only `run`.
 
 use super::services::Urls;
-use crate::dataset::Profile;
-use crate::manifest::Manifest;
-use crate::prng::SplitMix64;
+use orders_dataset::Profile;
+use orders_dataset::manifest::Manifest;
+use orders_dataset::prng::SplitMix64;
 use crate::target::Target;
 use anyhow::{Context, Result};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};

@@ -274,7 +274,7 @@ async fn prefill(ctx: &mut Ctx, data: Data) -> Result<(u32, String)> {
     let crate::fresh::Reset::Restore(snapshots) = ctx.reset_for(data).await? else {
         return Ok((FALLBACK_PREFILL, format!("{FALLBACK_PREFILL} (no planner probe against deployed databases)")));
     };
-    let manifest = crate::manifest::read(&ctx.manifest)?;
+    let manifest = orders_dataset::manifest::read(&ctx.manifest)?;
     let source = crate::round::plan_probe::Source {
         admin_url: snapshots.admin_url(),
         template: snapshots.pg_template(),

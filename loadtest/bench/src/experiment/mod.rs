@@ -200,7 +200,7 @@ impl Ctx {
         };
         if self.minimal.is_none() && self.name != Name::Gin {
             let profile =
-                crate::dataset::Profile { seed: 1, orders: 1, customers: 1, products: 3, items: 3, note_bytes: 0 };
+                orders_dataset::Profile { seed: 1, orders: 1, customers: 1, products: 3, items: 3, note_bytes: 0 };
             let support = prefer::probe(&urls, &closed_loop::new_order_body(&profile, 2)?).await?;
             if let Some(note) = support.note() {
                 self.notes.push(note);

@@ -10,7 +10,7 @@ use super::closed_loop::{self, Plan as ClosedPlan, Run as ClosedRun, Work};
 use super::figures::{RepeatExtras, RoundFigures};
 use super::services::Urls;
 use super::variant::Variant;
-use crate::manifest::{self, Manifest};
+use orders_dataset::manifest::{self, Manifest};
 use crate::model::result::{RatePlan, RoundResult};
 use crate::model::verdict::PassMark;
 use crate::round::verdict;

@@ -203,7 +203,7 @@ pub fn run(args: LoadArgs) -> Result<()> {
         if args.clients.is_some() { "ordinary (closed loop)".to_owned() } else { priority::claim(!args.no_realtime) };
     let definitions = mixes::Definitions::embedded()?;
     let mix = definitions.mix(&args.mix)?;
-    let manifest = crate::manifest::read(&args.manifest)
+    let manifest = orders_dataset::manifest::read(&args.manifest)
         .with_context(|| format!("the data set manifest {} (written by orders-bench seed)", args.manifest.display()))?;
     let (executor, steps) = schedule(&args)?;
     let mut maker = RequestMaker::new(&definitions, &mix, &manifest, args.seed)?;

@@ -5,8 +5,8 @@
 //! made once per moment of the schedule and sent to every target, so both get the same sequence.
 
 use super::mixes::{BodyKind, Definitions, IdOf, Method, Mix, Segment};
-use crate::manifest::{IdRange, Manifest};
-use crate::prng::SplitMix64;
+use orders_dataset::manifest::{IdRange, Manifest};
+use orders_dataset::prng::SplitMix64;
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use std::fmt::Write as _;
@@ -68,7 +68,7 @@ impl RequestMaker {
         }
         let mut rng = SplitMix64::new(seed);
         let note = (manifest.note_bytes > 0)
-            .then(|| serde_json::to_string(&crate::dataset::note_text(&mut rng, manifest.note_bytes as usize)))
+            .then(|| serde_json::to_string(&orders_dataset::note_text(&mut rng, manifest.note_bytes as usize)))
             .transpose()
             .context("note")?;
         Ok(Self {
@@ -168,7 +168,7 @@ impl RequestMaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::Profile;
+    use orders_dataset::Profile;
     use serde_json::Value;
 
     fn manifest(orders: u64, note_bytes: u32) -> Manifest {

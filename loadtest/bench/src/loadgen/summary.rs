@@ -9,7 +9,7 @@ use super::open::Retired;
 use super::record::{Figures, Recorder};
 use super::request::EndpointPlan;
 use crate::k6::summary::OfferedStep;
-use crate::manifest::Manifest;
+use orders_dataset::manifest::Manifest;
 use orders_core::Timestamp;
 use serde_json::{Map, Value, json};
 
@@ -260,7 +260,7 @@ pub fn text(summary: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::Profile;
+    use orders_dataset::Profile;
     use crate::k6::summary::Summary;
     use crate::loadgen::mixes::Definitions;
     use crate::loadgen::record::Slot;

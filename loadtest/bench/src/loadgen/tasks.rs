@@ -118,8 +118,8 @@ mod tests {
             let held = tokio::spawn(async move { listener.accept().await });
             let definitions = super::super::mixes::Definitions::embedded().expect("mixes");
             let profile =
-                crate::dataset::Profile { seed: 1, orders: 10, customers: 2, products: 5, items: 3, note_bytes: 0 };
-            let manifest = crate::manifest::Manifest::new(&profile, 600);
+                orders_dataset::Profile { seed: 1, orders: 10, customers: 2, products: 5, items: 3, note_bytes: 0 };
+            let manifest = orders_dataset::manifest::Manifest::new(&profile, 600);
             let maker =
                 RequestMaker::new(&definitions, &definitions.mix("read").expect("read"), &manifest, 1).expect("maker");
             let shared = Rc::new(Shared {

@@ -49,14 +49,14 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
     let polled = [Pair { at_s: 2.0, pg: samples::pg(10, 2_000_000, 60, 5000), mongo: before.mongo.clone() }];
     let after = Pair { at_s: 7.0, pg: after_pg, mongo: samples::mongo(5000, json!(true), "orders") };
     let writes = if mix == "read" { 0 } else { 1000 };
-    let mut manifest = crate::manifest::Manifest::new(
-        &crate::dataset::Profile { seed: 1, orders: 5000, customers: 500, products: 500, items: 3, note_bytes: 0 },
+    let mut manifest = orders_dataset::manifest::Manifest::new(
+        &orders_dataset::Profile { seed: 1, orders: 5000, customers: 500, products: 500, items: 3, note_bytes: 0 },
         634,
     );
     for target in ["pg", "mongo"] {
         manifest.targets.insert(
             target.into(),
-            crate::manifest::TargetRecord {
+            orders_dataset::manifest::TargetRecord {
                 database: "mongodb://127.0.0.1:57017/orders".into(),
                 seeded_at: orders_core::Timestamp::from_millis(0),
                 seconds: 1.0,

@@ -9,7 +9,7 @@
 
 use super::counts::Counts;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
-use crate::manifest::Manifest;
+use orders_dataset::manifest::Manifest;
 use crate::model::fairness::{Check, Fairness};
 use crate::target::Target;
 
@@ -152,9 +152,9 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::Profile;
+    use orders_dataset::Profile;
     use crate::diagnostics::snapshot::samples;
-    use crate::manifest::TargetRecord;
+    use orders_dataset::manifest::TargetRecord;
     use orders_core::Timestamp;
     use serde_json::json;
 

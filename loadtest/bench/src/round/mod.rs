@@ -24,7 +24,7 @@ pub mod stall;
 pub mod verdict;
 
 use crate::load_flags::{PassMarkArgs, StaircaseArgs};
-use crate::manifest;
+use orders_dataset::manifest;
 use crate::model::result::{self, DataSet, Machine, RatePlan, RepeatResult, RoundResult};
 use crate::model::verdict::PassMark;
 use crate::seed::{SeedArgs, Targets};

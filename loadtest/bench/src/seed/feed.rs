@@ -2,7 +2,7 @@
 //! a database takes (JSON for `COPY`, BSON documents for `insert_many`), in batches sent over a
 //! bounded channel, so generating overlaps with the database's work and never runs far ahead.
 
-use crate::dataset::Profile;
+use orders_dataset::Profile;
 use anyhow::Result;
 use orders_core::Order;
 use tokio::sync::mpsc;

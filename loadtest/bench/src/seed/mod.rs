@@ -9,8 +9,8 @@ mod mongo;
 mod postgres;
 mod progress;
 
-use crate::dataset::Profile;
-use crate::manifest::{Manifest, TargetRecord};
+use orders_dataset::Profile;
+use orders_dataset::manifest::{Manifest, TargetRecord};
 use crate::target::Target;
 use anyhow::{Result, bail};
 use clap::Args;

@@ -5,7 +5,7 @@
 //! durability (`w: majority, j: true`).
 
 use super::{Loaded, feed, refusal_message};
-use crate::dataset::Profile;
+use orders_dataset::Profile;
 use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use futures_util::StreamExt;

@@ -5,7 +5,7 @@
 //! `VACUUM (ANALYZE)` after the commit. If the load fails, the transaction rolls back and the table is as it was.
 
 use super::{Loaded, feed, refusal_message};
-use crate::dataset::Profile;
+use orders_dataset::Profile;
 use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use bytes::{BufMut, BytesMut};

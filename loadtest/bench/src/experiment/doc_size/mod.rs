@@ -18,7 +18,7 @@ use super::output::{Outcome, RoundRef};
 use super::rounds::{self, Data, RoundPlan};
 use super::studies;
 use super::variant;
-use crate::dataset::Profile;
+use orders_dataset::Profile;
 use crate::report::doc::Block;
 use crate::report::format::{self, NONE};
 use crate::target::Target;

@@ -1,3 +1,8 @@
+//! `orders-dataset`: the data set both the seeder and the load generators work from, and nothing
+//! else. `prng` is the seeder's own random numbers, `manifest` the record of what was seeded
+//! where (id ranges, items per order, note size), read by the load generator and the fairness
+//! gate. It depends on the domain types of `orders-core` only.
+//!
 //! The data set: a `Profile` (seed, counts, items per order, note size) and the deterministic
 //! generator that turns an order id into its `Order`. Everything about order `id` (customer,
 //! status, items, note, `created_at`, `updated_at`) comes from `stream(seed, Order, id)`, and a
@@ -5,6 +10,8 @@
 //! the same customer looks the same in every order. Ids are `1..=orders`; `created_at` grows with
 //! the id (30 s apart from 2025-01-01, with jitter), as the service's time-ordered ids do.
 
+pub mod manifest;
+pub mod prng;
 pub mod words;
 
 use crate::prng::{Domain, SplitMix64, stream};

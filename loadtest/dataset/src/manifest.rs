@@ -5,7 +5,7 @@
 //! manifest; seeding a different profile starts a new manifest, so a target listed there always
 //! holds exactly this data set.
 
-use crate::dataset::Profile;
+use crate::Profile;
 use anyhow::{Context, Result};
 use orders_core::Timestamp;
 use serde::{Deserialize, Serialize};
