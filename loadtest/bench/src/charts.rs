@@ -6,8 +6,7 @@
 
 use std::fmt::Write as _;
 
-pub const PG_COLOR: &str = "#336791";
-pub const MONGO_COLOR: &str = "#3f9c35";
+pub use orders_bench_model::target::{MONGO_COLOR, PG_COLOR};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Point {

@@ -1,8 +1,8 @@
 //! `Databases`: where the two databases are, as `seed` and `round` both take them (flags or the
 //! same environment variables the services read), so the two subcommands cannot drift apart.
 
-use crate::target::Target;
 use clap::Args;
+use orders_bench_model::target::Target;
 
 #[derive(Debug, Clone, Args)]
 pub struct Databases {

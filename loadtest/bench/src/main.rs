@@ -20,13 +20,11 @@ mod fresh;
 mod k6;
 mod load_flags;
 mod loadgen;
-mod model;
 mod procstat;
 mod repo;
 mod report;
 mod round;
 mod seed;
-mod target;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

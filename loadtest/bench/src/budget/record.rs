@@ -4,57 +4,32 @@
 //! each", "no budgets", or "UNEQUAL budgets").
 
 use super::human_bytes;
-use crate::cgroup::{Placement, Reading, Version};
+use crate::cgroup::{Placement, Reading};
 use crate::diagnostics::{Pair, number, text};
-use serde::{Deserialize, Serialize};
+pub use orders_bench_model::budget::{CgroupVersion as Version, DbBudget};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DbBudget {
-    /// The server's cgroup (`/orders-bench/postgres-55432`); `None` when not on this machine.
-    pub cgroup: Option<String>,
-    pub cgroup_version: Option<Version>,
-    /// The CPU quota in cores; `None`: unlimited.
-    pub cpus: Option<f64>,
-    pub period_ms: Option<f64>,
-    /// The memory limit (page cache included); `None`: unlimited.
-    pub memory_bytes: Option<u64>,
-    /// The cgroup holds this server's processes only, so its counters are the server's.
-    pub dedicated: bool,
-    /// PostgreSQL `shared_buffers`, the WiredTiger cache's configured maximum.
-    pub cache_bytes: Option<u64>,
-    pub note: Option<String>,
+/// The budget the kernel applies to the cgroup at `placement`, as read.
+pub fn from_kernel(placement: &Placement, reading: &Reading, dedicated: bool) -> DbBudget {
+    DbBudget {
+        cgroup: Some(placement.path.clone()),
+        cgroup_version: Some(placement.version),
+        cpus: reading.quota_cores,
+        period_ms: reading.period_us.map(|us| us as f64 / 1000.0),
+        memory_bytes: reading.memory_limit_bytes,
+        dedicated,
+        cache_bytes: None,
+        note: (!dedicated).then(|| "its cgroup holds other processes too: CPU measured from /proc".to_owned()),
+    }
 }
 
-impl DbBudget {
-    pub fn from_kernel(placement: &Placement, reading: &Reading, dedicated: bool) -> Self {
-        Self {
-            cgroup: Some(placement.path.clone()),
-            cgroup_version: Some(placement.version),
-            cpus: reading.quota_cores,
-            period_ms: reading.period_us.map(|us| us as f64 / 1000.0),
-            memory_bytes: reading.memory_limit_bytes,
-            dedicated,
-            cache_bytes: None,
-            note: (!dedicated).then(|| "its cgroup holds other processes too: CPU measured from /proc".to_owned()),
-        }
-    }
-
-    pub fn not_here(why: &str) -> Self {
-        Self { note: Some(why.to_owned()), ..Self::default() }
-    }
-
-    pub fn limited(&self) -> bool {
-        self.cpus.is_some() || self.memory_bytes.is_some()
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "{} and {}",
-            self.cpus.map_or("unlimited CPU".to_owned(), |c| format!("{} CPU", trim(c))),
-            self.memory_bytes.map_or("unlimited memory".to_owned(), human_bytes)
-        )
-    }
+/// "0.25 CPU and 4.0 GiB".
+fn describe(budget: &DbBudget) -> String {
+    format!(
+        "{} and {}",
+        budget.cpus.map_or("unlimited CPU".to_owned(), |c| format!("{} CPU", trim(c))),
+        budget.memory_bytes.map_or("unlimited memory".to_owned(), human_bytes)
+    )
 }
 
 fn trim(cores: f64) -> String {
@@ -117,9 +92,9 @@ pub fn label(budgets: &BTreeMap<String, DbBudget>, why_none: Option<&str>) -> St
             Some(Version::V2) => "cgroup v2",
             None => "cgroup",
         };
-        return format!("{} each ({version}{period})", first.describe());
+        return format!("{} each ({version}{period})", describe(first));
     }
-    let each: Vec<String> = budgets.iter().map(|(name, b)| format!("{name} {}", b.describe())).collect();
+    let each: Vec<String> = budgets.iter().map(|(name, b)| format!("{name} {}", describe(b))).collect();
     format!("UNEQUAL budgets: {}", each.join(", "))
 }
 

@@ -20,13 +20,13 @@ pub mod stack;
 
 use crate::budget::{self, BudgetArgs};
 use crate::databases::Databases;
-use crate::model::result::RatePlan;
-use crate::model::verdict::PassMark;
 use crate::round::{self, RoundSpec, Setup};
 use crate::seed::{SeedArgs, Targets};
-use crate::target::Target;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
+use orders_bench_model::result::RatePlan;
+use orders_bench_model::target::Target;
+use orders_bench_model::verdict::PassMark;
 use profile::{Profile, Staircase};
 use services::Service;
 use std::path::{Path, PathBuf};
@@ -286,7 +286,7 @@ async fn rounds(
     out: &Path,
     snapshots: &crate::fresh::Snapshots,
     deadline: Instant,
-) -> Result<Vec<(PathBuf, crate::model::result::RoundResult)>> {
+) -> Result<Vec<(PathBuf, orders_bench_model::result::RoundResult)>> {
     let mut rounds = Vec::new();
     for mix in &args.mixes {
         let mut spec = RoundSpec {

@@ -16,8 +16,8 @@
 
 use super::{Client, Pair};
 use crate::databases::Databases;
-use crate::model::cpu::ProbeCost;
 use mongodb::options::ClientOptions;
+use orders_bench_model::cpu::ProbeCost;
 use orders_mongo::diagnostics as mongo;
 use orders_pg::diagnostics as pg;
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //! counters, collection and index sizes, the product query's plan and the write concern. An answer
 //! that does not parse (an error page, a report of another shape) gives empty figures.
 
-use crate::model::explain::Plan;
+use orders_bench_model::explain::Plan;
 use orders_mongo::diagnostics::{self as mongo, Section};
 use orders_pg::diagnostics::{self as pg, TableCounters};
 use serde::Serialize;

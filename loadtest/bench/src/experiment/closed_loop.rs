@@ -11,11 +11,11 @@
 //! for that mode changes only `run`.
 
 use super::services::Urls;
+use anyhow::{Context, Result};
+use orders_bench_model::target::Target;
 use orders_dataset::Profile;
 use orders_dataset::manifest::Manifest;
 use orders_dataset::prng::SplitMix64;
-use crate::target::Target;
-use anyhow::{Context, Result};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

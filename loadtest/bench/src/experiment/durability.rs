@@ -20,8 +20,8 @@ use super::variant::{self, Variant, mongo, pg};
 use crate::charts::{self, Chart, Point, Series};
 use crate::report::doc::Block;
 use crate::report::format::{self, NONE};
-use crate::target::Target;
 use anyhow::Result;
+use orders_bench_model::target::Target;
 use serde::Serialize;
 
 pub fn variants() -> Vec<Variant> {

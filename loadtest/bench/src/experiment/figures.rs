@@ -4,12 +4,12 @@
 //! growth per 1,000 writes, journal, bytes on disk, CPU per 1,000 requests). Growth and bytes
 //! are per write so that rounds of different lengths and rates compare.
 
-use crate::model::cpu::LimitKind;
-use crate::model::explain::{Growth, MongoExplain, PgExplain};
-use crate::model::plans::{PlanProbe, ScanAttribution};
-use crate::model::result::RoundResult;
-use crate::model::verdict::RateSummary;
-use crate::target::Target;
+use orders_bench_model::cpu::LimitKind;
+use orders_bench_model::explain::{Growth, MongoExplain, PgExplain};
+use orders_bench_model::plans::{PlanProbe, ScanAttribution};
+use orders_bench_model::result::RoundResult;
+use orders_bench_model::target::Target;
+use orders_bench_model::verdict::RateSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

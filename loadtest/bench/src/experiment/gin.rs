@@ -436,7 +436,7 @@ mod tests {
             writes: None,
             pg_figures: crate::experiment::figures::PgFigures {
                 scans: generic_scans
-                    .map(|n| crate::model::plans::ScanAttribution { generic_seq_scans: n, ..Default::default() }),
+                    .map(|n| orders_bench_model::plans::ScanAttribution { generic_seq_scans: n, ..Default::default() }),
                 ..Default::default()
             },
             mongo_figures: Default::default(),

@@ -7,9 +7,9 @@
 use super::compare::{self, Comparison};
 use super::studies::Setup;
 use super::{Ctx, Scale, Size, Versions};
-use crate::model::result::Machine;
 use crate::report::doc::{self, Block};
 use anyhow::{Context, Result};
+use orders_bench_model::result::Machine;
 use serde::Serialize;
 
 pub const SCHEMA: &str = "orders-bench/experiment/1";

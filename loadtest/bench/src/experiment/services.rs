@@ -14,8 +14,8 @@
 use super::variant::Variant;
 use crate::demo::services::{self, Service};
 use crate::diagnostics::{self, Client};
-use crate::target::Target;
 use anyhow::{Context, Result, bail};
+use orders_bench_model::target::Target;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 
 use crate::diagnostics::Pair;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
-use crate::target::Target;
+use orders_bench_model::target::Target;
 use serde::Serialize;
 
 /// A setting `/diagnostics` must report: `gin_fastupdate`, `plan_cache_mode`, `statement_mode`,

@@ -11,12 +11,12 @@ mod quiet;
 pub mod snapshot;
 
 use crate::databases::{Databases, mongo_client, pg_session};
-use crate::model::start::{DatabaseStart, StartState};
 use crate::seed::{self, SeedArgs};
-use crate::target::Target;
 use anyhow::{Context, Result};
 use md5::{Digest, Md5};
 use mongodb::bson::Document;
+use orders_bench_model::start::{DatabaseStart, StartState};
+use orders_bench_model::target::Target;
 use orders_mongo::indexes::COLLECTION;
 pub use snapshot::Snapshots;
 use std::time::{Duration, Instant};

@@ -8,11 +8,11 @@
 
 use crate::cgroup;
 use crate::databases::{Databases, mongo_client, pg_session};
-use crate::model::cpu::Role;
-use crate::model::start::{DatabaseStart, QUIET_CORES, StartState};
 use crate::procstat;
 use crate::round::cpu::locate;
-use crate::target::Target;
+use orders_bench_model::cpu::Role;
+use orders_bench_model::start::{DatabaseStart, QUIET_CORES, StartState};
+use orders_bench_model::target::Target;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 

@@ -5,9 +5,9 @@
 //! higher steps would only overload the machine and say nothing new.
 
 use crate::k6::summary::Windows;
-use crate::model::verdict::PassMark;
 use crate::round::stall;
 use anyhow::{Context, Result, bail};
+use orders_bench_model::verdict::PassMark;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -5,8 +5,9 @@
 //! result folders. What only the native generator knows (exact drops and short windows per step,
 //! its own schedule lag and CPU time) is optional.
 
-use crate::target::Target;
 use anyhow::{Context, Result};
+pub use orders_bench_model::generator::{Latency, LoadGenerator, Retired};
+use orders_bench_model::target::Target;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,42 +25,6 @@ pub struct Summary {
     /// summaries written before there were two.
     #[serde(default)]
     pub load_generator: Option<LoadGenerator>,
-}
-
-/// The generator itself: `kind` `native` or `k6`, and for the native one, per step, how late it
-/// sent (schedule lag, also the worst per window) and the CPU seconds it used.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LoadGenerator {
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_seconds: Option<f64>,
-    /// The native one's scheduling policy: `SCHED_FIFO 1`, or ordinary and why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scheduling: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<GeneratorStep>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GeneratorStep {
-    pub step: usize,
-    #[serde(default)]
-    pub schedule_lag_p50_ms: Option<f64>,
-    pub schedule_lag_p99_ms: Option<f64>,
-    #[serde(default)]
-    pub schedule_lag_max_ms: Option<f64>,
-    pub cpu_seconds: Option<f64>,
-    /// The worst schedule lag of each window of the step (`window_ms` long), milliseconds.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub window_lag_max_ms: Vec<f64>,
-}
-
-impl LoadGenerator {
-    pub fn step(&self, step: usize) -> Option<&GeneratorStep> {
-        self.steps.iter().find(|s| s.step == step)
-    }
 }
 
 /// A step cut into short windows by intended send time: requests, slow ones (at or above the p95
@@ -102,16 +67,6 @@ pub struct Figures {
     pub latency_ms: Latency,
 }
 
-/// Milliseconds; `None` when the (sub-)metric saw no request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
-    pub p50: Option<f64>,
-    pub p90: Option<f64>,
-    pub p95: Option<f64>,
-    pub p99: Option<f64>,
-    pub max: Option<f64>,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetSummary {
     #[serde(flatten)]
@@ -128,14 +83,6 @@ pub struct TargetSummary {
     /// steps in a row while another target was still being measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retired: Option<Retired>,
-}
-
-/// The first moment a target was not sent its share of an iteration any more.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Retired {
-    pub step: usize,
-    /// Seconds after the start of the first step.
-    pub at_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

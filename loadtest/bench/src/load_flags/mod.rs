@@ -7,11 +7,11 @@
 //! command line needs. `--vu-budget-ms` is not here: its default differs on purpose (`load` 1000
 //! like k6's script, `round` 200), so each command declares its own.
 
-use crate::model::result::RatePlan;
-use crate::model::verdict::PassMark;
 use crate::round::parse_seconds;
 use anyhow::{Result, bail};
 use clap::Args;
+use orders_bench_model::result::RatePlan;
+use orders_bench_model::verdict::PassMark;
 
 /// A staircase of offered rates, per target.
 #[derive(Debug, Clone, Args)]

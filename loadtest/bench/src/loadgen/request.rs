@@ -5,10 +5,10 @@
 //! made once per moment of the schedule and sent to every target, so both get the same sequence.
 
 use super::mixes::{BodyKind, Definitions, IdOf, Method, Mix, Segment};
-use orders_dataset::manifest::{IdRange, Manifest};
-use orders_dataset::prng::SplitMix64;
 use anyhow::{Context, Result};
 use bytes::Bytes;
+use orders_dataset::manifest::{IdRange, Manifest};
+use orders_dataset::prng::SplitMix64;
 use std::fmt::Write as _;
 
 const STATUSES: [&str; 5] = ["pending", "paid", "shipped", "delivered", "cancelled"];

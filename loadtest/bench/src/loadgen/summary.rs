@@ -9,8 +9,8 @@ use super::open::Retired;
 use super::record::{Figures, Recorder};
 use super::request::EndpointPlan;
 use crate::k6::summary::OfferedStep;
-use orders_dataset::manifest::Manifest;
 use orders_core::Timestamp;
+use orders_dataset::manifest::Manifest;
 use serde_json::{Map, Value, json};
 
 /// A target as the summary names it, with its connections' figures.
@@ -260,11 +260,11 @@ pub fn text(summary: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use orders_dataset::Profile;
     use crate::k6::summary::Summary;
     use crate::loadgen::mixes::Definitions;
     use crate::loadgen::record::Slot;
     use crate::loadgen::request::RequestMaker;
+    use orders_dataset::Profile;
     use std::time::Duration;
 
     #[test]

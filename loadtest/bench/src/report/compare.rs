@@ -7,11 +7,11 @@
 
 use super::doc::{self, Block};
 use super::format::{self, NONE};
-use crate::model::mix_verdict;
-use crate::model::result::{self, RoundResult};
-use crate::target::Target;
 use anyhow::{Result, bail};
 use clap::Args;
+use orders_bench_model::mix_verdict;
+use orders_bench_model::result::{self, RoundResult};
+use orders_bench_model::target::Target;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

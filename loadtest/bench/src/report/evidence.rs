@@ -5,8 +5,8 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::model::cpu::{self, CpuReport, StepCpu};
-use crate::model::result::RoundResult;
+use orders_bench_model::cpu::{self, CpuReport, StepCpu};
+use orders_bench_model::result::RoundResult;
 
 /// "0.25 CPU and 4.0 GiB each (cgroup v1, 10 ms quota period); caches: postgres 1.0 GiB, mongod 1.5 GiB".
 pub fn budget_paragraph(round: &RoundResult) -> Option<Block> {

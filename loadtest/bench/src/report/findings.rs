@@ -8,9 +8,9 @@
 //! HOT, every index gets new entries) from the status rounds.
 
 use super::format::{self, NONE};
-use crate::model::explain::PgExplain;
-use crate::model::plans::ScanAttribution;
-use crate::model::result::RoundResult;
+use orders_bench_model::explain::PgExplain;
+use orders_bench_model::plans::ScanAttribution;
+use orders_bench_model::result::RoundResult;
 
 fn has(round: &RoundResult, endpoint: &str) -> bool {
     round.mix_weights.contains_key(endpoint) || round.mix == endpoint

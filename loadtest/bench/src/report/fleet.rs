@@ -6,8 +6,8 @@
 use super::doc::Block;
 use super::format::{self, NONE};
 use crate::fleet::MachineRun;
-use crate::model::result::{RepeatResult, RoundResult};
-use crate::target::Target;
+use orders_bench_model::result::{RepeatResult, RoundResult};
+use orders_bench_model::target::Target;
 
 fn rate(value: f64) -> String {
     if value >= 100.0 { format::count(value) } else { format!("{value:.1}") }

@@ -2,7 +2,7 @@
 //! rates with the `≥` of an unsaturated target, a dash for what was not measured, and several
 //! repeats' values joined by " / ".
 
-use crate::model::verdict::RateSummary;
+use orders_bench_model::verdict::RateSummary;
 
 pub const NONE: &str = "–";
 

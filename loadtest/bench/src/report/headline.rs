@@ -7,9 +7,9 @@
 use super::doc::Block;
 use super::format::{self, NONE};
 use crate::charts::{MONGO_COLOR, PG_COLOR};
-use crate::model::mix_verdict::{self, MixVerdict};
-use crate::model::result::RoundResult;
-use crate::target::Target;
+use orders_bench_model::mix_verdict::{self, MixVerdict};
+use orders_bench_model::result::RoundResult;
+use orders_bench_model::target::Target;
 use std::fmt::Write as _;
 
 fn runs_text(values: &[f64]) -> String {

@@ -19,11 +19,11 @@ mod sections;
 mod start;
 mod summary;
 
-use crate::model::result::{self, RoundResult};
-use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use doc::Block;
+use orders_bench_model::result::{self, RoundResult};
+use orders_bench_model::target::Target;
 use orders_core::Timestamp;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::model::plans::PlanProbe;
+use orders_bench_model::plans::PlanProbe;
 
 fn cost(value: Option<f64>) -> String {
     value.map_or(NONE.into(), |c| format!("{c:.0}"))

@@ -7,10 +7,10 @@
 use super::doc::Block;
 use super::format::{self, NONE, joined};
 use crate::charts::{self, Chart, Point, Series};
-use crate::model::explain::{Growth, MongoExplain, PgExplain};
-use crate::model::result::{RepeatResult, RoundResult};
-use crate::model::verdict::{Outcome, StepResult};
-use crate::target::Target;
+use orders_bench_model::explain::{Growth, MongoExplain, PgExplain};
+use orders_bench_model::result::{RepeatResult, RoundResult};
+use orders_bench_model::target::Target;
+use orders_bench_model::verdict::{Outcome, StepResult};
 
 fn chart(round: &RoundResult, latency: bool) -> Chart {
     let mut series = Vec::new();

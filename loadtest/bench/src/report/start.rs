@@ -4,9 +4,9 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::model::result::RoundResult;
-use crate::model::start::StartState;
-use crate::target::Target;
+use orders_bench_model::result::RoundResult;
+use orders_bench_model::start::StartState;
+use orders_bench_model::target::Target;
 
 pub fn blocks(round: &RoundResult) -> Vec<Block> {
     let starts: Vec<(u32, &StartState)> =

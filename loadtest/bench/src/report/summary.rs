@@ -8,9 +8,9 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::model::cpu::{LimitKind, Role};
-use crate::model::result::{RepeatResult, RoundResult};
-use crate::target::Target;
+use orders_bench_model::cpu::{LimitKind, Role};
+use orders_bench_model::result::{RepeatResult, RoundResult};
+use orders_bench_model::target::Target;
 use std::collections::BTreeMap;
 
 pub fn median(mut values: Vec<f64>) -> Option<f64> {

@@ -7,11 +7,11 @@ use crate::charts::tests::assert_well_formed;
 use crate::diagnostics::Pair;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot, samples};
 use crate::k6::summary::{FIXTURE, Summary};
-use crate::model::cpu::CpuReport;
-use crate::model::result::{DataSet, Machine, RatePlan, RepeatResult, TargetResult};
-use crate::model::verdict::PassMark;
 use crate::round::verdict::{judge_target, max_passing_rate, summarize};
 use crate::round::{explain, fairness};
+use orders_bench_model::cpu::CpuReport;
+use orders_bench_model::result::{DataSet, Machine, RatePlan, RepeatResult, TargetResult};
+use orders_bench_model::verdict::PassMark;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -171,8 +171,8 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
     let _ = std::fs::remove_dir_all(&out);
 }
 
-fn attribution(generic: u64, custom: u64) -> crate::model::plans::ScanAttribution {
-    crate::model::plans::ScanAttribution {
+fn attribution(generic: u64, custom: u64) -> orders_bench_model::plans::ScanAttribution {
+    orders_bench_model::plans::ScanAttribution {
         threshold_ms: 5.0,
         plans_logged: generic + custom,
         generic_seq_scans: generic,
@@ -201,7 +201,7 @@ fn sequential_scans_of_custom_plans_are_not_f1_and_without_a_plan_log_f1_is_unde
 
 #[test]
 fn the_generator_is_compared_with_the_cheaper_database() {
-    use crate::model::cpu::{ComponentCpu, Role};
+    use orders_bench_model::cpu::{ComponentCpu, Role};
     let component = |name: &str, role, per_1k| ComponentCpu {
         name: name.into(),
         role,
@@ -228,7 +228,7 @@ fn the_generator_is_compared_with_the_cheaper_database() {
 
 #[test]
 fn rounds_limited_by_the_shared_machine_are_called_out() {
-    use crate::model::cpu::{Limit, LimitKind};
+    use orders_bench_model::cpu::{Limit, LimitKind};
     let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new(), evidence: None };
     let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
     for repeat in &mut shop.repeats {
@@ -245,7 +245,7 @@ fn rounds_limited_by_the_shared_machine_are_called_out() {
 
 #[test]
 fn the_headline_says_in_words_which_rows_are_not_database_limited() {
-    use crate::model::cpu::{Limit, LimitKind};
+    use orders_bench_model::cpu::{Limit, LimitKind};
     let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new(), evidence: None };
     let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
     shop.budget = Some("0.25 CPU and 4.0 GiB each (cgroup v1, 10 ms quota period)".into());
@@ -283,7 +283,7 @@ fn the_headline_says_in_words_which_rows_are_not_database_limited() {
 /// `round` with each target's maximum passing rate per repeat set, and (when given) a CPU step
 /// per repeat at the top passing step: the database used `cores` of a 0.25-core budget there.
 fn answered(pg: &[u32], mongo: &[u32], cores: Option<(f64, f64)>) -> RoundResult {
-    use crate::model::cpu::{DbStep, StepCpu};
+    use orders_bench_model::cpu::{DbStep, StepCpu};
     let mut round = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
     round.plan = RatePlan { start_rate: 1000, step: 1, max_rate: 2000, step_seconds: 4.0, factor: Some(1.1) };
     round.repeats = (0..pg.len()).map(|i| round.repeats[i % round.repeats.len()].clone()).collect();
@@ -329,7 +329,7 @@ fn answered(pg: &[u32], mongo: &[u32], cores: Option<(f64, f64)>) -> RoundResult
 
 #[test]
 fn a_winner_is_named_only_beyond_the_spread_and_the_least_difference() {
-    use crate::model::mix_verdict::judge;
+    use orders_bench_model::mix_verdict::judge;
     let clear = judge(&answered(&[1500, 1500, 1600], &[1100, 1100, 1100], None));
     assert_eq!((clear.winner, clear.stable), (Some(Target::Pg), true), "{:?}", clear.reasons);
     let overlapping = judge(&answered(&[1500, 1000, 1600], &[1100, 1100, 1200], None));
@@ -347,8 +347,8 @@ fn a_winner_is_named_only_beyond_the_spread_and_the_least_difference() {
 
 #[test]
 fn the_cpu_capacity_can_veto_a_winner() {
-    use crate::model::capacity::of_repeat;
-    use crate::model::mix_verdict::judge;
+    use orders_bench_model::capacity::of_repeat;
+    use orders_bench_model::mix_verdict::judge;
     // PostgreSQL passed more, but at 0.25 cores for 1,500 req/s; MongoDB at 0.125 for 1,100.
     let round = answered(&[1500, 1500], &[1100, 1100], Some((0.25, 0.125)));
     let capacity = of_repeat(&round.repeats[0], Target::Mongo).expect("half the budget is enough");

@@ -9,16 +9,12 @@
 
 use crate::diagnostics::Pair;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
-use crate::model::explain::{Explain, Growth, MongoExplain, PgExplain};
+use orders_bench_model::explain::{Explain, Growth, MongoExplain, PgExplain, per_write};
 use orders_pg::diagnostics::TableCounters;
 use std::collections::BTreeMap;
 
 fn diff(after: Option<f64>, before: Option<f64>) -> Option<f64> {
     Some(after? - before?)
-}
-
-fn per(total: Option<f64>, count: u64) -> Option<f64> {
-    if count == 0 { None } else { total.map(|t| t / count as f64) }
 }
 
 fn float(value: Option<i64>) -> Option<f64> {
@@ -37,16 +33,6 @@ fn growth_map(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> 
         .collect()
 }
 
-impl PgExplain {
-    pub fn add_wal_stats(&mut self, records: f64, fpi: f64, flushes: Option<f64>) {
-        self.wal_flushes = flushes;
-        self.wal_records = Some(records);
-        self.wal_fpi = Some(fpi);
-        self.wal_records_per_write = per(Some(records), self.write_requests);
-        self.wal_fpi_per_write = per(Some(fpi), self.write_requests);
-    }
-}
-
 pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_requests: u64) -> PgExplain {
     let counter = |of: fn(&TableCounters) -> Option<i64>| diff(after.counter(of), before.counter(of));
     let all = || std::iter::once(before).chain(polled).chain(std::iter::once(after));
@@ -63,7 +49,7 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
     PgExplain {
         write_requests,
         wal_bytes,
-        wal_bytes_per_write: per(wal_bytes, write_requests),
+        wal_bytes_per_write: per_write(wal_bytes, write_requests),
         wal_records: None,
         wal_records_per_write: None,
         wal_fpi: None,
@@ -122,7 +108,7 @@ pub fn mongo(before: &MongoSnapshot, after: &MongoSnapshot, write_requests: u64)
             .map(|(k, v)| (k.clone(), v - before.opcounters.get(k).copied().unwrap_or(0.0)))
             .collect(),
         journal_bytes,
-        journal_bytes_per_write: per(journal_bytes, write_requests),
+        journal_bytes_per_write: per_write(journal_bytes, write_requests),
         journal_syncs: diff(after.journal_syncs, before.journal_syncs),
         count: Growth::of(before.count, after.count),
         data: Growth::of(before.data_bytes, after.data_bytes),

@@ -9,9 +9,9 @@
 
 use super::counts::Counts;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
+use orders_bench_model::fairness::{Check, Fairness};
+use orders_bench_model::target::Target;
 use orders_dataset::manifest::Manifest;
-use crate::model::fairness::{Check, Fairness};
-use crate::target::Target;
 
 /// Whether Postgres makes a commit wait for the WAL flush: `fsync` on and `synchronous_commit`
 /// anything but `off` (`local`, `remote_write`, `remote_apply` all flush locally first).
@@ -152,10 +152,10 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use orders_dataset::Profile;
     use crate::diagnostics::snapshot::samples;
-    use orders_dataset::manifest::TargetRecord;
     use orders_core::Timestamp;
+    use orders_dataset::Profile;
+    use orders_dataset::manifest::TargetRecord;
     use serde_json::json;
 
     fn manifest(orders: u64, targets: &[&str]) -> Manifest {

@@ -295,8 +295,8 @@ fn native_binary() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::result::RatePlan;
-    use crate::model::verdict::PassMark;
+    use orders_bench_model::result::RatePlan;
+    use orders_bench_model::verdict::PassMark;
     use std::time::Duration;
 
     #[test]

@@ -14,8 +14,6 @@ mod drive;
 pub mod explain;
 pub mod fairness;
 pub mod launch;
-pub mod limit;
-mod load_generator;
 mod own_stall;
 pub mod plan_log;
 pub mod plan_probe;
@@ -24,14 +22,14 @@ pub mod stall;
 pub mod verdict;
 
 use crate::load_flags::{PassMarkArgs, StaircaseArgs};
-use orders_dataset::manifest;
-use crate::model::result::{self, DataSet, Machine, RatePlan, RepeatResult, RoundResult};
-use crate::model::verdict::PassMark;
 use crate::seed::{SeedArgs, Targets};
-use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use orders_bench_model::result::{self, DataSet, Machine, RatePlan, RepeatResult, RoundResult};
+use orders_bench_model::target::Target;
+use orders_bench_model::verdict::PassMark;
 use orders_core::Timestamp;
+use orders_dataset::manifest;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -423,12 +421,12 @@ fn needs_another(spec: &RoundSpec, repeats: &[RepeatResult], spent: Duration) ->
     Target::ALL.iter().find_map(|target| {
         let rates: Vec<f64> =
             counted.iter().filter_map(|r| r.targets.get(target.name())).map(|t| f64::from(t.max_rate.rate)).collect();
-        (!crate::model::mix_verdict::within_tolerance(&rates)).then(|| {
+        (!orders_bench_model::mix_verdict::within_tolerance(&rates)).then(|| {
             format!(
                 "{}'s repeats ({}) spread more than ±{:.0}% around their median",
                 target.label(),
                 rates.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(", "),
-                crate::model::mix_verdict::TOLERANCE * 100.0
+                orders_bench_model::mix_verdict::TOLERANCE * 100.0
             )
         })
     })
@@ -443,7 +441,7 @@ fn searches_products(mix: &str) -> bool {
 
 /// The planner probe of a round that searches by product, on a copy of the data set's snapshot
 /// (only when the repeats restore one: the probe never touches the round's own database).
-async fn planner_probe(spec: &RoundSpec, setup: &Setup) -> Option<crate::model::plans::PlanProbe> {
+async fn planner_probe(spec: &RoundSpec, setup: &Setup) -> Option<orders_bench_model::plans::PlanProbe> {
     let crate::fresh::Reset::Restore(snapshots) = &spec.reset else { return None };
     if !searches_products(&spec.mix) {
         return None;
@@ -476,7 +474,7 @@ async fn planner_probe(spec: &RoundSpec, setup: &Setup) -> Option<crate::model::
 
 /// The plan log's threshold: the one asked for, else half the probe's sequential scan (at most
 /// 10 ms, at least 0.1 ms), so every scan is logged and few other statements are.
-fn plan_log_threshold(spec: &RoundSpec, probe: Option<&crate::model::plans::PlanProbe>) -> Option<f64> {
+fn plan_log_threshold(spec: &RoundSpec, probe: Option<&orders_bench_model::plans::PlanProbe>) -> Option<f64> {
     spec.plan_log_ms.or_else(|| probe?.seq_scan_ms.map(|ms| (ms / 2.0).clamp(0.1, 10.0)))
 }
 

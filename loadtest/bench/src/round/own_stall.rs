@@ -14,7 +14,7 @@
 
 use super::stall::{MAX_INCONCLUSIVE, passes_outside, slow_in, span, stall};
 use crate::k6::summary::Windows;
-use crate::model::verdict::{Outcome, PassMark, Stall, StepResult};
+use orders_bench_model::verdict::{Outcome, PassMark, Stall, StepResult};
 
 /// At most this share of a step's windows may be the stall.
 const MAX_STALL_SHARE: f64 = 0.25;

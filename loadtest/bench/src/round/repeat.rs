@@ -7,22 +7,21 @@
 
 use super::drive::{self, Driven};
 use super::fairness;
-use super::limit;
-use super::load_generator::GeneratorSummary;
 use super::verdict::{drops_per_step, judge_target, max_passing_rate};
 use super::{RoundSpec, Setup, counts, explain, plan_log, stall};
 use crate::budget::record;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::diagnostics::{self, Pair};
-use crate::k6::summary::{LoadGenerator, Summary};
-use crate::model::fairness::Fairness;
-use crate::model::plans::ScanAttribution;
-use crate::model::result::{RepeatResult, TargetResult};
-use crate::target::Target;
 use crate::fresh;
-use orders_dataset::manifest;
+use crate::k6::summary::{LoadGenerator, Summary};
 use anyhow::{Context, Result, bail};
+use orders_bench_model::fairness::Fairness;
+use orders_bench_model::limit;
+use orders_bench_model::plans::ScanAttribution;
+use orders_bench_model::result::{RepeatResult, TargetResult};
+use orders_bench_model::target::Target;
 use orders_core::Timestamp;
+use orders_dataset::manifest;
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
@@ -224,8 +223,8 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     }
     let requests: BTreeMap<String, u64> =
         Target::ALL.iter().map(|t| (t.name().to_owned(), summary.requests(*t))).collect();
-    let generator_figures = GeneratorSummary::read(&summary_path);
-    let mut cpu = sampler.report(load_seconds, start, &summary.offered.steps, &requests, generator_figures.as_ref());
+    let mut cpu =
+        sampler.report(load_seconds, start, &summary.offered.steps, &requests, summary.load_generator.as_ref());
     cpu.probe = Some(probe);
     record::add_engine_caches(&mut cpu.budgets, &after);
     for (name, target) in &target_results {

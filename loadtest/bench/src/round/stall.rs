@@ -23,7 +23,7 @@
 
 use crate::k6::live::LiveView;
 use crate::k6::summary::{Summary, Windows};
-use crate::model::verdict::{Outcome, PassMark, Stall, StepResult};
+use orders_bench_model::verdict::{Outcome, PassMark, Stall, StepResult};
 use std::collections::BTreeMap;
 
 /// A window counts as slow for a target from this share of slow requests on.

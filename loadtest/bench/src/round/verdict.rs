@@ -17,7 +17,7 @@
 //! `StepResult::stall` says what was found.
 
 use crate::k6::summary::{StepSummary, TargetSummary};
-use crate::model::verdict::{MaxRate, PassMark, RateSummary, StepResult};
+use orders_bench_model::verdict::{MaxRate, PassMark, RateSummary, StepResult};
 
 /// Requests started late enough to carry the next step's tag, not dropped.
 fn boundary_tolerance(offered: u64) -> u64 {
@@ -250,7 +250,7 @@ mod tests {
     #[test]
     fn a_step_a_stall_left_inconclusive_is_stepped_over() {
         let mut steps = results(&[true, false, true, false]);
-        steps[1].stall = Some(crate::model::verdict::Stall {
+        steps[1].stall = Some(orders_bench_model::verdict::Stall {
             windows: 8,
             seconds: 0.8,
             at_s: vec![],
@@ -260,7 +260,7 @@ mod tests {
             dropped: 0,
             slow_share_outside: 0.01,
             passes_outside: true,
-            outcome: crate::model::verdict::Outcome::Inconclusive,
+            outcome: orders_bench_model::verdict::Outcome::Inconclusive,
             note: String::new(),
         });
         assert_eq!(max_passing_rate(&steps), MaxRate { rate: 300, first_failed_rate: Some(400) });

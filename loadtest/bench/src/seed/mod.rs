@@ -9,12 +9,12 @@ mod mongo;
 mod postgres;
 mod progress;
 
-use orders_dataset::Profile;
-use orders_dataset::manifest::{Manifest, TargetRecord};
-use crate::target::Target;
 use anyhow::{Result, bail};
 use clap::Args;
+use orders_bench_model::target::Target;
 use orders_core::Timestamp;
+use orders_dataset::Profile;
+use orders_dataset::manifest::{Manifest, TargetRecord};
 use std::path::PathBuf;
 use std::str::FromStr;
 

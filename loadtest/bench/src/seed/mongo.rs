@@ -5,8 +5,6 @@
 //! durability (`w: majority, j: true`).
 
 use super::{Loaded, feed, refusal_message};
-use orders_dataset::Profile;
-use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -14,6 +12,8 @@ use indicatif::ProgressBar;
 use mongodb::bson::{Bson, Document, RawDocumentBuf};
 use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 use mongodb::{Client, Collection, Database};
+use orders_bench_model::target::Target;
+use orders_dataset::Profile;
 use orders_mongo::admin;
 use orders_mongo::document::to_raw_document;
 use orders_mongo::indexes::{self, COLLECTION};

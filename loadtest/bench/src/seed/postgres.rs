@@ -5,11 +5,11 @@
 //! `VACUUM (ANALYZE)` after the commit. If the load fails, the transaction rolls back and the table is as it was.
 
 use super::{Loaded, feed, refusal_message};
-use orders_dataset::Profile;
-use crate::target::Target;
 use anyhow::{Context, Result, bail};
 use bytes::{BufMut, BytesMut};
 use indicatif::ProgressBar;
+use orders_bench_model::target::Target;
+use orders_dataset::Profile;
 use orders_pg::admin;
 use orders_pg::migrate::{self, SECONDARY_INDEXES};
 use std::error::Error;

@@ -18,11 +18,11 @@ use super::output::{Outcome, RoundRef};
 use super::rounds::{self, Data, RoundPlan};
 use super::studies;
 use super::variant;
-use orders_dataset::Profile;
 use crate::report::doc::Block;
 use crate::report::format::{self, NONE};
-use crate::target::Target;
 use anyhow::{Result, bail};
+use orders_bench_model::target::Target;
+use orders_dataset::Profile;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

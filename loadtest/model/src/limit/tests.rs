@@ -4,7 +4,7 @@
 //! its schedule, a service that took the machine, an even share, and idle cores.
 
 use super::*;
-use crate::model::cpu::GeneratorStep;
+use crate::cpu::GeneratorAtStep;
 use std::collections::BTreeMap;
 
 fn components() -> Vec<Component> {
@@ -147,12 +147,12 @@ fn a_service_that_took_the_machine_is_the_limit() {
 #[test]
 fn a_load_generator_behind_its_schedule_is_the_limit_even_with_idle_cores() {
     let mut s = step(1.1, &[("k6", 0.4), ("orders-pg", 0.2), ("postgres", 0.2)]);
-    s.generator = Some(GeneratorStep { kind: "native".into(), cores: Some(0.45), schedule_lag_p99_ms: Some(35.0) });
+    s.generator = Some(GeneratorAtStep { kind: "native".into(), cores: Some(0.45), schedule_lag_p99_ms: Some(35.0) });
     let pg = limit("pg", &s, &components(), 2);
     assert_eq!(pg.kind, LimitKind::LoadGenerator, "{}", pg.text);
     assert!(pg.text.contains("p99 35.0 ms late"), "{}", pg.text);
     assert_eq!(pg.evidence.and_then(|e| e.generator_cores), Some(0.45), "its own figure beats the sample");
-    s.generator = Some(GeneratorStep { kind: "native".into(), cores: Some(0.45), schedule_lag_p99_ms: Some(0.4) });
+    s.generator = Some(GeneratorAtStep { kind: "native".into(), cores: Some(0.45), schedule_lag_p99_ms: Some(0.4) });
     assert_eq!(limit("pg", &s, &components(), 2).kind, LimitKind::NotCpu, "on schedule");
 }
 

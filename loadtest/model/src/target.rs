@@ -8,7 +8,12 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, clap::ValueEnum)]
+/// PostgreSQL's colour in every chart.
+pub const PG_COLOR: &str = "#336791";
+/// MongoDB's.
+pub const MONGO_COLOR: &str = "#3f9c35";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Target {
     Pg,
@@ -60,8 +65,8 @@ impl Target {
     /// Its colour in every chart.
     pub const fn color(self) -> &'static str {
         match self {
-            Target::Pg => crate::charts::PG_COLOR,
-            Target::Mongo => crate::charts::MONGO_COLOR,
+            Target::Pg => PG_COLOR,
+            Target::Mongo => MONGO_COLOR,
         }
     }
 }

@@ -6,12 +6,11 @@
 use super::cpu::CpuReport;
 use super::explain::Explain;
 use super::fairness::Fairness;
+use super::generator::{Latency, LoadGenerator, Retired};
 use super::verdict::{MaxRate, PassMark, RateSummary, StepResult};
-use crate::k6::summary::{Latency, LoadGenerator, Retired};
-use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub const SCHEMA: &str = "orders-bench/result/2";
 /// Older schemas this version still reads (their new fields are empty).
@@ -104,7 +103,7 @@ pub struct RoundResult {
     pub budget: Option<String>,
     /// What the planner did with the product search on a copy of the data before any load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan_probe: Option<crate::model::plans::PlanProbe>,
+    pub plan_probe: Option<crate::plans::PlanProbe>,
     pub repeats: Vec<RepeatResult>,
     /// Per target (`pg`, `mongo`): median and range of the repeats' maximum passing rates.
     pub max_rate: BTreeMap<String, RateSummary>,
@@ -124,7 +123,7 @@ impl Machine {
         let os = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|r| format!("Linux {}", r.trim()))
             .unwrap_or_else(|_| std::env::consts::OS.to_owned());
-        Self { cores: crate::procstat::cores(), os }
+        Self { cores: std::thread::available_parallelism().map_or(1, usize::from), os }
     }
 }
 
@@ -137,7 +136,7 @@ pub struct RepeatResult {
     /// The state the repeat started from: how the data were reset, whether the databases were
     /// quiet, the data's fingerprint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start: Option<crate::model::start::StartState>,
+    pub start: Option<crate::start::StartState>,
     /// Seconds the load ran; shorter than planned when stopped early.
     pub run_seconds: f64,
     pub stopped_early: bool,
@@ -186,23 +185,37 @@ pub struct TargetResult {
     pub retired: Option<Retired>,
 }
 
-pub fn write(dir: &Path, rounds: Vec<RoundResult>) -> Result<()> {
+/// Why a `result.json` could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("writing {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("reading {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path} is not a result.json: {source}")]
+    Parse { path: PathBuf, source: serde_json::Error },
+    #[error("{path}: schema {schema} (this orders-bench reads {SCHEMA})")]
+    Schema { path: PathBuf, schema: String },
+}
+
+pub fn write(dir: &Path, rounds: Vec<RoundResult>) -> Result<(), FileError> {
     let file = ResultFile { schema: SCHEMA.into(), rounds };
-    let text = serde_json::to_string_pretty(&file).context("result as JSON")?;
     let path = dir.join(FILE);
-    std::fs::write(&path, text + "\n").with_context(|| format!("writing {}", path.display()))
+    // A tree of plain structs and maps with string keys: it always serializes.
+    let text = serde_json::to_string_pretty(&file).unwrap_or_default();
+    std::fs::write(&path, text + "\n").map_err(|source| FileError::Write { path, source })
 }
 
 /// The rounds of `dir/result.json` (or of `dir` itself when it is a file), each with `dir`
 /// resolved against the folder it was read from.
-pub fn read(path: &Path) -> Result<(std::path::PathBuf, Vec<RoundResult>)> {
+pub fn read(path: &Path) -> Result<(PathBuf, Vec<RoundResult>), FileError> {
     let file = if path.is_dir() { path.join(FILE) } else { path.to_path_buf() };
     let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let text = std::fs::read_to_string(&file).map_err(|source| FileError::Read { path: file.clone(), source })?;
     let parsed: ResultFile =
-        serde_json::from_str(&text).with_context(|| format!("{} is not a result.json", file.display()))?;
+        serde_json::from_str(&text).map_err(|source| FileError::Parse { path: file.clone(), source })?;
     if !READS.contains(&parsed.schema.as_str()) {
-        bail!("{}: schema {} (this orders-bench reads {SCHEMA})", file.display(), parsed.schema);
+        return Err(FileError::Schema { path: file, schema: parsed.schema });
     }
     Ok((base, parsed.rounds))
 }

@@ -95,8 +95,24 @@ pub struct PgExplain {
     pub pool_connections_read: Option<f64>,
     /// Which plan ran each sequential scan (the plan log), when it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scans: Option<crate::model::plans::ScanAttribution>,
+    pub scans: Option<crate::plans::ScanAttribution>,
     pub settings: BTreeMap<String, String>,
+}
+
+impl PgExplain {
+    /// The WAL figures `pg_stat_wal` gave over the run (the runner reads them itself).
+    pub fn add_wal_stats(&mut self, records: f64, fpi: f64, flushes: Option<f64>) {
+        self.wal_flushes = flushes;
+        self.wal_records = Some(records);
+        self.wal_fpi = Some(fpi);
+        self.wal_records_per_write = per_write(Some(records), self.write_requests);
+        self.wal_fpi_per_write = per_write(Some(fpi), self.write_requests);
+    }
+}
+
+/// `total` per write request; `None` without writes.
+pub fn per_write(total: Option<f64>, count: u64) -> Option<f64> {
+    if count == 0 { None } else { total.map(|t| t / count as f64) }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -19,7 +19,7 @@
 //! up: the two come from different counters, and a step that needed 2.2 cores of the
 //! components on a 2-core machine was saturated whatever the machine counter said.
 
-use crate::model::cpu::{Component, DbStep, Evidence, Limit, LimitKind, Role, StepCpu};
+use crate::cpu::{Component, DbStep, Evidence, Limit, LimitKind, Role, StepCpu};
 
 /// At least this share of all cores busy: saturated.
 pub const SATURATED: f64 = 0.8;

@@ -3,7 +3,7 @@
 //! verdict rests on), the databases' budgets and what the runner's own sampling cost.
 //! `round::cpu` samples, `round::limit` judges.
 
-use crate::budget::record::DbBudget;
+use super::budget::DbBudget;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -78,7 +78,7 @@ pub struct StepCpu {
     pub databases: BTreeMap<String, DbStep>,
     /// The load generator's own figures for the step, when its summary has them.
     #[serde(default)]
-    pub generator: Option<GeneratorStep>,
+    pub generator: Option<GeneratorAtStep>,
 }
 
 /// A database over one step, from its cgroup's counters.
@@ -99,7 +99,7 @@ pub struct DbStep {
 
 /// The load generator's own report of a step: its CPU and how late it sent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GeneratorStep {
+pub struct GeneratorAtStep {
     pub kind: String,
     pub cores: Option<f64>,
     pub schedule_lag_p99_ms: Option<f64>,
