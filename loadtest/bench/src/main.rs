@@ -11,6 +11,8 @@
 mod budget;
 mod cgroup;
 mod charts;
+#[cfg(test)]
+mod cli_tests;
 mod databases;
 mod demo;
 mod diagnostics;
@@ -18,8 +20,6 @@ mod experiment;
 mod fleet;
 mod fresh;
 mod k6;
-mod load_flags;
-mod loadgen;
 mod procstat;
 mod repo;
 mod report;
@@ -40,10 +40,22 @@ struct Cli {
     command: Command,
 }
 
+/// Every command: the load generator, which runs on a one-thread runtime of its own (and on none
+/// in its open loop), and the runner's commands, which share tokio's default runtime.
 #[derive(Debug, Subcommand)]
 // Parsed once per process: the size of the largest variant does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Command {
+    #[command(flatten)]
+    Runner(Runner),
+    /// The native open-loop load generator (what `round` and `demo` run): a staircase or constant
+    /// rate, or a closed loop with --clients; the k6 script's mixes and summary JSON.
+    Load(orders_loadgen::LoadArgs),
+}
+
+#[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)]
+enum Runner {
     /// Load the same deterministic orders into PostgreSQL and/or MongoDB and write the manifest.
     Seed(seed::SeedArgs),
     /// Drive both services at once up a staircase of arrival rates (the native generator, or k6),
@@ -59,9 +71,6 @@ enum Command {
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
     /// rounds and the report; stops everything it started (about twelve minutes, --quick under three).
     Demo(demo::DemoArgs),
-    /// The native open-loop load generator (what `round` and `demo` run): a staircase or constant
-    /// rate, or a closed loop with --clients; the k6 script's mixes and summary JSON.
-    Load(loadgen::LoadArgs),
     /// Serve as a follower load machine: run this machine's k6 execution segment of a leader's
     /// round (`round --followers`) and report its summary, drops and CPU.
     Agent(fleet::agent::AgentArgs),
@@ -70,17 +79,15 @@ enum Command {
     Experiment(experiment::ExperimentArgs),
 }
 
-async fn dispatch(command: Command) -> anyhow::Result<()> {
+async fn dispatch(command: Runner) -> anyhow::Result<()> {
     match command {
-        Command::Seed(args) => seed::run(args).await,
-        Command::Round(args) => round::run(*args).await,
-        Command::Report(args) => report::run(args),
-        Command::Compare(args) => report::compare::run(args),
-        Command::Demo(args) => demo::run(args).await,
-        // On a thread of its own: the generator builds its own one-thread runtime.
-        Command::Load(args) => tokio::task::spawn_blocking(move || loadgen::run(args)).await?,
-        Command::Agent(args) => fleet::agent::run(args).await,
-        Command::Experiment(args) => experiment::run(args).await,
+        Runner::Seed(args) => seed::run(args).await,
+        Runner::Round(args) => round::run(*args).await,
+        Runner::Report(args) => report::run(args),
+        Runner::Compare(args) => report::compare::run(args),
+        Runner::Demo(args) => demo::run(args).await,
+        Runner::Agent(args) => fleet::agent::run(args).await,
+        Runner::Experiment(args) => experiment::run(args).await,
     }
 }
 
@@ -91,8 +98,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
-        Command::Load(args) => loadgen::run(args),
-        command => tokio::runtime::Runtime::new()
+        Command::Load(args) => orders_loadgen::run(args),
+        Command::Runner(command) => tokio::runtime::Runtime::new()
             .map_err(anyhow::Error::from)
             .and_then(|runtime| runtime.block_on(dispatch(command))),
     };

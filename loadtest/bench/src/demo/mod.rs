@@ -55,8 +55,8 @@ pub struct DemoArgs {
     #[arg(long)]
     pub repeats: Option<u32>,
     /// Seconds each rate is held [default: 4; 2 with --quick] (see demo/profile.rs).
-    #[arg(long = "step-duration", value_parser = round::parse_seconds)]
-    pub step_duration: Option<f64>,
+    #[arg(long = "step-duration", value_parser = orders_loadgen::duration::parse)]
+    pub step_duration: Option<Duration>,
     /// Name of the database the demo creates and loads in both servers, and the services use.
     #[arg(long = "db-name", default_value = "orders_demo")]
     pub db_name: String,
@@ -90,7 +90,7 @@ impl DemoArgs {
             ..base
         };
         match self.step_duration {
-            Some(seconds) => profile.with_step_seconds(seconds),
+            Some(step) => profile.with_step_seconds(step.as_secs_f64()),
             None => profile,
         }
     }
@@ -354,7 +354,7 @@ mod tests {
         let quick = args(true).profile();
         assert_eq!((quick.orders, quick.repeats), (2_000, 1));
         assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == 2.0));
-        let full = DemoArgs { repeats: Some(5), step_duration: Some(6.0), ..args(false) }.profile();
+        let full = DemoArgs { repeats: Some(5), step_duration: Some(Duration::from_secs(6)), ..args(false) }.profile();
         assert_eq!((full.orders, full.repeats), (100_000, 5));
         assert!(matches!(full.staircase, Staircase::Probed { step_seconds, .. } if step_seconds == 6.0));
     }

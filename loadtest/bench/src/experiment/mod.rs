@@ -36,7 +36,6 @@ use crate::budget::local::{self, Session};
 use crate::databases::Databases;
 use crate::demo::stack::Stack;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
-use crate::round::parse_seconds;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 pub use scale::{Scale, Size, Staircase};
@@ -87,8 +86,8 @@ pub struct ExperimentArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: Option<u32>,
     /// How long each rate of a staircase is held [default: 3 s, durability 2 s; 30 s with --full].
-    #[arg(long = "step-duration", value_parser = parse_seconds)]
-    pub step_duration: Option<f64>,
+    #[arg(long = "step-duration", value_parser = orders_loadgen::duration::parse)]
+    pub step_duration: Option<std::time::Duration>,
     /// A fixed staircase for every round: first rate, requests/s per target (with --step and
     /// --max-rate) [default: gin 200/200/4,000; the others place it around a short closed loop].
     #[arg(long = "start-rate", requires_all = ["step", "max_rate"], value_parser = clap::value_parser!(u32).range(1..))]
@@ -101,8 +100,8 @@ pub struct ExperimentArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub clients: Option<u32>,
     /// Closed loop: seconds per run [default: doc-size 10, durability 3; S2's 20 with --full].
-    #[arg(long = "closed-seconds", value_parser = parse_seconds)]
-    pub closed_seconds: Option<f64>,
+    #[arg(long = "closed-seconds", value_parser = orders_loadgen::duration::parse)]
+    pub closed_seconds: Option<std::time::Duration>,
     /// Closed loop: runs per size (median reported) [default: doc-size 3, durability 1; S2's 5 with --full].
     #[arg(long = "closed-runs", value_parser = clap::value_parser!(u32).range(1..))]
     pub closed_runs: Option<u32>,

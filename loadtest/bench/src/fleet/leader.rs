@@ -7,10 +7,11 @@
 
 use super::segment_run::{self, now_ms};
 use super::{FleetReport, LoadCpu, RunReport, RunRequest, RunState, SCRIPT_VARIABLES, Segment, StepLoadCpu};
-use crate::k6::{self, merge, summary::Summary};
-use crate::round::verdict::drops_per_step;
+use crate::k6::{self, merge};
 use anyhow::{Context, Result, bail};
 use orders_bench_model::cpu::{CpuReport, Role};
+use orders_loadgen::summary::Summary;
+use orders_loadgen::verdict::drops_per_step;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -141,7 +141,7 @@ pub use orders_bench_model::fleet::{FleetReport, MachineFigures, MachineRun, Mac
 pub fn machine_run(report: &RunReport) -> MachineRun {
     let share = report.segment.share();
     let wall = report.cpu.wall_seconds.max(1e-9);
-    let summary = crate::k6::summary::Summary::parse(&report.summary.to_string()).ok();
+    let summary = orders_loadgen::summary::Summary::parse(&report.summary.to_string()).ok();
     let offered = summary.as_ref().map(|s| s.offered.steps.clone()).unwrap_or_default();
     let steps = offered
         .iter()

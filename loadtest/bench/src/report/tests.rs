@@ -6,12 +6,12 @@ use super::*;
 use crate::charts::tests::assert_well_formed;
 use crate::diagnostics::Pair;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot, samples};
-use crate::k6::summary::{FIXTURE, Summary};
-use crate::round::verdict::{judge_target, max_passing_rate, summarize};
 use crate::round::{explain, fairness};
 use orders_bench_model::cpu::CpuReport;
 use orders_bench_model::result::{DataSet, Machine, RatePlan, RepeatResult, TargetResult};
 use orders_bench_model::verdict::PassMark;
+use orders_loadgen::summary::{FIXTURE, Summary};
+use orders_loadgen::verdict::{judge_target, max_passing_rate, summarize};
 use serde_json::json;
 use std::collections::BTreeMap;
 

@@ -13,10 +13,10 @@
 
 use crate::budget::record::DbBudget;
 use crate::cgroup::{self, Placement, Reading};
-use crate::k6::summary::{LoadGenerator, OfferedStep};
 use crate::procstat;
 use orders_bench_model::cpu::{Component, ComponentCpu, CpuReport, DbStep, RUNNER, Role, StepCpu};
 use orders_bench_model::target::Target;
+use orders_loadgen::summary::{LoadGenerator, OfferedStep};
 use std::collections::BTreeMap;
 use std::time::Instant;
 

@@ -5,16 +5,17 @@
 //! (`diagnostics::probe`; the services' `/diagnostics` are left alone while they are measured).
 
 use super::cpu::{self, Sampler};
+use super::early_stop::EarlyStop;
 use super::launch;
 use super::{RoundSpec, Setup};
 use crate::diagnostics::probe::Probe;
 use crate::diagnostics::{self, Pair};
-use crate::k6::live::{EarlyStop, LiveView};
 use crate::{fleet, procstat};
 use anyhow::{Context, Result};
 use orders_bench_model::cpu::{Component, ProbeCost, Role};
 use orders_bench_model::target::Target;
 use orders_bench_model::verdict::PassMark;
+use orders_loadgen::live::LiveView;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::ExitStatus;

@@ -7,8 +7,9 @@
 //! same summary JSON afterwards.
 
 use super::{RoundSpec, Setup};
-use crate::k6::{self, live::LiveView};
-use crate::loadgen;
+use crate::k6;
+use orders_loadgen::live::LiveView;
+
 use anyhow::{Context, Result};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -204,7 +205,7 @@ pub fn spawn(
                     while let Ok(Some(line)) = lines.next_line().await {
                         let now = origin.elapsed().as_secs_f64();
                         let Ok(mut progress) = progress.lock() else { return };
-                        if let Some(t) = loadgen::live::apply(&mut progress.view, &line) {
+                        if let Some(t) = orders_loadgen::live::apply(&mut progress.view, &line) {
                             progress.scenario_start.get_or_insert(now - t);
                         }
                     }
@@ -231,7 +232,7 @@ async fn side_load(setup: &Setup, args: &[String], summary: &Path, what: &str) -
         .output()
         .await
         .with_context(|| format!("starting {} load ({what})", binary.display()))?;
-    let figures = crate::k6::summary::Summary::read(summary).ok().map(|s| {
+    let figures = orders_loadgen::summary::Summary::read(summary).ok().map(|s| {
         s.targets.iter().map(|(name, t)| (name.clone(), t.figures.count, t.figures.failures)).collect::<Vec<_>>()
     });
     match figures {
@@ -349,12 +350,15 @@ mod tests {
         #[derive(clap::Parser)]
         struct Load {
             #[command(flatten)]
-            args: loadgen::LoadArgs,
+            args: orders_loadgen::LoadArgs,
         }
         let parsed =
             <Load as clap::Parser>::try_parse_from(&args).expect("orders-bench load accepts the round's flags").args;
         assert_eq!(parsed.rates, vec![200, 300, 450, 680]);
-        assert_eq!((parsed.staircase.step_duration, parsed.pass_mark.p95_ms, parsed.vu_budget_ms), (4.0, 50.0, 200));
+        assert_eq!(
+            (parsed.staircase.step_duration.as_secs_f64(), parsed.pass_mark.p95_ms, parsed.vu_budget_ms),
+            (4.0, 50.0, 200)
+        );
         assert_eq!(parsed.prefer.as_deref(), Some("return=minimal"));
         assert!(parsed.progress);
     }

@@ -11,17 +11,14 @@
 mod counts;
 pub mod cpu;
 mod drive;
+pub mod early_stop;
 pub mod explain;
 pub mod fairness;
 pub mod launch;
-mod own_stall;
 pub mod plan_log;
 pub mod plan_probe;
 mod repeat;
-pub mod stall;
-pub mod verdict;
 
-use crate::load_flags::{PassMarkArgs, StaircaseArgs};
 use crate::seed::{SeedArgs, Targets};
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -30,6 +27,7 @@ use orders_bench_model::target::Target;
 use orders_bench_model::verdict::PassMark;
 use orders_core::Timestamp;
 use orders_dataset::manifest;
+use orders_loadgen::flags::{PassMarkArgs, StaircaseArgs};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -68,37 +66,8 @@ pub struct RoundLoadArgs {
     pub no_warm_up: bool,
     /// Seconds between the runner's samples of both databases during a run (pending list, table
     /// counters, WAL; from its own connections) [default: once per step].
-    #[arg(long = "poll-interval", value_parser = parse_seconds)]
-    pub poll_interval: Option<f64>,
-}
-
-/// `30s`, `2m`, `1m30s`, `500ms` or a plain number of seconds.
-pub fn parse_seconds(text: &str) -> Result<f64, String> {
-    let bad = || format!("\"{text}\" is not a duration like 30s, 2m or 1m30s");
-    if let Ok(seconds) = text.parse::<f64>() {
-        return if seconds > 0.0 { Ok(seconds) } else { Err(bad()) };
-    }
-    let (mut total, mut number) = (0.0, String::new());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            number.push(c);
-            continue;
-        }
-        let value: f64 = number.parse().map_err(|_| bad())?;
-        number.clear();
-        total += match c {
-            'm' if chars.peek() == Some(&'s') => {
-                chars.next();
-                value / 1000.0
-            }
-            'h' => value * 3600.0,
-            'm' => value * 60.0,
-            's' => value,
-            _ => return Err(bad()),
-        };
-    }
-    if !number.is_empty() || total <= 0.0 { Err(bad()) } else { Ok(total) }
+    #[arg(long = "poll-interval", value_parser = orders_loadgen::duration::parse)]
+    pub poll_interval: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -279,7 +248,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         mark: args.load.pass_mark.pass_mark(),
         early_stop: !args.load.run_all_steps,
         allow_mismatch: args.load.allow_mismatch,
-        poll_interval: Duration::from_secs_f64(args.load.poll_interval.unwrap_or(args.load.staircase.step_duration)),
+        poll_interval: args.load.poll_interval.unwrap_or(args.load.staircase.step_duration),
         vu_budget_ms: args.load.vu_budget_ms,
         settle: Duration::from_secs(90),
         reset: reseed.map_or(crate::fresh::Reset::Keep, crate::fresh::Reset::Reload),
@@ -362,7 +331,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         // A repeat that stalls of the machine stopped before either target failed measured neither.
         let counted = repeats.iter().filter(|r| !r.spoiled_by_stalls());
         let rates: Vec<_> = counted.filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
-        if let Some(summary) = verdict::summarize(&rates) {
+        if let Some(summary) = orders_loadgen::verdict::summarize(&rates) {
             max_rate.insert(target.name().to_owned(), summary);
         }
     }
@@ -434,7 +403,7 @@ fn needs_another(spec: &RoundSpec, repeats: &[RepeatResult], spent: Duration) ->
 
 /// Whether `mix` (a named mix or weights) searches by product.
 fn searches_products(mix: &str) -> bool {
-    crate::loadgen::mixes::Definitions::embedded()
+    orders_loadgen::mixes::Definitions::embedded()
         .and_then(|d| d.mix(mix))
         .is_ok_and(|m| m.weights.contains_key("product"))
 }
@@ -488,17 +457,6 @@ mod tests {
         assert!(searches_products("read:50,product:50"));
         assert!(!searches_products("insert"));
         assert!(!searches_products("no such mix"));
-    }
-
-    #[test]
-    fn durations_read_like_k6_durations() {
-        assert_eq!(parse_seconds("30s"), Ok(30.0));
-        assert_eq!(parse_seconds("1m30s"), Ok(90.0));
-        assert_eq!(parse_seconds("500ms"), Ok(0.5));
-        assert_eq!(parse_seconds("2.5"), Ok(2.5));
-        assert!(parse_seconds("0").is_err());
-        assert!(parse_seconds("5x").is_err());
-        assert!(parse_seconds("30s5").is_err());
     }
 
     #[test]

@@ -7,13 +7,11 @@
 
 use super::drive::{self, Driven};
 use super::fairness;
-use super::verdict::{drops_per_step, judge_target, max_passing_rate};
-use super::{RoundSpec, Setup, counts, explain, plan_log, stall};
+use super::{RoundSpec, Setup, counts, explain, plan_log};
 use crate::budget::record;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::diagnostics::{self, Pair};
 use crate::fresh;
-use crate::k6::summary::{LoadGenerator, Summary};
 use anyhow::{Context, Result, bail};
 use orders_bench_model::fairness::Fairness;
 use orders_bench_model::limit;
@@ -22,6 +20,9 @@ use orders_bench_model::result::{RepeatResult, TargetResult};
 use orders_bench_model::target::Target;
 use orders_core::Timestamp;
 use orders_dataset::manifest;
+use orders_loadgen::stall;
+use orders_loadgen::summary::{LoadGenerator, Summary};
+use orders_loadgen::verdict::{drops_per_step, judge_target, max_passing_rate};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;

@@ -19,10 +19,12 @@
 //!
 //! The live view gets the same test (`explains_live`), so a run is not stopped early on a stall.
 //! Summaries without windows (k6) are left as they are. Stalls of one target alone are reviewed
-//! after these, once every step's verdict is known (`own_stall`).
+//! after these, once every step's verdict is known (`own`).
 
-use crate::k6::live::LiveView;
-use crate::k6::summary::{Summary, Windows};
+mod own;
+
+use crate::live::LiveView;
+use crate::summary::{Summary, Windows};
 use orders_bench_model::verdict::{Outcome, PassMark, Stall, StepResult};
 use std::collections::BTreeMap;
 
@@ -179,7 +181,7 @@ pub fn review(steps: &mut BTreeMap<String, Vec<StepResult>>, summary: &Summary, 
     for (name, target_steps) in steps.iter_mut() {
         let Some(target) = summary.targets.get(name) else { continue };
         let windows: Vec<Option<&Windows>> = target.steps.iter().map(|s| s.windows.as_ref()).collect();
-        super::own_stall::review(target_steps, &windows, mark);
+        own::review(target_steps, &windows, mark);
     }
 }
 
@@ -196,8 +198,8 @@ pub fn explains_live(view: &LiveView, target: &str, step: usize, mark: &PassMark
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k6::summary::{Figures, Latency, StepSummary};
-    use crate::round::verdict::judge_step;
+    use crate::summary::{Figures, Latency, StepSummary};
+    use crate::verdict::judge_step;
 
     /// 40 windows of 100 ms with `per_window` requests; `slow[i]` slow ones in window i.
     fn windows(per_window: u64, slow: &[(usize, u64)]) -> Windows {

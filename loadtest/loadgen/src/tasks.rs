@@ -106,7 +106,7 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loadgen::request::RequestMaker;
+    use crate::request::RequestMaker;
 
     #[test]
     fn a_request_past_its_timeout_is_cancelled_and_counted() {
@@ -116,7 +116,7 @@ mod tests {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let url = format!("http://{}", listener.local_addr().expect("addr"));
             let held = tokio::spawn(async move { listener.accept().await });
-            let definitions = super::super::mixes::Definitions::embedded().expect("mixes");
+            let definitions = crate::mixes::Definitions::embedded().expect("mixes");
             let profile =
                 orders_dataset::Profile { seed: 1, orders: 10, customers: 2, products: 5, items: 3, note_bytes: 0 };
             let manifest = orders_dataset::manifest::Manifest::new(&profile, 600);

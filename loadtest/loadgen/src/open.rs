@@ -34,7 +34,7 @@ use super::live;
 use super::record::{Recorder, Slot};
 use super::request::{EndpointPlan, RequestMaker};
 use super::wire::{Outcome, Pending, Wire};
-use crate::k6::summary::OfferedStep;
+use crate::summary::OfferedStep;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
@@ -95,7 +95,7 @@ struct Due {
 }
 
 fn own_cpu_seconds() -> Option<f64> {
-    crate::procstat::stat(std::process::id()).map(|s| s.own_ticks as f64 / 100.0)
+    crate::own_cpu_seconds()
 }
 
 /// Records one request's outcome: latency from its intended time to the arrival of its answer.

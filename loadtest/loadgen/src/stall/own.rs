@@ -12,8 +12,8 @@
 //! the failure stands). `round::stall` reviews stalls of the whole machine first; this runs after
 //! it, once every step's verdict is known.
 
-use super::stall::{MAX_INCONCLUSIVE, passes_outside, slow_in, span, stall};
-use crate::k6::summary::Windows;
+use super::{MAX_INCONCLUSIVE, passes_outside, slow_in, span, stall};
+use crate::summary::Windows;
 use orders_bench_model::verdict::{Outcome, PassMark, Stall, StepResult};
 
 /// At most this share of a step's windows may be the stall.
@@ -65,7 +65,7 @@ fn own_stall(own: &Windows, mark: &PassMark) -> Option<Stall> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::round::verdict::max_passing_rate;
+    use crate::verdict::max_passing_rate;
 
     fn step(index: usize, rate: u32, passed: bool) -> StepResult {
         StepResult {

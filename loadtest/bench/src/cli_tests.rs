@@ -1,12 +1,14 @@
 //! The shared flags as the real command line parses them: `orders-bench load` and
 //! `orders-bench round`, each with its defaults and every check.
 
-use super::*;
-use crate::loadgen::LoadArgs;
 use crate::round::RoundLoadArgs;
-use crate::{Cli, Command};
+use crate::{Cli, Command, Runner};
 use clap::error::ErrorKind;
 use clap::{CommandFactory as _, Parser as _};
+use orders_bench_model::result::RatePlan;
+use orders_bench_model::verdict::PassMark;
+use orders_loadgen::LoadArgs;
+use orders_loadgen::flags::{PassMarkArgs, StaircaseArgs};
 
 fn load(line: &[&str]) -> Result<LoadArgs, clap::Error> {
     match Cli::try_parse_from(["orders-bench", "load"].iter().chain(line)).map(|cli| cli.command)? {
@@ -17,7 +19,7 @@ fn load(line: &[&str]) -> Result<LoadArgs, clap::Error> {
 
 fn round(line: &[&str]) -> Result<RoundLoadArgs, clap::Error> {
     match Cli::try_parse_from(["orders-bench", "round"].iter().chain(line)).map(|cli| cli.command)? {
-        Command::Round(args) => Ok(args.load),
+        Command::Runner(Runner::Round(args)) => Ok(args.load),
         other => panic!("not round: {other:?}"),
     }
 }

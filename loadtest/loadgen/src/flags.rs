@@ -7,11 +7,12 @@
 //! command line needs. `--vu-budget-ms` is not here: its default differs on purpose (`load` 1000
 //! like k6's script, `round` 200), so each command declares its own.
 
-use crate::round::parse_seconds;
+use crate::duration;
 use anyhow::{Result, bail};
 use clap::Args;
 use orders_bench_model::result::RatePlan;
 use orders_bench_model::verdict::PassMark;
+use std::time::Duration;
 
 /// A staircase of offered rates, per target.
 #[derive(Debug, Clone, Args)]
@@ -32,8 +33,8 @@ pub struct StaircaseArgs {
     #[arg(long = "step-factor", value_parser = parse_factor, conflicts_with = "step")]
     pub step_factor: Option<f64>,
     /// Staircase: how long each rate is held: `30s`, `1m`, `1m30s` or seconds.
-    #[arg(long = "step-duration", default_value = "30s", value_parser = parse_seconds)]
-    pub step_duration: f64,
+    #[arg(long = "step-duration", default_value = "30s", value_parser = duration::parse)]
+    pub step_duration: Duration,
 }
 
 impl StaircaseArgs {
@@ -46,7 +47,7 @@ impl StaircaseArgs {
             start_rate: self.start_rate,
             step: self.step,
             max_rate: self.max_rate,
-            step_seconds: self.step_duration,
+            step_seconds: self.step_duration.as_secs_f64(),
             factor: self.step_factor,
         })
     }
@@ -94,6 +95,3 @@ fn parse_share(text: &str) -> Result<f64, String> {
         _ => Err(format!("\"{text}\" is not a share from 0 to 1, like 0.01")),
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,11 +1,13 @@
-//! The JSON summary `loadtest/k6/orders.js` writes from `handleSummary` (see loadtest/README.md),
-//! and `orders-bench load` writes in the same schema, read into types: the offered staircase, the
+//! The summary format both generators write: `loadtest/k6/orders.js` from `handleSummary` (see
+//! loadtest/README.md), and this generator in the same schema (`write`), read into types: the offered staircase, the
 //! mix, and per target the totals, the endpoints and the figures of every step. Only what the
 //! bench uses is typed; unknown fields are ignored so the script can add more without breaking old
 //! result folders. What only the native generator knows (exact drops and short windows per step,
 //! its own schedule lag and CPU time) is optional.
 
 use anyhow::{Context, Result};
+pub(crate) mod write;
+
 pub use orders_bench_model::generator::{Latency, LoadGenerator, Retired};
 use orders_bench_model::target::Target;
 use serde::{Deserialize, Serialize};
@@ -124,7 +126,8 @@ impl Summary {
     }
 }
 
-#[cfg(test)]
+/// A real summary of `loadtest/k6/orders.js`: two steps, two targets, the shop mix.
+#[cfg(any(test, feature = "fixtures"))]
 pub const FIXTURE: &str = include_str!("../../tests/fixtures/k6-summary-shop.json");
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //! afterwards (`stall`): discounted (it passes) or inconclusive (the search steps over it);
 //! `StepResult::stall` says what was found.
 
-use crate::k6::summary::{StepSummary, TargetSummary};
+use crate::summary::{StepSummary, TargetSummary};
 use orders_bench_model::verdict::{MaxRate, PassMark, RateSummary, StepResult};
 
 /// Requests started late enough to carry the next step's tag, not dropped.
@@ -168,7 +168,7 @@ pub fn summarize(rates: &[MaxRate]) -> Option<RateSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k6::summary::{FIXTURE, Figures, Latency, Summary};
+    use crate::summary::{FIXTURE, Figures, Latency, Summary};
 
     fn step(index: usize, rate: u32, count: u64, failures: u64, p95: f64) -> StepSummary {
         StepSummary {
@@ -278,13 +278,13 @@ mod tests {
     fn the_steps_of_a_retired_target_from_its_retirement_on_did_not_run_for_it() {
         let summary = Summary::parse(FIXTURE).expect("fixture");
         let mut pg = summary.targets["pg"].clone();
-        pg.retired = Some(crate::k6::summary::Retired { step: 1, at_s: pg.steps[1].from_s + 0.1 });
+        pg.retired = Some(crate::summary::Retired { step: 1, at_s: pg.steps[1].from_s + 0.1 });
         let steps = judge_target(&pg, summary.run_seconds, &PassMark::default(), None);
         assert!(steps[0].complete && steps[0].passed, "{:?}", steps[0]);
         assert!(!steps[1].complete && !steps[1].passed && steps[1].reasons.is_empty(), "{:?}", steps[1]);
         assert_eq!(max_passing_rate(&steps), MaxRate { rate: 100, first_failed_rate: None });
         // Retired at the very end of the run: every step ran.
-        pg.retired = Some(crate::k6::summary::Retired { step: 1, at_s: summary.run_seconds });
+        pg.retired = Some(crate::summary::Retired { step: 1, at_s: summary.run_seconds });
         let steps = judge_target(&pg, summary.run_seconds, &PassMark::default(), None);
         assert!(steps[1].complete && !steps[1].passed);
     }

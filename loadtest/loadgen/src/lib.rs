@@ -1,17 +1,28 @@
-//! `orders-bench load`: the native load generator. Open loop by default (a staircase of arrival
+//! `orders-loadgen`: the native load generator of the order services, readable and testable on its
+//! own (`orders-bench load` is its command line). Open loop by default (a staircase of arrival
 //! rates, or one constant rate, like `loadtest/k6/orders.js`), with the same mixes
-//! (`loadtest/mixes.json`), ids, bodies and expected statuses, and the same summary JSON; a closed
-//! loop with `--clients N`. The open loop runs on one thread with no async runtime (`open`, over
-//! `wire`'s sockets on one epoll), so its CPU per request stays a small fraction of what a
-//! database needs; the closed loop runs its requests as tasks of a current-thread tokio runtime
-//! (`closed`). `round` and `demo` run it as their child process (`--progress` JSON lines on
-//! stdout; `stop` or `retire NAME` lines on stdin, or SIGINT/SIGTERM: see `control`); stopped
-//! early, it still writes its summary.
+//! (`loadtest/mixes.json`, `mixes`), ids, bodies and expected statuses, and the same summary JSON
+//! (`summary`: the format both generators write, and what the runner reads back); a closed loop
+//! with `--clients N` (`closed`: study S2's way of measuring, and what the experiments and the
+//! pool warm-up run). The open loop runs on one thread with no async runtime (`open`, over `wire`'s
+//! sockets on one epoll), so its CPU per request stays a small fraction of what a database needs;
+//! the closed loop runs its requests as tasks of a current-thread tokio runtime.
+//!
+//! While it runs it prints live figures (`live`: the one live view of both generators, which the
+//! runner fills from k6's REST API too) and takes `stop` or `retire NAME` on stdin, or
+//! SIGINT/SIGTERM (`control`); stopped early, it still writes its summary. Afterwards `verdict`
+//! judges a summary's steps against the pass mark and `stall` tells a stall of the shared machine
+//! from a target's limit, for either generator's summary. `flags` holds the staircase and pass-mark
+//! flags the runner's `round` shares. It knows nothing of databases or of the runner: it depends on
+//! the data set (`orders-dataset`, for ids and bodies) and the result model
+//! (`orders-bench-model`, for the pass mark and the verdicts it fills).
 
 mod closed;
 mod conn;
 mod control;
+pub mod duration;
 mod epoll;
+pub mod flags;
 mod http1;
 pub mod live;
 pub mod mixes;
@@ -19,14 +30,15 @@ mod open;
 mod priority;
 mod record;
 mod request;
+pub mod stall;
 mod stamp;
-mod summary;
+pub mod summary;
 mod tasks;
+pub mod verdict;
 mod wire;
 
-use crate::k6::summary::OfferedStep;
-use crate::load_flags::{PassMarkArgs, StaircaseArgs};
-use crate::round::parse_seconds;
+use crate::flags::{PassMarkArgs, StaircaseArgs};
+use crate::summary::OfferedStep;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use control::Control;
@@ -54,8 +66,8 @@ pub struct LoadArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate: Option<u32>,
     /// Length of a constant-rate or closed-loop run.
-    #[arg(long, default_value = "30s", value_parser = parse_seconds)]
-    pub duration: f64,
+    #[arg(long, default_value = "30s", value_parser = duration::parse)]
+    pub duration: Duration,
     #[command(flatten)]
     pub staircase: StaircaseArgs,
     /// Staircase: these rates, in this order (comma-separated), instead of --start-rate, --step,
@@ -73,11 +85,11 @@ pub struct LoadArgs {
     #[arg(long = "vu-budget-ms", default_value_t = 1000)]
     pub vu_budget_ms: u32,
     /// A request unanswered after this fails.
-    #[arg(long = "request-timeout", default_value = "10s", value_parser = parse_seconds)]
-    pub request_timeout: f64,
+    #[arg(long = "request-timeout", default_value = "10s", value_parser = duration::parse)]
+    pub request_timeout: Duration,
     /// Length of the windows the stall recognition works with.
-    #[arg(long = "window", default_value = "100ms", value_parser = parse_seconds)]
-    pub window: f64,
+    #[arg(long = "window", default_value = "100ms", value_parser = duration::parse)]
+    pub window: Duration,
     /// Seed of the ids and bodies (the same seed sends the same requests).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -105,10 +117,13 @@ pub struct LoadArgs {
 /// The staircase (or the one constant step) and the executor name k6 would give it.
 fn schedule(args: &LoadArgs) -> Result<(&'static str, Vec<OfferedStep>)> {
     if args.clients.is_some() {
-        return Ok(("closed-loop", vec![OfferedStep { from_s: 0.0, to_s: args.duration, rate: 0 }]));
+        return Ok(("closed-loop", vec![OfferedStep { from_s: 0.0, to_s: args.duration.as_secs_f64(), rate: 0 }]));
     }
     if let Some(rate) = args.rate {
-        return Ok(("constant-arrival-rate", vec![OfferedStep { from_s: 0.0, to_s: args.duration, rate }]));
+        return Ok((
+            "constant-arrival-rate",
+            vec![OfferedStep { from_s: 0.0, to_s: args.duration.as_secs_f64(), rate }],
+        ));
     }
     let plan = args.staircase.plan()?;
     let rates = if args.rates.is_empty() { plan.rates() } else { args.rates.clone() };
@@ -159,8 +174,18 @@ fn precise_sleeps() {
     };
 }
 
+/// CPU seconds this process has used so far, all threads, user and system.
 fn own_cpu_seconds() -> Option<f64> {
-    crate::procstat::stat(std::process::id()).map(|s| s.own_ticks as f64 / 100.0)
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage fills the struct it is given; it is read only when the call succeeded.
+    let usage = unsafe {
+        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
+            return None;
+        }
+        usage.assume_init()
+    };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(seconds(usage.ru_utime) + seconds(usage.ru_stime))
 }
 
 /// What either loop starts from.
@@ -178,7 +203,7 @@ struct Start {
 struct Finished {
     recorder: Recorder,
     endpoints: Vec<EndpointPlan>,
-    targets: Vec<summary::TargetFacts>,
+    targets: Vec<summary::write::TargetFacts>,
     /// Seconds of the schedule that were sent.
     run_seconds: f64,
     stopped_early: bool,
@@ -212,33 +237,33 @@ pub fn run(args: LoadArgs) -> Result<()> {
     }
     let targets = parse_targets(&args.targets)?;
     let windows: Vec<usize> =
-        steps.iter().map(|s| ((s.to_s - s.from_s) / args.window).ceil().max(1.0) as usize).collect();
+        steps.iter().map(|s| ((s.to_s - s.from_s) / args.window.as_secs_f64()).ceil().max(1.0) as usize).collect();
     let recorder = Recorder::new(
         targets.len(),
         maker.endpoints.len(),
         &windows,
-        Duration::from_secs_f64(args.window),
+        args.window,
         Duration::from_secs_f64(args.pass_mark.p95_ms / 1000.0),
     );
     let control = Arc::new(Control::new(targets.iter().map(|(name, _)| name.clone()).collect()));
     control.listen();
-    let request_timeout = Duration::from_secs_f64(args.request_timeout);
+    let request_timeout = args.request_timeout;
     let budget = Duration::from_millis(u64::from(args.vu_budget_ms));
     let start = Start { targets, maker, recorder, request_timeout, progress: args.progress };
     let finished = match args.clients {
-        Some(clients) => closed::run(start, clients, Duration::from_secs_f64(args.duration), control)?,
+        Some(clients) => closed::run(start, clients, args.duration, control)?,
         None => run_open(start, &steps, budget, &control)?,
     };
     let offered: Vec<u64> = steps.iter().map(open::iterations).collect();
     let settings = match args.clients {
-        Some(clients) => json!({"clients": clients, "duration": format!("{}s", args.duration)}),
+        Some(clients) => json!({"clients": clients, "duration": format!("{}s", args.duration.as_secs_f64())}),
         None => json!({
             "in_flight_cap": steps.iter().map(|s| open::in_flight_cap(s.rate, budget)).collect::<Vec<_>>(),
             "vu_budget_ms": args.vu_budget_ms,
-            "request_timeout_s": args.request_timeout,
+            "request_timeout_s": args.request_timeout.as_secs_f64(),
         }),
     };
-    let facts = summary::RunFacts {
+    let facts = summary::write::RunFacts {
         executor,
         executor_settings: settings,
         steps: &steps,
@@ -253,13 +278,13 @@ pub fn run(args: LoadArgs) -> Result<()> {
         scheduling: &scheduling,
         retired: &finished.retired,
     };
-    let value = summary::build(&facts, &finished.recorder, &finished.targets, &finished.endpoints);
+    let value = summary::write::build(&facts, &finished.recorder, &finished.targets, &finished.endpoints);
     if let Some(parent) = args.summary.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
     let text = serde_json::to_string_pretty(&value).context("summary JSON")? + "\n";
     std::fs::write(&args.summary, text).with_context(|| format!("writing {}", args.summary.display()))?;
-    eprintln!("{}", summary::text(&value));
+    eprintln!("{}", summary::write::text(&value));
     if finished.abandoned > 0 {
         eprintln!(
             "load: {} request(s) still in flight at the end were counted as failed (interrupted)",
@@ -292,7 +317,7 @@ fn run_open(start: Start, steps: &[OfferedStep], budget: Duration, control: &Con
         .enumerate()
         .map(|(t, (name, url))| {
             let connections = open.connections(t);
-            summary::TargetFacts {
+            summary::write::TargetFacts {
                 name: name.clone(),
                 url: url.clone(),
                 connections: connections.opened,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The file itself (also read by the k6 script).
-pub const FILE: &str = include_str!("../../../mixes.json");
+pub const FILE: &str = include_str!("../../mixes.json");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Method {

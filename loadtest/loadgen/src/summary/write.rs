@@ -4,11 +4,11 @@
 //! shared stall from a limit), failures by kind, and a `load_generator` object with its own
 //! schedule lag and CPU time per step.
 
-use super::mixes::Mix;
-use super::open::Retired;
-use super::record::{Figures, Recorder};
-use super::request::EndpointPlan;
-use crate::k6::summary::OfferedStep;
+use crate::mixes::Mix;
+use crate::open::Retired;
+use crate::record::{Figures, Recorder};
+use crate::request::EndpointPlan;
+use crate::summary::OfferedStep;
 use orders_core::Timestamp;
 use orders_dataset::manifest::Manifest;
 use serde_json::{Map, Value, json};
@@ -260,10 +260,10 @@ pub fn text(summary: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k6::summary::Summary;
-    use crate::loadgen::mixes::Definitions;
-    use crate::loadgen::record::Slot;
-    use crate::loadgen::request::RequestMaker;
+    use crate::mixes::Definitions;
+    use crate::record::Slot;
+    use crate::request::RequestMaker;
+    use crate::summary::Summary;
     use orders_dataset::Profile;
     use std::time::Duration;
 
@@ -307,7 +307,7 @@ mod tests {
         assert_eq!(pg.steps[1].windows.as_ref().map(|w| (w.count.len(), w.dropped[4])), Some((20, 1)));
         assert_eq!(pg.steps[1].figures.count, 40);
         assert!(!pg.passed, "a dropped iteration fails the target");
-        assert_eq!(pg.retired, Some(crate::k6::summary::Retired { step: 1, at_s: 2.5 }));
+        assert_eq!(pg.retired, Some(crate::summary::Retired { step: 1, at_s: 2.5 }));
         assert_eq!(summary.load_generator.as_ref().map(|g| g.kind.as_str()), Some("native"));
         assert_eq!(summary.mix.weights.values().sum::<u32>(), 100);
         assert!(text(&value).contains("@20/s"));
