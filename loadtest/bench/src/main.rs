@@ -10,7 +10,6 @@
 
 mod budget;
 mod cgroup;
-mod charts;
 #[cfg(test)]
 mod cli_tests;
 mod databases;
@@ -22,7 +21,7 @@ mod fresh;
 mod k6;
 mod procstat;
 mod repo;
-mod report;
+mod reports;
 mod round;
 mod seed;
 
@@ -63,11 +62,11 @@ enum Runner {
     /// explain it, a fairness gate.
     Round(Box<round::RoundArgs>),
     /// Combine round folders into one report.md, a self-contained report.html and SVG charts.
-    Report(report::ReportArgs),
+    Report(reports::ReportArgs),
     /// Two runs side by side (a toggle, a rerun): per round and database both maximum passing
     /// rates with every repeat, the change and whether it is larger than the spread, and the
     /// settings that differ.
-    Compare(report::compare::CompareArgs),
+    Compare(reports::CompareArgs),
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
     /// rounds and the report; stops everything it started (about twelve minutes, --quick under three).
     Demo(demo::DemoArgs),
@@ -83,8 +82,8 @@ async fn dispatch(command: Runner) -> anyhow::Result<()> {
     match command {
         Runner::Seed(args) => seed::run(args).await,
         Runner::Round(args) => round::run(*args).await,
-        Runner::Report(args) => report::run(args),
-        Runner::Compare(args) => report::compare::run(args),
+        Runner::Report(args) => reports::report(args),
+        Runner::Compare(args) => reports::compare(args),
         Runner::Demo(args) => demo::run(args).await,
         Runner::Agent(args) => fleet::agent::run(args).await,
         Runner::Experiment(args) => experiment::run(args).await,

@@ -274,8 +274,8 @@ async fn body(
     let rounds = rounds(args, &profile, &setup, out, &snapshots, deadline).await;
     snapshots.drop_copies().await;
     let rounds = rounds?;
-    crate::report::write(out, &rounds)?;
-    Ok(crate::report::max_rate_table(&rounds.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()))
+    orders_bench_report::write(out, &rounds)?;
+    Ok(orders_bench_report::max_rate_table(&rounds.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()))
 }
 
 /// Every mix's round, each repeat restored from `snapshots`.
@@ -316,7 +316,7 @@ async fn rounds(
         spec.plan = staircase(profile, &spec, setup, &dir).await?;
         spec.poll_interval = Duration::from_secs_f64(spec.plan.step_seconds);
         let result = round::run_round(&spec, setup, &dir).await?;
-        crate::report::write(&dir, &[(dir.clone(), result.clone())])?;
+        orders_bench_report::write(&dir, &[(dir.clone(), result.clone())])?;
         rounds.push((dir, result));
     }
     Ok(rounds)

@@ -250,7 +250,7 @@ impl RoundFigures {
 
     /// "PG 1,200 / MongoDB 900 req/s = 1.33" with `≥` and `<` where a rate is a bound.
     pub fn rates_text(&self) -> String {
-        use crate::report::format;
+        use orders_bench_report::format;
         let rate = |s: Option<&RateSummary>| format::max_rate(s, self.start_rate).replace(" req/s", "");
         let same_step = self.same_step();
         format!(
@@ -278,7 +278,7 @@ impl RoundFigures {
             None if self.pg.as_ref().zip(self.mongo.as_ref()).is_some_and(|(p, m)| p.lower_bound && m.lower_bound) => {
                 "? (neither failed a step)".into()
             }
-            None => crate::report::format::NONE.into(),
+            None => orders_bench_report::format::NONE.into(),
         }
     }
 }

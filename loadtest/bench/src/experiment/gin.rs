@@ -14,10 +14,10 @@ use super::rounds::{self, Data, RoundPlan};
 use super::studies;
 use super::timeline::{self, Point};
 use super::variant::{self, Variant, pg};
-use crate::charts;
-use crate::report::doc::Block;
-use crate::report::format::{self, NONE};
 use anyhow::Result;
+use orders_bench_report::charts;
+use orders_bench_report::doc::Block;
+use orders_bench_report::format::{self, NONE};
 use serde::Serialize;
 
 pub fn variants() -> Vec<Variant> {
@@ -383,7 +383,7 @@ pub async fn run(ctx: &mut Ctx, only: &[String]) -> Result<Outcome> {
         details: {
             let mut details = vec![Block::Heading(2, "Per variant".into()), detail_table(&results)];
             if let Some(probe) = results.iter().find_map(|v| v.shop.as_ref()?.pg_figures.probe.as_ref()) {
-                details.extend(crate::report::probe_blocks(probe));
+                details.extend(orders_bench_report::probe_blocks(probe));
             }
             details
         },

@@ -173,7 +173,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
         runs.push(round);
     }
     let round = merge(runs)?;
-    crate::report::write(&dir, &[(dir.clone(), round.clone())])?;
+    orders_bench_report::write(&dir, &[(dir.clone(), round.clone())])?;
     let figures = RoundFigures::of(&round, &plan.dir, &extras, plan.minimal);
     Ok(Some(Measured { round, figures }))
 }

@@ -3,9 +3,9 @@
 //! the pending list fills with inserts, and whether the scans start once it has (study S1's
 //! finding F1), as a chart per quantity with one line per variant.
 
-use crate::charts::{Chart, Point as ChartPoint, Series};
 use crate::diagnostics::Pair;
 use crate::diagnostics::snapshot::PgSnapshot;
+use orders_bench_report::charts::{Chart, Point as ChartPoint, Series};
 use serde::Serialize;
 use std::path::Path;
 
@@ -45,7 +45,7 @@ pub fn read(before: &Path, polled: &Path, after: &Path) -> Vec<Point> {
 }
 
 /// Colours of up to four variants (then repeated).
-const COLORS: [&str; 4] = [crate::charts::PG_COLOR, "#c0392b", "#8e44ad", "#d68910"];
+const COLORS: [&str; 4] = [orders_bench_report::charts::PG_COLOR, "#c0392b", "#8e44ad", "#d68910"];
 
 /// A chart of `value` over time, one line per (label, points).
 pub fn chart(title: &str, y_label: &str, lines: &[(String, Vec<Point>)], value: fn(&Point) -> Option<f64>) -> Chart {

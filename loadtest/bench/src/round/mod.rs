@@ -18,6 +18,8 @@ pub mod launch;
 pub mod plan_log;
 pub mod plan_probe;
 mod repeat;
+#[cfg(test)]
+mod report_tests;
 
 use crate::seed::{SeedArgs, Targets};
 use anyhow::{Context, Result, bail};
@@ -296,7 +298,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         budget.restore().await?;
     }
     let round = round?;
-    crate::report::write(&out, &[(out.clone(), round)])?;
+    orders_bench_report::write(&out, &[(out.clone(), round)])?;
     println!("report: {}", out.join("report.md").display());
     Ok(())
 }

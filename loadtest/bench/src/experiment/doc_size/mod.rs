@@ -18,10 +18,10 @@ use super::output::{Outcome, RoundRef};
 use super::rounds::{self, Data, RoundPlan};
 use super::studies;
 use super::variant;
-use crate::report::doc::Block;
-use crate::report::format::{self, NONE};
 use anyhow::{Result, bail};
 use orders_bench_model::target::Target;
+use orders_bench_report::doc::Block;
+use orders_bench_report::format::{self, NONE};
 use orders_dataset::Profile;
 use serde::Serialize;
 

@@ -6,10 +6,10 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::charts::{MONGO_COLOR, PG_COLOR};
 use orders_bench_model::mix_verdict::{self, MixVerdict};
 use orders_bench_model::result::RoundResult;
 use orders_bench_model::target::Target;
+use orders_bench_model::target::{MONGO_COLOR, PG_COLOR};
 use std::fmt::Write as _;
 
 fn runs_text(values: &[f64]) -> String {

@@ -1,4 +1,4 @@
-//! `orders-bench compare A B`: two runs side by side, to check a toggle or a rerun. Rounds are
+//! Two runs side by side (`orders-bench compare A B`), to check a toggle or a rerun. Rounds are
 //! matched by name (the mix); each row gives both runs' maximum passing rates (median and every
 //! repeat) and CPU capacities per database, the change, whether it is larger than the spread
 //! (every repeat of one run beyond every repeat of the other), the ratio in both, and the
@@ -7,32 +7,10 @@
 
 use super::doc::{self, Block};
 use super::format::{self, NONE};
-use anyhow::{Result, bail};
-use clap::Args;
 use orders_bench_model::mix_verdict;
-use orders_bench_model::result::{self, RoundResult};
+use orders_bench_model::result::RoundResult;
 use orders_bench_model::target::Target;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-
-#[derive(Debug, Clone, Args)]
-pub struct CompareArgs {
-    /// The first run: a round, demo or experiment-round folder (with a result.json), or the file.
-    pub a: PathBuf,
-    /// The second run.
-    pub b: PathBuf,
-}
-
-pub fn run(args: CompareArgs) -> Result<()> {
-    let (_, a) = result::read(&args.a)?;
-    let (_, b) = result::read(&args.b)?;
-    let text = markdown(&a, &b);
-    if text.is_empty() {
-        bail!("{} and {} have no round in common (rounds are matched by name)", args.a.display(), args.b.display());
-    }
-    println!("A: {}\nB: {}\n\n{text}", args.a.display(), args.b.display());
-    Ok(())
-}
 
 /// The settings a round ran with, by name (PostgreSQL's and MongoDB's, from the first repeat).
 fn settings(round: &RoundResult) -> BTreeMap<String, String> {

@@ -1,15 +1,17 @@
-//! The report end to end on rounds built from the real k6 summary fixture and sample diagnostics:
-//! every file is written, the table and findings are there, the charts are well-formed, an unfair
+//! The report (`orders-bench-report`) end to end on rounds built as `round` builds them, from the
+//! real k6 summary fixture and sample diagnostics: every file is written, the table and findings are there, the charts are well-formed, an unfair
 //! round is named at the top, and the combined result.json reads back.
 
-use super::*;
-use crate::charts::tests::assert_well_formed;
+use super::{explain, fairness};
 use crate::diagnostics::Pair;
 use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot, samples};
-use crate::round::{explain, fairness};
 use orders_bench_model::cpu::CpuReport;
+use orders_bench_model::result::{self, RoundResult};
 use orders_bench_model::result::{DataSet, Machine, RatePlan, RepeatResult, TargetResult};
+use orders_bench_model::target::Target;
 use orders_bench_model::verdict::PassMark;
+use orders_bench_report::charts::tests::assert_well_formed;
+use orders_bench_report::{doc, findings, max_rate_table, summary, write};
 use orders_loadgen::summary::{FIXTURE, Summary};
 use orders_loadgen::verdict::{judge_target, max_passing_rate, summarize};
 use serde_json::json;

@@ -18,7 +18,7 @@ pub fn budget_paragraph(round: &RoundResult) -> Option<Block> {
             r.cpu
                 .budgets
                 .iter()
-                .filter_map(|(name, b)| Some(format!("{name} {}", crate::budget::human_bytes(b.cache_bytes?))))
+                .filter_map(|(name, b)| Some(format!("{name} {}", super::format::bytes(b.cache_bytes? as f64))))
                 .collect()
         })
         .unwrap_or_default();

@@ -1,15 +1,18 @@
-//! `orders-bench report DIR...`: reads the `result.json` of round (or demo) folders and writes one
-//! report: `report.md`, a self-contained `report.html` (charts inline), the SVG charts under
+//! `orders-bench-report`: the report of rounds read from the result model (`orders-bench-model`),
+//! and nothing else: Markdown, a self-contained HTML page and SVG charts out, no database, no
+//! load, no orchestration (`orders-bench report DIR...` and `compare` are its command lines).
+//! It writes one report: `report.md`, a self-contained `report.html` (charts inline), the SVG charts under
 //! `charts/`, and a `result.json` holding every round. First the databases' budgets and the answer
 //! (maximum passing rate per mix and target, their ratio, and in words what set the limits), then
 //! findings F1–F3 of the published studies (docs/studies.md) seen or not, then per round the
 //! charts, steps and the figures that explain them. A round that ran despite a failed fairness gate
 //! is named at the very top.
 
+pub mod charts;
 pub mod compare;
 pub mod doc;
 mod evidence;
-mod findings;
+pub mod findings;
 mod fleet;
 pub mod format;
 mod headline;
@@ -17,49 +20,15 @@ mod probe;
 pub use probe::blocks as probe_blocks;
 mod sections;
 mod start;
-mod summary;
+pub mod summary;
 
 use anyhow::{Context, Result, bail};
-use clap::Args;
 use doc::Block;
 use orders_bench_model::result::{self, RoundResult};
 use orders_bench_model::target::Target;
 use orders_core::Timestamp;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-
-#[derive(Debug, Clone, Args)]
-pub struct ReportArgs {
-    /// Round or demo folders (each with a result.json), or result.json files.
-    #[arg(required = true)]
-    pub dirs: Vec<PathBuf>,
-    /// Folder for report.md, report.html, charts/ and the combined result.json [default: the folder
-    /// given, when only one is; else results/<timestamp>-report].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
-
-pub fn run(args: ReportArgs) -> Result<()> {
-    let mut rounds = Vec::new();
-    for dir in &args.dirs {
-        let (base, found) = result::read(dir)?;
-        rounds.extend(found.into_iter().map(|round| {
-            let dir = if round.dir == "." || round.dir.is_empty() { base.clone() } else { base.join(&round.dir) };
-            (dir, round)
-        }));
-    }
-    let out = match (&args.out, args.dirs.as_slice()) {
-        (Some(out), _) => out.clone(),
-        (None, [one]) if one.is_dir() => one.clone(),
-        _ => crate::repo::root()
-            .unwrap_or_default()
-            .join("results")
-            .join(format!("{}-report", crate::repo::folder_stamp())),
-    };
-    write(&out, &rounds)?;
-    println!("report: {} and {}", out.join("report.md").display(), out.join("report.html").display());
-    Ok(())
-}
 
 /// `path` relative to `base` when it lies below it, else as given.
 fn relative(path: &Path, base: &Path) -> String {
@@ -215,6 +184,3 @@ pub fn max_rate_table(rounds: &[RoundResult]) -> String {
     let refs: Vec<&RoundResult> = rounds.iter().collect();
     doc::markdown(&[max_rate_block(&refs)]).trim_end().to_owned()
 }
-
-#[cfg(test)]
-mod tests;

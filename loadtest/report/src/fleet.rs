@@ -5,7 +5,7 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use crate::fleet::MachineRun;
+use orders_bench_model::fleet::MachineRun;
 use orders_bench_model::result::{RepeatResult, RoundResult};
 use orders_bench_model::target::Target;
 
@@ -23,7 +23,7 @@ fn cores(used: Option<f64>, of: Option<usize>) -> String {
 
 fn machine_rows(repeat: &RepeatResult, machine: &MachineRun, rows: &mut Vec<Vec<String>>, step: usize) {
     let Some(s) = machine.steps.iter().find(|s| s.step == step) else { return };
-    let figure = |t: Target, pick: &dyn Fn(&crate::fleet::MachineFigures) -> String| {
+    let figure = |t: Target, pick: &dyn Fn(&orders_bench_model::fleet::MachineFigures) -> String| {
         s.targets.get(t.name()).map_or_else(|| NONE.to_owned(), pick)
     };
     rows.push(vec![

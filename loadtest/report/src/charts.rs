@@ -263,8 +263,9 @@ fn draw(chart: &Chart, log_x: bool) -> String {
     svg
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 pub mod tests {
+    #[cfg(test)]
     use super::*;
 
     /// Tags balance and attributes are quoted: enough to know browsers will draw it.
@@ -290,6 +291,7 @@ pub mod tests {
         assert!(open.is_empty(), "unclosed: {open:?}");
     }
 
+    #[cfg(test)]
     fn chart(log_y: bool, points: Vec<Point>) -> Chart {
         Chart {
             title: "p95 <latency> & rate".into(),
