@@ -1,10 +1,10 @@
 //! The shared flags as the real command line parses them: `orders-bench load` and
 //! `orders-bench round`, each with its defaults and every check.
 
-use crate::round::RoundLoadArgs;
 use crate::{Cli, Command, Runner};
 use clap::error::ErrorKind;
 use clap::{CommandFactory as _, Parser as _};
+use orders_bench::round::RoundLoadArgs;
 use orders_bench_model::result::RatePlan;
 use orders_bench_model::verdict::PassMark;
 use orders_loadgen::LoadArgs;

@@ -1,31 +1,13 @@
-//! `orders-bench`: the benchmark runner of the two order services. `main` only parses the command
-//! line and hands each subcommand to its module: `seed`, `round`, `report`, `demo`, `load` (the
-//! native load generator, `loadgen`) and `agent` (a follower load machine, `fleet`). `dataset`
-//! and `prng` generate the orders, `manifest` records what was seeded where; `load_flags` declares
-//! the staircase and pass-mark flags `load` and `round` share; `k6`, `diagnostics`,
-//! `procstat`, `cgroup` (the kernel's accounting of the databases' budgets), `budget` and `charts`
-//! serve the rounds and reports. `target` names the systems under test, and `model` is the result
-//! model that `round` fills and `report` reads (a leaf: it imports neither). `load` runs on a
-//! runtime of its own with one thread; the others on tokio's default.
+//! `orders-bench`: the command line of the benchmark runner. It only parses the command line and
+//! hands each subcommand to the crate that owns it: `load` to the native load generator
+//! (`orders-loadgen`, on a one-thread runtime of its own, or none), every other command to the
+//! orchestration (`orders_bench`, the library beside this file) on tokio's default runtime.
 
-mod budget;
-mod cgroup;
 #[cfg(test)]
 mod cli_tests;
-mod databases;
-mod demo;
-mod diagnostics;
-mod experiment;
-mod fleet;
-mod fresh;
-mod k6;
-mod procstat;
-mod repo;
-mod reports;
-mod round;
-mod seed;
 
 use clap::{Parser, Subcommand};
+use orders_bench::{demo, experiment, fleet, reports, round, seed};
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]

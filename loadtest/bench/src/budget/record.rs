@@ -3,10 +3,10 @@
 //! its diagnostics, and the one-line label the report and the headline use ("0.25 CPU and 4.0 GiB
 //! each", "no budgets", or "UNEQUAL budgets").
 
-use super::human_bytes;
 use crate::cgroup::{Placement, Reading};
 use crate::diagnostics::{Pair, number, text};
 pub use orders_bench_model::budget::{CgroupVersion as Version, DbBudget};
+use orders_bench_report::format::bytes;
 use std::collections::BTreeMap;
 
 /// The budget the kernel applies to the cgroup at `placement`, as read.
@@ -28,7 +28,7 @@ fn describe(budget: &DbBudget) -> String {
     format!(
         "{} and {}",
         budget.cpus.map_or("unlimited CPU".to_owned(), |c| format!("{} CPU", trim(c))),
-        budget.memory_bytes.map_or("unlimited memory".to_owned(), human_bytes)
+        budget.memory_bytes.map_or("unlimited memory".to_owned(), |m| bytes(m as f64))
     )
 }
 

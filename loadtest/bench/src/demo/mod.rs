@@ -16,7 +16,6 @@
 
 mod profile;
 pub mod services;
-pub mod stack;
 
 use crate::budget::{self, BudgetArgs};
 use crate::databases::Databases;
@@ -203,7 +202,7 @@ async fn body(
     }
     let profile = args.profile();
     let deadline = Instant::now() + profile.time_budget;
-    let stack = stack::Stack::new(repo, marker.clone());
+    let stack = crate::stack::Stack::new(repo, marker.clone());
     let budget_note = started.session.begin(&stack, &args.budget).await?;
     let env = stack.env().await?;
     let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));

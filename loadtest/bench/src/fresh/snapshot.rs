@@ -11,7 +11,7 @@
 //! ends every session on the database: the services' pools reconnect on their next request.
 
 use crate::databases::{Databases, pg_session};
-use crate::demo::stack::Stack;
+use crate::stack::Stack;
 use anyhow::{Context, Result};
 use orders_pg::admin;
 
