@@ -1,8 +1,8 @@
-//! `Databases`: where the two databases are, as `seed` and `round` both take them (flags or the
-//! same environment variables the services read), so the two subcommands cannot drift apart.
+//! `Databases`: where the databases are, as `seed` and `round` both take them (flags or the same
+//! environment variables the services read), so the two subcommands cannot drift apart; each
+//! engine's backend (`crate::backend`) reads its own. And the runner's own connections to them.
 
 use clap::Args;
-use orders_bench_model::target::Target;
 
 #[derive(Debug, Clone, Args)]
 pub struct Databases {
@@ -25,16 +25,6 @@ pub struct Databases {
     /// MongoDB database (the `orders-mongo` service's).
     #[arg(long = "mongodb-db", env = "MONGODB_DB", default_value = "orders")]
     pub mongodb_db: String,
-}
-
-impl Databases {
-    /// Where `target`'s database listens (for the CPU sampler: the URL's port).
-    pub fn url(&self, target: Target) -> &str {
-        match target {
-            Target::Pg => &self.database_url,
-            Target::Mongo => &self.mongodb_uri,
-        }
-    }
 }
 
 /// A connection to PostgreSQL at `url`, whose task ends when the client is dropped: keep the

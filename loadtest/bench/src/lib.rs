@@ -13,6 +13,7 @@
 //! the project's files, `reports` is the report's command line. Nothing here is imported by the
 //! generator, the model or the report: Cargo keeps the data flowing one way.
 
+pub mod backend;
 pub mod budget;
 pub mod cgroup;
 pub mod databases;

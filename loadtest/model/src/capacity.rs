@@ -8,7 +8,7 @@
 //! limit.
 
 use super::result::RepeatResult;
-use crate::target::Target;
+use crate::target::TargetInfo;
 use serde::{Deserialize, Serialize};
 
 /// The least share of its budget a step must have used to estimate the capacity from it.
@@ -26,14 +26,14 @@ pub struct Capacity {
 }
 
 /// `target`'s capacity in one repeat, when its database ran under a CPU budget.
-pub fn of_repeat(repeat: &RepeatResult, target: Target) -> Option<Capacity> {
-    let steps = &repeat.targets.get(target.name())?.steps;
+pub fn of_repeat(repeat: &RepeatResult, target: &TargetInfo) -> Option<Capacity> {
+    let steps = &repeat.targets.get(&target.name)?.steps;
     steps
         .iter()
         .filter(|s| s.complete && s.passed && s.achieved_rate > 0.0)
         .filter_map(|s| {
             let cpu = repeat.cpu.steps.iter().find(|c| c.step == s.step)?;
-            let db = cpu.databases.get(target.database())?;
+            let db = cpu.databases.get(&target.database)?;
             let (cores, budget) = (db.cores?, db.budget_cores?);
             (cores >= budget * MIN_BUDGET_SHARE && cores > 0.0).then(|| Capacity {
                 rate: budget * s.achieved_rate / cores,

@@ -4,6 +4,7 @@
 //! `round::cpu` samples, `round::limit` judges.
 
 use super::budget::DbBudget;
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -162,10 +163,10 @@ pub struct ProbeCost {
     pub samples: u64,
     /// Seconds between samples (about one step).
     pub interval_seconds: f64,
-    /// Statements the runner sent to PostgreSQL itself (one per sample).
-    pub pg_queries: u64,
-    /// Commands it sent to MongoDB itself (two per sample).
-    pub mongo_commands: u64,
+    /// What the runner sent each database itself, by `<target>_<unit>` (`pg_queries`: one
+    /// statement per sample; `mongo_commands`: two per sample).
+    #[serde(flatten)]
+    pub sent: IndexMap<String, u64>,
     /// `/diagnostics` requests it had to send to a service instead, per service.
     pub service_diagnostics: u64,
     pub notes: Vec<String>,

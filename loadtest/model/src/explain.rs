@@ -3,6 +3,7 @@
 //! product query's plans) and the settings it ran with. `round::explain` computes them from the
 //! `/diagnostics` snapshots.
 
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -131,8 +132,53 @@ pub struct MongoExplain {
     pub settings: BTreeMap<String, String>,
 }
 
+/// Per target (by name, in the round's order), what its database did: `{"pg": {...}, "mongo":
+/// {...}}` as before there could be more.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Explain {
-    pub pg: PgExplain,
-    pub mongo: MongoExplain,
+#[serde(transparent)]
+pub struct Explain(pub IndexMap<String, EngineExplain>);
+
+/// One database's explaining figures: typed for the engines the report knows (the published
+/// studies' findings are about them), as the backend recorded them for any other.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EngineExplain {
+    Pg(Box<PgExplain>),
+    Mongo(Box<MongoExplain>),
+    /// Named figures of an engine the report shows as they are.
+    Other(serde_json::Map<String, serde_json::Value>),
+}
+
+impl Explain {
+    /// PostgreSQL's figures, when a target recorded them.
+    pub fn pg(&self) -> Option<&PgExplain> {
+        self.0.values().find_map(|e| match e {
+            EngineExplain::Pg(pg) => Some(pg.as_ref()),
+            _ => None,
+        })
+    }
+
+    pub fn pg_mut(&mut self) -> Option<&mut PgExplain> {
+        self.0.values_mut().find_map(|e| match e {
+            EngineExplain::Pg(pg) => Some(pg.as_mut()),
+            _ => None,
+        })
+    }
+
+    /// MongoDB's figures, when a target recorded them.
+    pub fn mongo(&self) -> Option<&MongoExplain> {
+        self.0.values().find_map(|e| match e {
+            EngineExplain::Mongo(mongo) => Some(mongo.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// The settings target `name` ran with, by name.
+    pub fn settings(&self, name: &str) -> Option<&BTreeMap<String, String>> {
+        match self.0.get(name)? {
+            EngineExplain::Pg(pg) => Some(&pg.settings),
+            EngineExplain::Mongo(mongo) => Some(&mongo.settings),
+            EngineExplain::Other(_) => None,
+        }
+    }
 }

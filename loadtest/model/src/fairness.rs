@@ -1,13 +1,15 @@
-//! The fairness gate's findings as `result.json` records them: each check with both targets'
-//! values. `round::fairness` runs the checks.
+//! The fairness gate's findings as `result.json` records them: each check with every target's
+//! value. `round::fairness` runs the checks.
 
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     pub name: String,
-    pub pg: String,
-    pub mongo: String,
+    /// Each target's value, by target name (`"pg": "waits for disk (...)"`), in the round's order.
+    #[serde(flatten)]
+    pub values: IndexMap<String, String>,
     pub ok: bool,
     /// What the values mean, or what to do about a mismatch.
     pub note: String,
@@ -24,7 +26,10 @@ impl Fairness {
         self.checks
             .iter()
             .filter(|c| !c.ok)
-            .map(|c| format!("{}: pg {}, mongo {} ({})", c.name, c.pg, c.mongo, c.note))
+            .map(|c| {
+                let values: Vec<String> = c.values.iter().map(|(target, value)| format!("{target} {value}")).collect();
+                format!("{}: {} ({})", c.name, values.join(", "), c.note)
+            })
             .collect()
     }
 }

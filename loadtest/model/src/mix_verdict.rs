@@ -8,7 +8,7 @@
 
 use super::capacity;
 use super::result::RoundResult;
-use crate::target::Target;
+use crate::target::TargetInfo;
 use serde::Serialize;
 
 /// Repeats within ±25% of their median count as agreeing.
@@ -45,39 +45,47 @@ fn median(values: &[f64]) -> Option<f64> {
     }
 }
 
-/// The target whose every value lies above every value of the other, if one does.
-fn clear_leader(pg: &[f64], mongo: &[f64]) -> Option<Target> {
+/// The target whose every value lies above every value of every other, if one does (`None` also
+/// when a target has no value).
+fn clear_leader(values: &[(TargetInfo, Vec<f64>)]) -> Option<&TargetInfo> {
     let low = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     let high = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if pg.is_empty() || mongo.is_empty() {
+    if values.len() < 2 || values.iter().any(|(_, v)| v.is_empty()) {
         return None;
     }
-    if low(pg) > high(mongo) {
-        Some(Target::Pg)
-    } else if low(mongo) > high(pg) {
-        Some(Target::Mongo)
-    } else {
-        None
-    }
+    values
+        .iter()
+        .find(|(t, v)| values.iter().filter(|(o, _)| o.name != t.name).all(|(_, other)| low(v) > high(other)))
+        .map(|(t, _)| t)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MixVerdict {
-    pub winner: Option<Target>,
+    pub winner: Option<TargetInfo>,
     /// Every target's repeats within `TOLERANCE` of their median.
     pub stable: bool,
     /// Why the row is unstable or has no clear winner, in words.
     pub reasons: Vec<String>,
-    /// Per target: the repeats' maximum passing rates and CPU capacities.
-    pub rates: Vec<(Target, Vec<f64>)>,
-    pub capacities: Vec<(Target, Vec<f64>)>,
+    /// Per target, in the round's order: the repeats' maximum passing rates and CPU capacities.
+    pub rates: Vec<(TargetInfo, Vec<f64>)>,
+    pub capacities: Vec<(TargetInfo, Vec<f64>)>,
 }
 
 impl MixVerdict {
     /// "PostgreSQL", "MongoDB" or "no clear winner", and "(unstable)" when it is.
     pub fn headline(&self) -> String {
-        let who = self.winner.map_or("no clear winner".to_owned(), |t| t.label().to_owned());
+        let who = self.winner.as_ref().map_or("no clear winner".to_owned(), |t| t.label.clone());
         if self.stable { who } else { format!("{who} (unstable)") }
+    }
+
+    /// Target `name`'s repeats' maximum passing rates.
+    pub fn rates_of(&self, name: &str) -> &[f64] {
+        self.rates.iter().find(|(t, _)| t.name == name).map_or(&[], |(_, v)| v.as_slice())
+    }
+
+    /// Target `name`'s repeats' CPU capacities.
+    pub fn capacities_of(&self, name: &str) -> &[f64] {
+        self.capacities.iter().find(|(t, _)| t.name == name).map_or(&[], |(_, v)| v.as_slice())
     }
 }
 
@@ -87,18 +95,24 @@ fn range_text(values: &[f64]) -> String {
     if low == high { format!("{low:.0}") } else { format!("{low:.0}–{high:.0}") }
 }
 
+/// "PostgreSQL 1500–1600, MongoDB 1100": every target's range.
+fn ranges(rates: &[(TargetInfo, Vec<f64>)]) -> String {
+    rates.iter().map(|(t, runs)| format!("{} {}", t.label, range_text(runs))).collect::<Vec<_>>().join(", ")
+}
+
 pub fn judge(round: &RoundResult) -> MixVerdict {
     let counted: Vec<_> = round.repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
-    let rates: Vec<(Target, Vec<f64>)> = Target::ALL
+    let targets = round.targets();
+    let rates: Vec<(TargetInfo, Vec<f64>)> = targets
         .iter()
         .map(|t| {
-            let runs = counted.iter().filter_map(|r| r.targets.get(t.name())).map(|x| f64::from(x.max_rate.rate));
-            (*t, runs.collect())
+            let runs = counted.iter().filter_map(|r| r.targets.get(&t.name)).map(|x| f64::from(x.max_rate.rate));
+            (t.clone(), runs.collect())
         })
         .collect();
-    let capacities: Vec<(Target, Vec<f64>)> = Target::ALL
+    let capacities: Vec<(TargetInfo, Vec<f64>)> = targets
         .iter()
-        .map(|t| (*t, counted.iter().filter_map(|r| capacity::of_repeat(r, *t)).map(|c| c.rate).collect()))
+        .map(|t| (t.clone(), counted.iter().filter_map(|r| capacity::of_repeat(r, t)).map(|c| c.rate).collect()))
         .collect();
     let mut reasons = Vec::new();
     let spoiled: Vec<String> =
@@ -113,53 +127,40 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
         if !within_tolerance(runs) {
             reasons.push(format!(
                 "{}'s repeats reached {} req/s, more than ±{:.0}% around their median",
-                target.label(),
+                target.label,
                 range_text(runs),
                 TOLERANCE * 100.0
             ));
         }
     }
     let stable = reasons.iter().all(|r| r.contains("left out"));
-    let values = |list: &[(Target, Vec<f64>)], t: Target| list.iter().find(|(x, _)| *x == t).map(|(_, v)| v.clone());
-    let (pg_rates, mongo_rates) =
-        (values(&rates, Target::Pg).unwrap_or_default(), values(&rates, Target::Mongo).unwrap_or_default());
-    let by_rate = clear_leader(&pg_rates, &mongo_rates);
-    let (pg_caps, mongo_caps) =
-        (values(&capacities, Target::Pg).unwrap_or_default(), values(&capacities, Target::Mongo).unwrap_or_default());
-    let both_caps = !pg_caps.is_empty() && !mongo_caps.is_empty();
-    let by_capacity = clear_leader(&pg_caps, &mongo_caps);
+    let by_rate = clear_leader(&rates);
+    let by_capacity = clear_leader(&capacities);
+    let all_capacities = capacities.iter().all(|(_, c)| !c.is_empty());
     let least = least_difference(round);
-    let close = median(&pg_rates).zip(median(&mongo_rates)).is_some_and(|(p, m)| {
-        let (low, high) = (p.min(m), p.max(m));
-        high > 0.0 && high / low.max(1e-9) < 1.0 + least - 1e-9
+    // The leader's median against the best of the others'.
+    let close = by_rate.is_some_and(|leader| {
+        let leading = median(&rates.iter().find(|(t, _)| t.name == leader.name).map_or(vec![], |(_, v)| v.clone()));
+        let next = rates.iter().filter(|(t, _)| t.name != leader.name).filter_map(|(_, v)| median(v)).reduce(f64::max);
+        leading.zip(next).is_some_and(|(high, low)| high > 0.0 && high / low.max(1e-9) < 1.0 + least - 1e-9)
     });
-    let winner = match (by_rate, both_caps, by_capacity) {
+    let winner = match (by_rate, all_capacities, by_capacity) {
         (Some(_), _, _) if close => {
-            reasons.push(format!(
-                "the medians differ by less than {:.0}% (PostgreSQL {}, MongoDB {} req/s)",
-                least * 100.0,
-                range_text(&pg_rates),
-                range_text(&mongo_rates)
-            ));
+            reasons.push(format!("the medians differ by less than {:.0}% ({} req/s)", least * 100.0, ranges(&rates)));
             None
         }
         (None, _, _) => {
-            reasons.push(format!(
-                "the maximum passing rates overlap (PostgreSQL {}, MongoDB {} req/s)",
-                range_text(&pg_rates),
-                range_text(&mongo_rates)
-            ));
+            reasons.push(format!("the maximum passing rates overlap ({} req/s)", ranges(&rates)));
             None
         }
-        (Some(leader), true, Some(other)) if other != leader => {
+        (Some(leader), true, Some(other)) if other.name != leader.name => {
             reasons.push(format!(
                 "the maximum passing rates favour {} but the CPU capacities {}",
-                leader.label(),
-                other.label()
+                leader.label, other.label
             ));
             None
         }
-        (Some(leader), _, _) => Some(leader),
+        (Some(leader), _, _) => Some(leader.clone()),
     };
     MixVerdict { winner, stable, reasons, rates, capacities }
 }
@@ -177,11 +178,19 @@ mod tests {
         assert!(!within_tolerance(&[0.0, 0.0]), "a median of 0 says nothing");
     }
 
+    fn leader(values: &[&[f64]]) -> Option<String> {
+        let named: Vec<(TargetInfo, Vec<f64>)> =
+            values.iter().enumerate().map(|(i, v)| (TargetInfo::unnamed(&format!("t{i}")), v.to_vec())).collect();
+        clear_leader(&named).map(|t| t.name.clone())
+    }
+
     #[test]
-    fn a_leader_needs_every_repeat_above_every_repeat_of_the_other() {
-        assert_eq!(clear_leader(&[8700.0, 8700.0], &[2300.0, 3000.0]), Some(Target::Pg));
-        assert_eq!(clear_leader(&[1200.0, 1400.0], &[1300.0]), None, "overlapping ranges");
-        assert_eq!(clear_leader(&[900.0], &[1000.0, 1200.0]), Some(Target::Mongo));
-        assert_eq!(clear_leader(&[], &[1.0]), None);
+    fn a_leader_needs_every_repeat_above_every_repeat_of_every_other() {
+        assert_eq!(leader(&[&[8700.0, 8700.0], &[2300.0, 3000.0]]).as_deref(), Some("t0"));
+        assert_eq!(leader(&[&[1200.0, 1400.0], &[1300.0]]), None, "overlapping ranges");
+        assert_eq!(leader(&[&[900.0], &[1000.0, 1200.0]]).as_deref(), Some("t1"));
+        assert_eq!(leader(&[&[], &[1.0]]), None);
+        assert_eq!(leader(&[&[900.0], &[1000.0, 1200.0], &[1100.0]]), None, "above one, not all");
+        assert_eq!(leader(&[&[900.0], &[1300.0, 1200.0], &[1100.0]]).as_deref(), Some("t1"));
     }
 }

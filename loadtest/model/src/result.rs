@@ -7,6 +7,7 @@ use super::cpu::CpuReport;
 use super::explain::Explain;
 use super::fairness::Fairness;
 use super::generator::{Latency, LoadGenerator, Retired};
+use super::target::TargetInfo;
 use super::verdict::{MaxRate, PassMark, RateSummary, StepResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -95,6 +96,10 @@ pub struct RoundResult {
     pub pass_mark: PassMark,
     pub data_set: Option<DataSet>,
     pub machine: Machine,
+    /// The systems under test, in the order the report shows them (empty in files written before
+    /// they were recorded: `targets()` then gives the two original ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetInfo>,
     /// True when a fairness check failed and `--allow-mismatch` let the round run anyway.
     pub fairness_overridden: bool,
     /// The databases' resource budgets in words ("0.25 CPU and 4.0 GiB each (cgroup v1, ...)",
@@ -110,6 +115,32 @@ pub struct RoundResult {
     /// Folder of this round's files, relative to the folder holding this result.json.
     #[serde(default)]
     pub dir: String,
+}
+
+impl RoundResult {
+    /// The round's targets in report order: as recorded, else (older files) the original two, then
+    /// any other name the figures carry.
+    pub fn targets(&self) -> Vec<TargetInfo> {
+        if !self.targets.is_empty() {
+            return self.targets.clone();
+        }
+        let named: std::collections::BTreeSet<&String> =
+            self.max_rate.keys().chain(self.repeats.iter().flat_map(|r| r.targets.keys())).collect();
+        let mut targets: Vec<TargetInfo> = TargetInfo::legacy();
+        targets.extend(
+            named
+                .into_iter()
+                .filter(|n| !targets.iter().any(|t| &t.name == *n))
+                .map(|n| TargetInfo::unnamed(n))
+                .collect::<Vec<_>>(),
+        );
+        targets
+    }
+
+    /// The label of target `name` (its name when the round does not describe it).
+    pub fn label(&self, name: &str) -> String {
+        self.targets().into_iter().find(|t| t.name == name).map_or_else(|| name.to_owned(), |t| t.label)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,94 +1,38 @@
-//! The systems under test, named once. Every place that loops over the targets or picks one goes
-//! through `Target`, so a third backend is one more variant (and a compile error at every `match`
-//! that has to learn about it) rather than a hunt for `"pg"` strings. `name()` is the key the
-//! targets carry in files the runner shares with other programs or older versions of itself
-//! (`result.json`, the data set manifest, the load generators' `TARGETS` and summaries); those
-//! files keep string keys, looked up through `name()`.
+//! The systems under test as `result.json` records them: a round lists its targets (`targets`), in
+//! the order every report shows them, with what a reader needs to name them: the key of their
+//! figures everywhere else in the file (`pg`), the database's name in prose (`PostgreSQL`), and the
+//! process names the CPU figures use for its service and its database server. Files written
+//! before rounds listed their targets read as the first two backends (`TargetInfo::legacy`).
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
-/// PostgreSQL's colour in every chart.
-pub const PG_COLOR: &str = "#336791";
-/// MongoDB's.
-pub const MONGO_COLOR: &str = "#3f9c35";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Target {
-    Pg,
-    Mongo,
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// The key of its figures in `result.json`, the manifest and the load generators (`pg`).
+    pub name: String,
+    /// The database's name in prose and chart legends (`PostgreSQL`).
+    pub label: String,
+    /// Its service's process name (`orders-pg`).
+    pub service: String,
+    /// Its database server's process name (`postgres`), as the CPU figures and budgets name it.
+    pub database: String,
 }
 
-impl Target {
-    /// Every target, in the order the report shows them.
-    pub const ALL: [Target; 2] = [Target::Pg, Target::Mongo];
-
-    /// The key in result.json, the manifest and the load generators (`pg`, `mongo`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Target::Pg => "pg",
-            Target::Mongo => "mongo",
-        }
+impl TargetInfo {
+    pub fn new(name: &str, label: &str, service: &str, database: &str) -> Self {
+        Self { name: name.into(), label: label.into(), service: service.into(), database: database.into() }
     }
 
-    /// The target whose `name()` this is.
-    pub fn from_name(name: &str) -> Option<Target> {
-        Target::ALL.into_iter().find(|t| t.name() == name)
+    /// The targets of every round written before `targets` was recorded.
+    pub fn legacy() -> Vec<TargetInfo> {
+        vec![
+            TargetInfo::new("pg", "PostgreSQL", "orders-pg", "postgres"),
+            TargetInfo::new("mongo", "MongoDB", "orders-mongo", "mongod"),
+        ]
     }
 
-    /// The service's process name (`orders-pg`).
-    pub const fn service(self) -> &'static str {
-        match self {
-            Target::Pg => "orders-pg",
-            Target::Mongo => "orders-mongo",
-        }
-    }
-
-    /// The database server's process name (`postgres`, `mongod`), as the CPU sampler and the
-    /// budgets name it.
-    pub const fn database(self) -> &'static str {
-        match self {
-            Target::Pg => "postgres",
-            Target::Mongo => "mongod",
-        }
-    }
-
-    /// The database's name in prose and chart legends.
-    pub const fn label(self) -> &'static str {
-        match self {
-            Target::Pg => "PostgreSQL",
-            Target::Mongo => "MongoDB",
-        }
-    }
-
-    /// Its colour in every chart.
-    pub const fn color(self) -> &'static str {
-        match self {
-            Target::Pg => PG_COLOR,
-            Target::Mongo => MONGO_COLOR,
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_the_keys_of_existing_result_files() {
-        assert_eq!(Target::ALL.map(Target::name), ["pg", "mongo"]);
-        assert_eq!(serde_json::to_string(&Target::ALL).expect("json"), r#"["pg","mongo"]"#);
-        for target in Target::ALL {
-            assert_eq!(Target::from_name(target.name()), Some(target));
-            assert_eq!(serde_json::from_value::<Target>(target.name().into()).expect("parse"), target);
-        }
-        assert_eq!(Target::from_name("mysql"), None);
+    /// A target a file names without describing it: known by its name only.
+    pub fn unnamed(name: &str) -> Self {
+        TargetInfo::new(name, name, name, name)
     }
 }

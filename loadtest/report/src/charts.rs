@@ -6,7 +6,17 @@
 
 use std::fmt::Write as _;
 
-pub use orders_bench_model::target::{MONGO_COLOR, PG_COLOR};
+/// PostgreSQL's colour in every chart (the first target's).
+pub const PG_COLOR: &str = "#336791";
+/// MongoDB's (the second target's).
+pub const MONGO_COLOR: &str = "#3f9c35";
+/// The colours of the targets in report order.
+const PALETTE: [&str; 6] = [PG_COLOR, MONGO_COLOR, "#c0392b", "#8e44ad", "#d68910", "#17a589"];
+
+/// The colour of the `index`-th target of a round.
+pub fn color(index: usize) -> &'static str {
+    PALETTE[index % PALETTE.len()]
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Point {

@@ -9,15 +9,19 @@ use super::doc::{self, Block};
 use super::format::{self, NONE};
 use orders_bench_model::mix_verdict;
 use orders_bench_model::result::RoundResult;
-use orders_bench_model::target::Target;
 use std::collections::BTreeMap;
 
 /// The settings a round ran with, by name (PostgreSQL's and MongoDB's, from the first repeat).
 fn settings(round: &RoundResult) -> BTreeMap<String, String> {
     let Some(first) = round.repeats.first() else { return BTreeMap::new() };
-    let pg = first.explain.pg.settings.iter().map(|(k, v)| (format!("pg {k}"), v.clone()));
-    let mongo = first.explain.mongo.settings.iter().map(|(k, v)| (format!("mongo {k}"), v.clone()));
-    pg.chain(mongo).collect()
+    round
+        .targets()
+        .iter()
+        .flat_map(|t| {
+            let settings = first.explain.settings(&t.name).cloned().unwrap_or_default();
+            settings.into_iter().map(|(k, v)| (format!("{} {k}", t.name), v)).collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// "pg gin_fastupdate on → off" for every setting that differs.
@@ -76,32 +80,27 @@ pub fn markdown(a: &[RoundResult], b: &[RoundResult]) -> String {
     for round_a in a {
         let Some(round_b) = b.iter().find(|r| r.name == round_a.name) else { continue };
         let (va, vb) = (mix_verdict::judge(round_a), mix_verdict::judge(round_b));
-        let pick = |list: &[(Target, Vec<f64>)], t: Target| {
-            list.iter().find(|(x, _)| *x == t).map(|(_, v)| v.clone()).unwrap_or_default()
-        };
-        for target in Target::ALL {
-            let (ra, rb) = (pick(&va.rates, target), pick(&vb.rates, target));
-            let (ca, cb) = (pick(&va.capacities, target), pick(&vb.capacities, target));
+        for target in round_a.targets() {
+            let (ra, rb) = (va.rates_of(&target.name), vb.rates_of(&target.name));
+            let (ca, cb) = (va.capacities_of(&target.name), vb.capacities_of(&target.name));
             rows.push(vec![
                 round_a.name.clone(),
-                target.label().into(),
-                cell(&ra),
-                cell(&rb),
-                change(&ra, &rb),
+                target.label.clone(),
+                cell(ra),
+                cell(rb),
+                change(ra, rb),
                 format!(
                     "{} → {}",
-                    median(&ca).map_or(NONE.into(), format::count),
-                    median(&cb).map_or(NONE.into(), format::count)
+                    median(ca).map_or(NONE.into(), format::count),
+                    median(cb).map_or(NONE.into(), format::count)
                 ),
             ]);
         }
-        let ratio =
-            |r: &RoundResult| format::ratio(r.max_rate.get(Target::Pg.name()), r.max_rate.get(Target::Mongo.name()));
         rows.push(vec![
             round_a.name.clone(),
-            "PG / MongoDB".into(),
-            ratio(round_a),
-            ratio(round_b),
+            format::ratio_words(round_a),
+            format::round_ratio(round_a),
+            format::round_ratio(round_b),
             format!("{} → {}", va.headline(), vb.headline()),
             String::new(),
         ]);

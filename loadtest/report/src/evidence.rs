@@ -85,11 +85,25 @@ pub fn steps_table(cpu: &CpuReport) -> Option<Block> {
     Some(Block::Table { header, rows })
 }
 
+/// "12 PostgreSQL queries, 24 MongoDB commands": what the runner sent each database itself (by
+/// `<target>_<unit>`).
+fn sent_words(round: &RoundResult, probe: &orders_bench_model::cpu::ProbeCost) -> String {
+    let words: Vec<String> = probe
+        .sent
+        .iter()
+        .map(|(key, n)| match key.split_once('_') {
+            Some((target, unit)) => format!("{n} {} {unit}", round.label(target)),
+            None => format!("{n} {key}"),
+        })
+        .collect();
+    words.join(", ")
+}
+
 /// What the runner's own sampling cost: its queries per step and its measured CPU.
-pub fn runner_cost(cpu: &CpuReport) -> Option<String> {
+pub fn runner_cost(round: &RoundResult, cpu: &CpuReport) -> Option<String> {
     let probe = cpu.probe.as_ref()?;
     let steps = cpu.steps.len().max(1) as f64;
-    let sent = probe.pg_queries + probe.mongo_commands + probe.service_diagnostics;
+    let sent = probe.sent.values().sum::<u64>() + probe.service_diagnostics;
     let runner = cpu.components.iter().find(|c| c.name == cpu::RUNNER);
     let via_services = if probe.service_diagnostics > 0 {
         format!(", {} /diagnostics requests to the services", probe.service_diagnostics)
@@ -98,13 +112,11 @@ pub fn runner_cost(cpu: &CpuReport) -> Option<String> {
     };
     let notes = if probe.notes.is_empty() { String::new() } else { format!(" ({})", probe.notes.join("; ")) };
     Some(format!(
-        "the runner sampled the databases {} times, every {:.1} s, from its own connections ({} PostgreSQL queries, \
-         {} MongoDB commands{via_services}: {:.1} per step){notes}; its own CPU, sampling and live readings \
-         included: {} s ({} cores)",
+        "the runner sampled the databases {} times, every {:.1} s, from its own connections ({}{via_services}: {:.1} \
+         per step){notes}; its own CPU, sampling and live readings included: {} s ({} cores)",
         probe.samples,
         probe.interval_seconds,
-        probe.pg_queries,
-        probe.mongo_commands,
+        sent_words(round, probe),
         sent as f64 / steps,
         format::seconds(runner.and_then(|r| r.cpu_seconds), 1),
         format::seconds(runner.and_then(|r| r.cores_used), 3),
@@ -120,8 +132,11 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
             blocks.push(table);
         }
     }
-    let costs: Vec<String> =
-        round.repeats.iter().filter_map(|r| Some(format!("repeat {}: {}", r.index, runner_cost(&r.cpu)?))).collect();
+    let costs: Vec<String> = round
+        .repeats
+        .iter()
+        .filter_map(|r| Some(format!("repeat {}: {}", r.index, runner_cost(round, &r.cpu)?)))
+        .collect();
     if !costs.is_empty() {
         blocks.push(Block::List(costs));
     }

@@ -21,7 +21,7 @@ fn only(round: &RoundResult, endpoint: &str) -> bool {
 }
 
 fn pg_explains(round: &RoundResult) -> impl Iterator<Item = &PgExplain> {
-    round.repeats.iter().map(|r| &r.explain.pg)
+    round.repeats.iter().filter_map(|r| r.explain.pg())
 }
 
 fn median(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -51,7 +51,7 @@ fn f1_of(round: &RoundResult) -> Vec<String> {
     let rows = sum(pg_explains(round).map(|e| e.seq_tup_read)).unwrap_or(0.0);
     let pages = pg_explains(round).filter_map(|e| e.max_pending_pages).reduce(f64::max);
     let scans = ScanAttribution::sum(pg_explains(round).filter_map(|e| e.scans.as_ref()));
-    let settings = round.repeats.first().map(|r| &r.explain.pg.settings);
+    let settings = round.repeats.first().and_then(|r| r.explain.pg()).map(|e| &e.settings);
     let setting = |name: &str| settings.and_then(|s| s.get(name)).map_or("?", String::as_str);
     let generic_used = sum(pg_explains(round).map(|e| e.pool_generic_plans));
     let custom_used = sum(pg_explains(round).map(|e| e.pool_custom_plans));
@@ -110,7 +110,7 @@ fn f1_of(round: &RoundResult) -> Vec<String> {
 /// Why the cached generic plans were not sequential scans, from the planner probe.
 fn why_no_switch(round: &RoundResult) -> String {
     let Some(probe) = round.plan_probe.as_ref().filter(|p| p.error.is_none()) else { return String::new() };
-    let first_poll = round.repeats.first().map(|r| r.explain.pg.max_pending_pages);
+    let first_poll = round.repeats.first().and_then(|r| r.explain.pg()).map(|e| e.max_pending_pages);
     match probe.switch_after_inserts {
         None => format!(
             " The planner probe (fastupdate {}, {} orders) found no prepared `LIMIT 10` search caching a sequential \
@@ -144,7 +144,7 @@ pub fn f2(rounds: &[&RoundResult]) -> Vec<String> {
                 .iter()
                 .filter(|r| only(r, endpoint))
                 .flat_map(|r| r.repeats.iter())
-                .map(|r| r.explain.mongo.journal_bytes_per_write),
+                .map(|r| r.explain.mongo().and_then(|e| e.journal_bytes_per_write)),
         )
     };
     let (insert_wal, status_wal) = (wal("insert"), wal("status"));
@@ -193,7 +193,7 @@ pub fn f3(rounds: &[&RoundResult]) -> Vec<String> {
             let hot = sum(pg_explains(round).map(|e| e.hot_updates)).unwrap_or(0.0);
             let gin = sum(pg_explains(round).map(|e| e.index.get("orders_items").and_then(|g| g.delta())));
             let pg_indexes = sum(pg_explains(round).map(|e| e.indexes.delta()));
-            let mongo_indexes = sum(round.repeats.iter().map(|r| r.explain.mongo.indexes.delta()));
+            let mongo_indexes = sum(round.repeats.iter().map(|r| r.explain.mongo().and_then(|e| e.indexes.delta())));
             let share = if updates > 0.0 { Some(hot / updates) } else { None };
             let seen = share.is_some_and(|s| s < 0.01);
             let verdict = if seen { "**F3 seen**" } else { "**F3 not seen**" };

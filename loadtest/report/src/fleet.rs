@@ -7,7 +7,7 @@ use super::doc::Block;
 use super::format::{self, NONE};
 use orders_bench_model::fleet::MachineRun;
 use orders_bench_model::result::{RepeatResult, RoundResult};
-use orders_bench_model::target::Target;
+use orders_bench_model::target::TargetInfo;
 
 fn rate(value: f64) -> String {
     if value >= 100.0 { format::count(value) } else { format!("{value:.1}") }
@@ -21,27 +21,31 @@ fn cores(used: Option<f64>, of: Option<usize>) -> String {
     }
 }
 
-fn machine_rows(repeat: &RepeatResult, machine: &MachineRun, rows: &mut Vec<Vec<String>>, step: usize) {
+fn machine_rows(
+    targets: &[TargetInfo],
+    repeat: &RepeatResult,
+    machine: &MachineRun,
+    rows: &mut Vec<Vec<String>>,
+    step: usize,
+) {
     let Some(s) = machine.steps.iter().find(|s| s.step == step) else { return };
-    let figure = |t: Target, pick: &dyn Fn(&orders_bench_model::fleet::MachineFigures) -> String| {
-        s.targets.get(t.name()).map_or_else(|| NONE.to_owned(), pick)
+    let figure = |t: &TargetInfo, pick: &dyn Fn(&orders_bench_model::fleet::MachineFigures) -> String| {
+        s.targets.get(&t.name).map_or_else(|| NONE.to_owned(), pick)
     };
-    rows.push(vec![
+    let mut row = vec![
         repeat.index.to_string(),
         (step + 1).to_string(),
         format!("{} ({})", machine.host, machine.segment),
         rate(s.offered_rate),
-        figure(Target::Pg, &|f| rate(f.achieved_rate)),
-        figure(Target::Mongo, &|f| rate(f.achieved_rate)),
-        Target::ALL.map(|t| figure(t, &|f| format::count(f.dropped as f64))).join(" / "),
-        cores(s.k6_cores, None),
-        cores(s.machine_busy_cores, Some(machine.cores)),
-    ]);
+    ];
+    row.extend(targets.iter().map(|t| figure(t, &|f| rate(f.achieved_rate))));
+    row.push(targets.iter().map(|t| figure(t, &|f| format::count(f.dropped as f64))).collect::<Vec<_>>().join(" / "));
+    row.extend([cores(s.k6_cores, None), cores(s.machine_busy_cores, Some(machine.cores))]);
+    rows.push(row);
 }
 
-fn merged_row(repeat: &RepeatResult, step: usize, rows: &mut Vec<Vec<String>>) {
-    let steps: Vec<_> =
-        Target::ALL.iter().map(|t| repeat.targets.get(t.name()).and_then(|r| r.steps.get(step))).collect();
+fn merged_row(targets: &[TargetInfo], repeat: &RepeatResult, step: usize, rows: &mut Vec<Vec<String>>) {
+    let steps: Vec<_> = targets.iter().map(|t| repeat.targets.get(&t.name).and_then(|r| r.steps.get(step))).collect();
     let offered = steps.iter().flatten().map(|s| s.rate).next().map_or(NONE.into(), |r| rate(f64::from(r)));
     let achieved = |i: usize| steps[i].map_or(NONE.into(), |s| rate(s.achieved_rate));
     let dropped = |i: usize| steps[i].map_or(NONE.into(), |s| format::count(s.dropped as f64));
@@ -49,17 +53,11 @@ fn merged_row(repeat: &RepeatResult, step: usize, rows: &mut Vec<Vec<String>>) {
     let k6: Option<f64> = fleet.and_then(|f| {
         f.machines.iter().map(|m| m.steps.iter().find(|s| s.step == step).and_then(|s| s.k6_cores)).sum::<Option<f64>>()
     });
-    rows.push(vec![
-        repeat.index.to_string(),
-        (step + 1).to_string(),
-        "**all machines**".into(),
-        offered,
-        achieved(0),
-        achieved(1),
-        format!("{} / {}", dropped(0), dropped(1)),
-        cores(k6, None),
-        NONE.into(),
-    ]);
+    let mut row = vec![repeat.index.to_string(), (step + 1).to_string(), "**all machines**".into(), offered];
+    row.extend((0..targets.len()).map(achieved));
+    row.push((0..targets.len()).map(dropped).collect::<Vec<_>>().join(" / "));
+    row.extend([cores(k6, None), NONE.into()]);
+    rows.push(row);
 }
 
 pub fn blocks(round: &RoundResult) -> Vec<Block> {
@@ -69,6 +67,7 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
         .iter()
         .flat_map(|r| r.fleet.iter().flat_map(|f| f.machines.iter().map(|m| m.late_ms)))
         .fold(0.0_f64, f64::max);
+    let targets = round.targets();
     let mut rows = Vec::new();
     for repeat in &with_fleet {
         let Some(fleet) = &repeat.fleet else { continue };
@@ -78,9 +77,9 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
                 continue;
             }
             for machine in &fleet.machines {
-                machine_rows(repeat, machine, &mut rows, step);
+                machine_rows(&targets, repeat, machine, &mut rows, step);
             }
-            merged_row(repeat, step, &mut rows);
+            merged_row(&targets, repeat, step, &mut rows);
         }
     }
     vec![
@@ -95,19 +94,16 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
             latest
         )),
         Block::Table {
-            header: [
-                "repeat",
-                "step",
-                "machine (segment)",
-                "offered req/s per target",
-                "pg achieved",
-                "mongo achieved",
-                "dropped pg / mongo",
-                "k6 cores",
-                "machine busy cores",
-            ]
-            .map(String::from)
-            .to_vec(),
+            header: ["repeat", "step", "machine (segment)", "offered req/s per target"]
+                .into_iter()
+                .map(String::from)
+                .chain(targets.iter().map(|t| format!("{} achieved", t.name)))
+                .chain([
+                    format!("dropped {}", targets.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(" / ")),
+                    "k6 cores".into(),
+                    "machine busy cores".into(),
+                ])
+                .collect(),
             rows,
         },
     ]

@@ -2,6 +2,7 @@
 //! rates with the `≥` of an unsaturated target, a dash for what was not measured, and several
 //! repeats' values joined by " / ".
 
+use orders_bench_model::result::RoundResult;
 use orders_bench_model::verdict::RateSummary;
 
 pub const NONE: &str = "–";
@@ -78,18 +79,33 @@ pub fn max_rate(summary: Option<&RateSummary>, start_rate: u32) -> String {
     }
 }
 
-/// Postgres / MongoDB of the medians; a bound when either is a bound or zero.
-pub fn ratio(pg: Option<&RateSummary>, mongo: Option<&RateSummary>) -> String {
-    let (Some(pg), Some(mongo)) = (pg, mongo) else { return NONE.into() };
-    match (pg.median, mongo.median) {
-        (p, m) if m > 0.0 && p > 0.0 => {
-            let approx = if pg.lower_bound || mongo.lower_bound { "~" } else { "" };
-            format!("{approx}{:.2}", p / m)
+/// `a` / `b` of the medians (labelled for when only one passed); a bound when either is a bound or
+/// zero.
+pub fn ratio(a: Option<&RateSummary>, b: Option<&RateSummary>, labels: [&str; 2]) -> String {
+    let (Some(a), Some(b)) = (a, b) else { return NONE.into() };
+    match (a.median, b.median) {
+        (x, y) if y > 0.0 && x > 0.0 => {
+            let approx = if a.lower_bound || b.lower_bound { "~" } else { "" };
+            format!("{approx}{:.2}", x / y)
         }
-        (p, m) if p == m => NONE.into(),
-        (_, 0.0) => "Postgres only".into(),
-        _ => "MongoDB only".into(),
+        (x, y) if x == y => NONE.into(),
+        (_, 0.0) => format!("{} only", labels[0]),
+        _ => format!("{} only", labels[1]),
     }
+}
+
+/// A round's ratio column: its first target's median over its second's.
+pub fn round_ratio(round: &RoundResult) -> String {
+    match round.targets().as_slice() {
+        [a, b, ..] => ratio(round.max_rate.get(&a.name), round.max_rate.get(&b.name), [&a.label, &b.label]),
+        _ => NONE.into(),
+    }
+}
+
+/// "PostgreSQL / MongoDB": what the ratio column divides.
+pub fn ratio_words(round: &RoundResult) -> String {
+    let targets = round.targets();
+    targets.iter().take(2).map(|t| t.label.as_str()).collect::<Vec<_>>().join(" / ")
 }
 
 /// Per-repeat values in one cell.
@@ -129,8 +145,10 @@ mod tests {
         assert_eq!(max_rate(Some(&summary(700.0, &[600, 700, 800], false)), 100), "700 req/s (600–800, 3 runs)");
         assert_eq!(max_rate(Some(&summary(1500.0, &[1500], true)), 100), "≥ 1,500 req/s");
         assert_eq!(max_rate(Some(&summary(0.0, &[0], false)), 100), "< 100 req/s");
-        assert_eq!(ratio(Some(&summary(600.0, &[600], false)), Some(&summary(400.0, &[400], false))), "1.50");
-        assert_eq!(ratio(Some(&summary(600.0, &[600], true)), Some(&summary(400.0, &[400], false))), "~1.50");
-        assert_eq!(ratio(Some(&summary(600.0, &[600], false)), Some(&summary(0.0, &[0], false))), "Postgres only");
+        let labels = ["PostgreSQL", "MongoDB"];
+        let ratio = |a: &RateSummary, b: &RateSummary| ratio(Some(a), Some(b), labels);
+        assert_eq!(ratio(&summary(600.0, &[600], false), &summary(400.0, &[400], false)), "1.50");
+        assert_eq!(ratio(&summary(600.0, &[600], true), &summary(400.0, &[400], false)), "~1.50");
+        assert_eq!(ratio(&summary(600.0, &[600], false), &summary(0.0, &[0], false)), "PostgreSQL only");
     }
 }

@@ -6,10 +6,9 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
+use crate::charts;
 use orders_bench_model::mix_verdict::{self, MixVerdict};
 use orders_bench_model::result::RoundResult;
-use orders_bench_model::target::Target;
-use orders_bench_model::target::{MONGO_COLOR, PG_COLOR};
 use std::fmt::Write as _;
 
 fn runs_text(values: &[f64]) -> String {
@@ -23,10 +22,6 @@ fn median(values: &[f64]) -> Option<f64> {
     super::summary::median(values.to_vec())
 }
 
-fn values(list: &[(Target, Vec<f64>)], target: Target) -> &[f64] {
-    list.iter().find(|(t, _)| *t == target).map_or(&[], |(_, v)| v.as_slice())
-}
-
 /// The table: mix | per database its repeats and capacity | ratio | answer | why.
 pub fn table(rounds: &[&RoundResult]) -> Block {
     let rows = rounds
@@ -34,27 +29,27 @@ pub fn table(rounds: &[&RoundResult]) -> Block {
         .map(|round| {
             let verdict = mix_verdict::judge(round);
             let mut row = vec![round.name.clone()];
-            for target in Target::ALL {
-                let runs = values(&verdict.rates, target);
-                let lower_bound = round.max_rate.get(target.name()).is_some_and(|s| s.lower_bound);
+            for target in round.targets() {
+                let runs = verdict.rates_of(&target.name);
+                let lower_bound = round.max_rate.get(&target.name).is_some_and(|s| s.lower_bound);
                 row.push(match median(runs) {
                     Some(m) => {
                         format!("{}{} ({})", if lower_bound { "≥ " } else { "" }, format::count(m), runs_text(runs))
                     }
                     None => NONE.into(),
                 });
-                row.push(median(values(&verdict.capacities, target)).map_or(NONE.into(), format::count));
+                row.push(median(verdict.capacities_of(&target.name)).map_or(NONE.into(), format::count));
             }
-            row.push(format::ratio(round.max_rate.get(Target::Pg.name()), round.max_rate.get(Target::Mongo.name())));
+            row.push(format::round_ratio(round));
             row.push(verdict.headline());
             row.push(if verdict.reasons.is_empty() { NONE.into() } else { verdict.reasons.join("; ") });
             row
         })
         .collect();
     let mut header = vec!["mix".to_owned()];
-    for target in Target::ALL {
-        header.push(format!("{} max rate, req/s", target.label()));
-        header.push(format!("{} CPU capacity", target.label()));
+    for target in rounds.first().map(|r| r.targets()).unwrap_or_default() {
+        header.push(format!("{} max rate, req/s", target.label));
+        header.push(format!("{} CPU capacity", target.label));
     }
     header.extend(["ratio".to_owned(), "answer".to_owned(), "why not clearer".to_owned()]);
     Block::Table { header, rows }
@@ -123,9 +118,11 @@ pub fn chart(rounds: &[&RoundResult]) -> String {
             HEIGHT - BOTTOM + 16.0,
             name.replace('&', "&amp;").replace('<', "&lt;")
         );
-        for (k, (target, color)) in [(Target::Pg, PG_COLOR), (Target::Mongo, MONGO_COLOR)].into_iter().enumerate() {
-            let x = center + (k as f64 - 0.5) * column * 0.35;
-            for (n, rate) in values(&verdict.rates, target).iter().enumerate() {
+        let targets = &verdict.rates;
+        for (k, (target, _)) in targets.iter().enumerate() {
+            let color = charts::color(k);
+            let x = center + (k as f64 - (targets.len() as f64 - 1.0) / 2.0) * column * 0.35;
+            for (n, rate) in verdict.rates_of(&target.name).iter().enumerate() {
                 let _ = write!(
                     svg,
                     r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{color}" opacity="0.75"/>"#,
@@ -133,7 +130,7 @@ pub fn chart(rounds: &[&RoundResult]) -> String {
                     y(rate.max(low))
                 );
             }
-            if let Some(m) = median(values(&verdict.rates, target)) {
+            if let Some(m) = median(verdict.rates_of(&target.name)) {
                 let _ = write!(
                     svg,
                     r#"<line x1="{0:.1}" y1="{1:.1}" x2="{2:.1}" y2="{1:.1}" stroke="{color}" stroke-width="3"/>"#,
@@ -142,7 +139,7 @@ pub fn chart(rounds: &[&RoundResult]) -> String {
                     x + 10.0
                 );
             }
-            if let Some(c) = median(values(&verdict.capacities, target)) {
+            if let Some(c) = median(verdict.capacities_of(&target.name)) {
                 let (cx, cy) = (x + 14.0, y(c.max(low)));
                 let _ = write!(
                     svg,
@@ -155,7 +152,8 @@ pub fn chart(rounds: &[&RoundResult]) -> String {
             }
         }
     }
-    for (k, (target, color)) in [(Target::Pg, PG_COLOR), (Target::Mongo, MONGO_COLOR)].into_iter().enumerate() {
+    for (k, target) in rounds.first().map(|r| r.targets()).unwrap_or_default().iter().enumerate() {
+        let color = charts::color(k);
         let x = LEFT + 10.0 + k as f64 * 110.0;
         let _ = write!(
             svg,
@@ -163,7 +161,7 @@ pub fn chart(rounds: &[&RoundResult]) -> String {
             TOP + 8.0,
             x + 8.0,
             TOP + 12.0,
-            target.label()
+            target.label
         );
     }
     svg.push_str("</svg>\n");

@@ -25,7 +25,6 @@ pub mod summary;
 use anyhow::{Context, Result, bail};
 use doc::Block;
 use orders_bench_model::result::{self, RoundResult};
-use orders_bench_model::target::Target;
 use orders_core::Timestamp;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -129,9 +128,10 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
         "A step passes for a target when its p95 is below {} ms, under {}% of its requests fail and it drops no \
          iteration. **Maximum passing rate**: the highest offered rate that passed with every lower step passing too; \
          with repeats the median, the range in brackets. `≥`: the target never failed (the staircase or the machine \
-         ran out first), `<`: it failed the first step. Ratio: PostgreSQL / MongoDB.",
+         ran out first), `<`: it failed the first step. Ratio: {}.",
         mark.p95_ms,
-        mark.max_failed_rate * 100.0
+        mark.max_failed_rate * 100.0,
+        rounds.first().map_or_else(String::new, |r| format::ratio_words(r))
     )));
     blocks.extend(summary::budget_paragraph(rounds));
     blocks.push(Block::Heading(2, "Maximum passing rate".into()));
@@ -154,29 +154,25 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
 }
 
 fn max_rate_block(rounds: &[&RoundResult]) -> Block {
+    let targets = rounds.first().map(|r| r.targets()).unwrap_or_default();
     let rows = rounds
         .iter()
         .map(|r| {
-            let (pg, mongo) = (r.max_rate.get(Target::Pg.name()), r.max_rate.get(Target::Mongo.name()));
-            vec![
-                format!("{}{}", r.name, if r.name == r.mix { String::new() } else { format!(" (mix {})", r.mix) }),
-                format::max_rate(pg, r.plan.start_rate),
-                format::max_rate(mongo, r.plan.start_rate),
-                format::ratio(pg, mongo),
-                summary::limit_words(r),
-            ]
+            let mut row = vec![format!(
+                "{}{}",
+                r.name,
+                if r.name == r.mix { String::new() } else { format!(" (mix {})", r.mix) }
+            )];
+            row.extend(targets.iter().map(|t| format::max_rate(r.max_rate.get(&t.name), r.plan.start_rate)));
+            row.push(format::round_ratio(r));
+            row.push(summary::limit_words(r));
+            row
         })
         .collect();
-    Block::Table {
-        header: vec![
-            "mix".into(),
-            "Postgres max rate".into(),
-            "MongoDB max rate".into(),
-            "ratio".into(),
-            "what set the limits".into(),
-        ],
-        rows,
-    }
+    let mut header = vec!["mix".to_owned()];
+    header.extend(targets.iter().map(|t| format!("{} max rate", t.label)));
+    header.extend(["ratio".to_owned(), "what set the limits".to_owned()]);
+    Block::Table { header, rows }
 }
 
 /// The "mix | Postgres max rate | MongoDB max rate | ratio | what set the limits" table as Markdown.

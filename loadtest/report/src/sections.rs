@@ -7,16 +7,15 @@
 use super::doc::Block;
 use super::format::{self, NONE, joined};
 use crate::charts::{self, Chart, Point, Series};
-use orders_bench_model::explain::{Growth, MongoExplain, PgExplain};
+use orders_bench_model::explain::{EngineExplain, Growth, MongoExplain, PgExplain};
 use orders_bench_model::result::{RepeatResult, RoundResult};
-use orders_bench_model::target::Target;
 use orders_bench_model::verdict::{Outcome, StepResult};
 
 fn chart(round: &RoundResult, latency: bool) -> Chart {
     let mut series = Vec::new();
     for repeat in &round.repeats {
-        for target in Target::ALL {
-            let Some(t) = repeat.targets.get(target.name()) else { continue };
+        for (k, target) in round.targets().iter().enumerate() {
+            let Some(t) = repeat.targets.get(&target.name) else { continue };
             let points = t
                 .steps
                 .iter()
@@ -27,11 +26,11 @@ fn chart(round: &RoundResult, latency: bool) -> Chart {
                 })
                 .collect();
             series.push(Series {
-                label: target.label().into(),
-                color: target.color(),
+                label: target.label.clone(),
+                color: charts::color(k),
                 points,
                 faint: repeat.index > 1,
-                dashed: target == Target::Mongo,
+                dashed: k % 2 == 1,
             });
         }
     }
@@ -76,9 +75,10 @@ pub fn charts(round: &RoundResult) -> Vec<(&'static str, String, String)> {
 
 fn steps_table(round: &RoundResult) -> Block {
     let mut header = vec!["offered req/s".to_owned()];
-    for target in Target::ALL {
+    let targets = round.targets();
+    for target in &targets {
         for column in ["achieved req/s", "p50 ms", "p95 ms", "p99 ms", "failed", "pass"] {
-            header.push(format!("{} {column}", target.label()));
+            header.push(format!("{} {column}", target.label));
         }
     }
     let rates = round.plan.rates();
@@ -90,9 +90,9 @@ fn steps_table(round: &RoundResult) -> Block {
         })
         .map(|(i, rate)| {
             let mut row = vec![format::count(f64::from(*rate))];
-            for target in Target::ALL {
+            for target in &targets {
                 let steps: Vec<_> =
-                    round.repeats.iter().map(|r| r.targets.get(target.name()).and_then(|t| t.steps.get(i))).collect();
+                    round.repeats.iter().map(|r| r.targets.get(&target.name).and_then(|t| t.steps.get(i))).collect();
                 let cell = |f: &dyn Fn(&StepResult) -> String| {
                     joined(steps.iter().map(|s| s.filter(|s| s.complete).map_or_else(|| NONE.to_owned(), f)))
                 };
@@ -118,9 +118,9 @@ fn steps_table(round: &RoundResult) -> Block {
 fn stalls(round: &RoundResult) -> Vec<String> {
     let mut items = Vec::new();
     for repeat in &round.repeats {
-        for target in Target::ALL {
-            let label = target.label();
-            let steps = repeat.targets.get(target.name()).map(|t| t.steps.as_slice()).unwrap_or_default();
+        for target in round.targets() {
+            let label = &target.label;
+            let steps = repeat.targets.get(&target.name).map(|t| t.steps.as_slice()).unwrap_or_default();
             for step in steps.iter().filter(|s| s.complete) {
                 let Some(stall) = step.stall.as_ref().filter(|st| st.mattered()) else { continue };
                 items.push(format!(
@@ -148,7 +148,7 @@ fn growth_cell(g: &Growth) -> String {
 }
 
 fn pg_table(round: &RoundResult) -> Block {
-    let pg = |f: &dyn Fn(&PgExplain) -> String| per_repeat(round, |r| f(&r.explain.pg));
+    let pg = |f: &dyn Fn(&PgExplain) -> String| per_repeat(round, |r| r.explain.pg().map_or_else(|| NONE.into(), f));
     let mut rows = vec![
         row("write requests (insert + status)", pg(&|e| format::count(e.write_requests as f64))),
         row("WAL per write request (F2)", pg(&|e| format::opt_bytes(e.wal_bytes_per_write))),
@@ -187,8 +187,12 @@ fn pg_table(round: &RoundResult) -> Block {
         row("TOAST", pg(&|e| growth_cell(&e.toast))),
         row("indexes", pg(&|e| growth_cell(&e.indexes))),
     ];
-    let names: Vec<String> =
-        round.repeats.first().map(|r| r.explain.pg.index.keys().cloned().collect()).unwrap_or_default();
+    let names: Vec<String> = round
+        .repeats
+        .first()
+        .and_then(|r| r.explain.pg())
+        .map(|e| e.index.keys().cloned().collect())
+        .unwrap_or_default();
     for name in names {
         rows.push(row(&format!("index {name}"), pg(&|e| e.index.get(&name).map_or(NONE.into(), growth_cell))));
     }
@@ -217,7 +221,8 @@ fn pg_table(round: &RoundResult) -> Block {
 }
 
 fn mongo_table(round: &RoundResult) -> Block {
-    let mongo = |f: &dyn Fn(&MongoExplain) -> String| per_repeat(round, |r| f(&r.explain.mongo));
+    let mongo =
+        |f: &dyn Fn(&MongoExplain) -> String| per_repeat(round, |r| r.explain.mongo().map_or_else(|| NONE.into(), f));
     let op = |name: &'static str| move |e: &MongoExplain| format::opt_count(e.opcounters.get(name).copied());
     let mut rows = vec![
         row("write requests (insert + status)", mongo(&|e| format::count(e.write_requests as f64))),
@@ -241,13 +246,61 @@ fn mongo_table(round: &RoundResult) -> Block {
         row("storage (compressed)", mongo(&|e| growth_cell(&e.storage))),
         row("indexes", mongo(&|e| growth_cell(&e.indexes))),
     ];
-    let names: Vec<String> =
-        round.repeats.first().map(|r| r.explain.mongo.index.keys().cloned().collect()).unwrap_or_default();
+    let names: Vec<String> = round
+        .repeats
+        .first()
+        .and_then(|r| r.explain.mongo())
+        .map(|e| e.index.keys().cloned().collect())
+        .unwrap_or_default();
     for name in names {
         rows.push(row(&format!("index {name}"), mongo(&|e| e.index.get(&name).map_or(NONE.into(), growth_cell))));
     }
     rows.push(row("product query plan", mongo(&|e| e.plan.clone())));
     let mut header = vec!["MongoDB".to_owned()];
+    header.extend(round.repeats.iter().map(|r| format!("repeat {}", r.index)));
+    Block::Table { header, rows }
+}
+
+/// One table per target: PostgreSQL's and MongoDB's with the figures the studies' findings rest
+/// on, any other engine's with the figures its backend recorded, as they are.
+fn explain_tables(round: &RoundResult) -> Vec<Block> {
+    let first = round.repeats.first();
+    round
+        .targets()
+        .iter()
+        .filter_map(|target| match first?.explain.0.get(&target.name)? {
+            EngineExplain::Pg(_) => Some(pg_table(round)),
+            EngineExplain::Mongo(_) => Some(mongo_table(round)),
+            EngineExplain::Other(figures) => Some(other_table(round, &target.name, &target.label, figures)),
+        })
+        .collect()
+}
+
+/// The figures of an engine the report has no table of its own for: one row per figure.
+fn other_table(
+    round: &RoundResult,
+    name: &str,
+    label: &str,
+    first: &serde_json::Map<String, serde_json::Value>,
+) -> Block {
+    let rows = first
+        .keys()
+        .map(|key| {
+            let cells = per_repeat(round, |r| match r.explain.0.get(name) {
+                Some(EngineExplain::Other(figures)) => figures.get(key).map_or_else(
+                    || NONE.into(),
+                    |v| match v {
+                        serde_json::Value::String(text) => text.clone(),
+                        serde_json::Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), format::count),
+                        other => other.to_string(),
+                    },
+                ),
+                _ => NONE.into(),
+            });
+            row(key, cells)
+        })
+        .collect();
+    let mut header = vec![label.to_owned()];
     header.extend(round.repeats.iter().map(|r| format!("repeat {}", r.index)));
     Block::Table { header, rows }
 }
@@ -288,9 +341,9 @@ fn cpu_table(round: &RoundResult) -> Block {
 fn limits(round: &RoundResult) -> Vec<String> {
     let mut items = Vec::new();
     for repeat in &round.repeats {
-        for target in Target::ALL {
-            let label = target.label();
-            if let Some(limit) = repeat.cpu.limits.get(target.name()) {
+        for target in round.targets() {
+            let label = &target.label;
+            if let Some(limit) = repeat.cpu.limits.get(&target.name) {
                 let kind = super::summary::kind_name(limit.kind);
                 items.push(format!(
                     "repeat {}: {label} first failed at {} req/s; limit: **{kind}**: {}",
@@ -307,9 +360,9 @@ fn limits(round: &RoundResult) -> Vec<String> {
 pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> Vec<Block> {
     let weights: Vec<String> = round.mix_weights.iter().map(|(e, w)| format!("{e} {w}")).collect();
     let first = round.repeats.first();
-    let pg_settings = first.map(|r| &r.explain.pg.settings);
+    let pg_settings = first.and_then(|r| r.explain.pg()).map(|e| &e.settings);
     let pg_setting = |name: &str| pg_settings.and_then(|s| s.get(name)).map_or("?", String::as_str);
-    let mongo_settings = first.map(|r| &r.explain.mongo.settings);
+    let mongo_settings = first.and_then(|r| r.explain.mongo()).map(|e| &e.settings);
     let mongo_setting = |name: &str| mongo_settings.and_then(|s| s.get(name)).map_or("?", String::as_str);
     let mut blocks = vec![
         Block::Heading(2, format!("Round `{}`", round.name)),
@@ -376,8 +429,7 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
     }
     blocks.extend(super::fleet::blocks(round));
     blocks.push(Block::Heading(3, "What explains it".into()));
-    blocks.push(pg_table(round));
-    blocks.push(mongo_table(round));
+    blocks.extend(explain_tables(round));
     blocks.push(Block::Heading(3, "CPU".into()));
     blocks.extend(super::evidence::budget_paragraph(round));
     blocks.push(cpu_table(round));

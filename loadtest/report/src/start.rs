@@ -6,7 +6,6 @@ use super::doc::Block;
 use super::format::{self, NONE};
 use orders_bench_model::result::RoundResult;
 use orders_bench_model::start::StartState;
-use orders_bench_model::target::Target;
 
 pub fn blocks(round: &RoundResult) -> Vec<Block> {
     let starts: Vec<(u32, &StartState)> =
@@ -14,11 +13,11 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
     if starts.is_empty() {
         return Vec::new();
     }
+    let targets = round.targets();
     let mut blocks = vec![Block::Heading(3, "How each repeat started".into())];
     let rows = starts
         .iter()
         .map(|(index, start)| {
-            let db = |t: Target| start.databases.get(t.name());
             let short = |f: Option<&String>| f.map_or(NONE.into(), |f| f.chars().take(8).collect::<String>());
             let mut row = vec![
                 index.to_string(),
@@ -29,8 +28,8 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
                     format!("**no** after {:.0} s: {}", start.waited_seconds, start.not_quiet.join("; "))
                 },
             ];
-            for target in Target::ALL {
-                let entry = db(target);
+            for target in &targets {
+                let entry = start.databases.get(&target.name);
                 row.push(format!(
                     "{} · {} orders · {} disk · {} memory · {} cores",
                     short(entry.and_then(|d| d.data_fingerprint.as_ref())),
@@ -44,7 +43,7 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
         })
         .collect();
     let mut header = vec!["repeat".to_owned(), "data".to_owned(), "quiet".to_owned()];
-    header.extend(Target::ALL.iter().map(|t| format!("{}: fingerprint · orders · disk · memory · CPU", t.label())));
+    header.extend(targets.iter().map(|t| format!("{}: fingerprint · orders · disk · memory · CPU", t.label)));
     blocks.push(Block::Table { header, rows });
     let refs: Vec<&StartState> = starts.iter().map(|(_, s)| *s).collect();
     let differences = StartState::differences(&refs);

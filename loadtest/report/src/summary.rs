@@ -10,7 +10,7 @@ use super::doc::Block;
 use super::format::{self, NONE};
 use orders_bench_model::cpu::{LimitKind, Role};
 use orders_bench_model::result::{RepeatResult, RoundResult};
-use orders_bench_model::target::Target;
+use orders_bench_model::target::TargetInfo;
 use std::collections::BTreeMap;
 
 pub fn median(mut values: Vec<f64>) -> Option<f64> {
@@ -53,10 +53,10 @@ pub fn kind_name(kind: LimitKind) -> &'static str {
     }
 }
 
-fn kind_counts(round: &RoundResult, target: Target) -> BTreeMap<&'static str, usize> {
+fn kind_counts(round: &RoundResult, target: &str) -> BTreeMap<&'static str, usize> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for repeat in &round.repeats {
-        if let Some(limit) = repeat.cpu.limits.get(target.name()) {
+        if let Some(limit) = repeat.cpu.limits.get(target) {
             *counts.entry(kind_name(limit.kind)).or_default() += 1;
         }
     }
@@ -64,7 +64,7 @@ fn kind_counts(round: &RoundResult, target: Target) -> BTreeMap<&'static str, us
 }
 
 /// "load generator ×2, database ×1" over the repeats.
-fn limits(round: &RoundResult, target: Target) -> String {
+fn limits(round: &RoundResult, target: &str) -> String {
     let counts = kind_counts(round, target);
     if counts.is_empty() {
         return NONE.into();
@@ -79,18 +79,19 @@ fn limits(round: &RoundResult, target: Target) -> String {
 /// The load generator's CPU per request over the cheaper database's (both per 1,000 of their own
 /// requests), and which database that was: the generator must cost a small fraction of what it
 /// measures, or it shares the machine with the databases on unequal terms.
-pub fn generator_share(round: &RoundResult) -> Option<(f64, Target)> {
+pub fn generator_share(round: &RoundResult) -> Option<(f64, TargetInfo)> {
     let generator = generator_per_1k(round)?;
-    let (cheaper, target) = Target::ALL
-        .iter()
-        .filter_map(|t| Some((per_1k(round, t.database())?, *t)))
+    let (cheaper, target) = round
+        .targets()
+        .into_iter()
+        .filter_map(|t| Some((per_1k(round, &t.database)?, t)))
         .filter(|(db, _)| *db > 0.0)
         .min_by(|a, b| a.0.total_cmp(&b.0))?;
     Some((generator / cheaper, target))
 }
 
-fn pair(round: &RoundResult, target: Target) -> String {
-    match (per_1k(round, target.database()), per_1k(round, target.service())) {
+fn pair(round: &RoundResult, target: &TargetInfo) -> String {
+    match (per_1k(round, &target.database), per_1k(round, &target.service)) {
         (None, None) => NONE.into(),
         (db, svc) => format!("{} + {}", format::seconds(db, 3), format::seconds(svc, 3)),
     }
@@ -102,50 +103,57 @@ fn pair(round: &RoundResult, target: Target) -> String {
 pub fn limit_words(round: &RoundResult) -> String {
     let mut limited = Vec::new();
     let mut not = Vec::new();
-    for target in Target::ALL {
-        let label = target.label();
-        let counts = kind_counts(round, target);
+    let targets = round.targets();
+    for target in &targets {
+        let label = target.label.as_str();
+        let counts = kind_counts(round, &target.name);
         let database = counts.get("database").copied().unwrap_or(0);
         if counts.is_empty() {
             not.push(format!("{label} never failed (the staircase ended first)"));
         } else if database * 2 > round.repeats.len() {
             limited.push(label);
         } else {
-            not.push(format!("{label}: {}", limits(round, target)));
+            not.push(format!("{label}: {}", limits(round, &target.name)));
         }
     }
     match (limited.len(), not.is_empty()) {
-        (2, _) => "both databases, at their budgets".into(),
+        (n, _) if n == targets.len() && n == 2 => "both databases, at their budgets".into(),
+        (n, _) if n == targets.len() => "every database, at its budget".into(),
         (0, _) => format!("**not database-limited**: {}", not.join("; ")),
         _ => format!("**not database-limited**: {} (the {} database was)", not.join("; "), limited.join(", ")),
     }
 }
 
 pub fn cpu_table(rounds: &[&RoundResult]) -> Block {
+    let targets = rounds.first().map(|r| r.targets()).unwrap_or_default();
     let rows = rounds
         .iter()
         .map(|r| {
-            vec![
-                r.name.clone(),
-                pair(r, Target::Pg),
-                pair(r, Target::Mongo),
-                format::seconds(generator_per_1k(r), 3),
-                generator_share(r).map_or(NONE.into(), |(share, t)| format!("{share:.2} of {}", t.database())),
-                Target::ALL.map(|t| limits(r, t)).join(" / "),
-            ]
+            let mut row = vec![r.name.clone()];
+            row.extend(targets.iter().map(|t| pair(r, t)));
+            row.push(format::seconds(generator_per_1k(r), 3));
+            row.push(generator_share(r).map_or(NONE.into(), |(share, t)| format!("{share:.2} of {}", t.database)));
+            row.push(targets.iter().map(|t| limits(r, &t.name)).collect::<Vec<_>>().join(" / "));
+            row
         })
         .collect();
-    Block::Table {
-        header: vec![
-            "mix".into(),
-            "PostgreSQL + orders-pg, CPU s per 1,000 requests".into(),
-            "MongoDB + orders-mongo".into(),
-            "load generator".into(),
-            "load generator ÷ cheaper database".into(),
-            "limit at the first failed step (Postgres / MongoDB)".into(),
-        ],
-        rows,
+    let mut header = vec!["mix".to_owned()];
+    for (i, t) in targets.iter().enumerate() {
+        header.push(if i == 0 {
+            format!("{} + {}, CPU s per 1,000 requests", t.label, t.service)
+        } else {
+            format!("{} + {}", t.label, t.service)
+        });
     }
+    header.extend([
+        "load generator".to_owned(),
+        "load generator ÷ cheaper database".to_owned(),
+        format!(
+            "limit at the first failed step ({})",
+            targets.iter().map(|t| t.label.as_str()).collect::<Vec<_>>().join(" / ")
+        ),
+    ]);
+    Block::Table { header, rows }
 }
 
 /// Rounds in which, in every repeat, both targets first failed at the same rate while the machine
@@ -156,10 +164,14 @@ pub fn shared_limit(rounds: &[&RoundResult]) -> Vec<String> {
         .filter(|round| {
             !round.repeats.is_empty()
                 && round.repeats.iter().all(|r| {
-                    let first = |t: Target| r.targets.get(t.name()).and_then(|t| t.max_rate.first_failed_rate);
-                    let kinds = Target::ALL.map(|t| r.cpu.limits.get(t.name()).map(|l| l.kind));
-                    first(Target::Pg).is_some()
-                        && first(Target::Pg) == first(Target::Mongo)
+                    let targets = round.targets();
+                    let first: Vec<Option<u32>> = targets
+                        .iter()
+                        .map(|t| r.targets.get(&t.name).and_then(|t| t.max_rate.first_failed_rate))
+                        .collect();
+                    let kinds: Vec<_> = targets.iter().map(|t| r.cpu.limits.get(&t.name).map(|l| l.kind)).collect();
+                    first.first().is_some_and(Option::is_some)
+                        && first.iter().all(|f| *f == first[0])
                         && kinds.iter().all(|k| {
                             matches!(k, Some(LimitKind::LoadGenerator | LimitKind::Service | LimitKind::Machine))
                         })

@@ -3,8 +3,9 @@
 //! its diagnostics, and the one-line label the report and the headline use ("0.25 CPU and 4.0 GiB
 //! each", "no budgets", or "UNEQUAL budgets").
 
+use crate::backend::Targets;
 use crate::cgroup::{Placement, Reading};
-use crate::diagnostics::{Pair, number, text};
+use crate::diagnostics::Snapshot;
 pub use orders_bench_model::budget::{CgroupVersion as Version, DbBudget};
 use orders_bench_report::format::bytes;
 use std::collections::BTreeMap;
@@ -37,35 +38,11 @@ fn trim(cores: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-/// `shared_buffers` as PostgreSQL prints it (`512MB`, `1GB`, `128kB`, `8192` pages of 8 kB).
-pub fn pg_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = (text[..digits].parse::<u64>().ok()?, &text[digits..]);
-    let factor = match unit {
-        "" => 8192,
-        "kB" => 1 << 10,
-        "MB" => 1 << 20,
-        "GB" => 1 << 30,
-        "TB" => 1 << 40,
-        _ => return None,
-    };
-    Some(number * factor)
-}
-
-/// The engine caches from a `/diagnostics` pair: (PostgreSQL shared_buffers, WiredTiger maximum).
-pub fn engine_caches(pair: &Pair) -> (Option<u64>, Option<u64>) {
-    let pg = text(&pair.pg, "/settings/shared_buffers").and_then(|t| pg_size(&t));
-    let wt = number(&pair.mongo, "/wiredtiger_cache/maximum_bytes_configured").map(|b| b as u64);
-    (pg, wt)
-}
-
-/// Adds the engine caches of a `/diagnostics` pair to the budgets of `postgres` and `mongod`.
-pub fn add_engine_caches(budgets: &mut BTreeMap<String, DbBudget>, pair: &Pair) {
-    let (pg, wt) = engine_caches(pair);
-    for (name, cache) in [("postgres", pg), ("mongod", wt)] {
-        if let Some(budget) = budgets.get_mut(name) {
-            budget.cache_bytes = cache;
+/// Adds every engine's cache, from its service's `/diagnostics`, to the budget of its database.
+pub fn add_engine_caches(budgets: &mut BTreeMap<String, DbBudget>, snapshot: &Snapshot, targets: &Targets) {
+    for target in targets.iter() {
+        if let Some(budget) = budgets.get_mut(&target.backend.info().database) {
+            budget.cache_bytes = target.backend.cache_bytes(snapshot.get(&target.name()));
         }
     }
 }
@@ -126,13 +103,5 @@ mod tests {
         assert!(label(&unequal, None).starts_with("UNEQUAL budgets: mongod 0.5 CPU"), "{}", label(&unequal, None));
         let remote = both(DbBudget::not_here("remote"), DbBudget::not_here("remote"));
         assert!(label(&remote, None).contains("not on this machine"));
-    }
-
-    #[test]
-    fn shared_buffers_read_in_postgres_units() {
-        assert_eq!(pg_size("512MB"), Some(512 << 20));
-        assert_eq!(pg_size("1GB"), Some(1 << 30));
-        assert_eq!(pg_size("16384"), Some(16384 * 8192));
-        assert_eq!(pg_size("lots"), None);
     }
 }

@@ -19,12 +19,12 @@ pub mod services;
 
 use crate::budget::{self, BudgetArgs};
 use crate::databases::Databases;
+use crate::experiment::engine::Target;
 use crate::round::{self, RoundSpec, Setup};
-use crate::seed::{SeedArgs, Targets};
+use crate::seed::{SeedArgs, Selection};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use orders_bench_model::result::RatePlan;
-use orders_bench_model::target::Target;
 use orders_bench_model::verdict::PassMark;
 use profile::{Profile, Staircase};
 use services::Service;
@@ -225,7 +225,10 @@ async fn body(
         started.services.push(Service::start(name, &binary, &env, out.join("logs").join(format!("{name}.log")))?);
     }
     let (pg_url, mongo_url) = (started.services[0].url.clone(), started.services[1].url.clone());
-    let client = crate::diagnostics::Client::new(&pg_url, &mongo_url)?;
+    let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
+    let urls = [(Target::Pg, &pg_url), (Target::Mongo, &mongo_url)].map(|(t, url)| (t.name().to_owned(), url.clone()));
+    let targets = crate::backend::Targets::new(&databases, &urls)?;
+    let client = crate::diagnostics::Client::new(&targets)?;
     if let Err(error) = client.wait_ready(Duration::from_secs(60)).await {
         let logs: Vec<String> = started
             .services
@@ -243,10 +246,8 @@ async fn body(
     );
 
     let manifest = out.join("dataset.json");
-    let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
     let setup = Setup {
-        pg_url,
-        mongo_url,
+        targets,
         databases: databases.clone(),
         k6,
         script: repo.join(crate::repo::SCRIPT),
@@ -262,7 +263,7 @@ async fn body(
         products: None,
         items: 3,
         note_bytes: 0,
-        target: Targets::all(),
+        target: Selection::all(),
         reset: true,
         databases,
         manifest,

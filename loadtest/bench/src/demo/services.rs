@@ -4,8 +4,8 @@
 //! SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped without being stopped is
 //! killed, so an error or a Ctrl-C never leaves one running.
 
+use crate::experiment::engine::Target;
 use anyhow::{Context, Result, bail};
-use orders_bench_model::target::Target;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

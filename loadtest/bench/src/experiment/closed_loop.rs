@@ -11,8 +11,8 @@
 //! for that mode changes only `run`.
 
 use super::services::Urls;
+use crate::experiment::engine::Target;
 use anyhow::{Context, Result};
-use orders_bench_model::target::Target;
 use orders_dataset::Profile;
 use orders_dataset::manifest::Manifest;
 use orders_dataset::prng::SplitMix64;

@@ -4,11 +4,11 @@
 //! growth per 1,000 writes, journal, bytes on disk, CPU per 1,000 requests). Growth and bytes
 //! are per write so that rounds of different lengths and rates compare.
 
+use crate::experiment::engine::Target;
 use orders_bench_model::cpu::LimitKind;
 use orders_bench_model::explain::{Growth, MongoExplain, PgExplain};
 use orders_bench_model::plans::{PlanProbe, ScanAttribution};
 use orders_bench_model::result::RoundResult;
-use orders_bench_model::target::Target;
 use orders_bench_model::verdict::RateSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -153,7 +153,8 @@ pub fn ratio(pg: Option<&RateSummary>, mongo: Option<&RateSummary>) -> Option<f6
 }
 
 fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>) -> PgFigures {
-    let pg: Vec<(&PgExplain, f64)> = round.repeats.iter().map(|r| (&r.explain.pg, r.run_seconds)).collect();
+    let pg: Vec<(&PgExplain, f64)> =
+        round.repeats.iter().filter_map(|r| Some((r.explain.pg()?, r.run_seconds))).collect();
     let explains: Vec<&PgExplain> = pg.iter().map(|(e, _)| *e).collect();
     let mut generic_plans_seen: Vec<String> = Vec::new();
     for plan in explains.iter().flat_map(|e| e.generic_plans_seen.iter()) {
@@ -166,7 +167,7 @@ fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>)
         .repeats
         .iter()
         .zip(extras)
-        .filter_map(|(r, x)| per_write(x.wal_flushes, r.explain.pg.write_requests))
+        .filter_map(|(r, x)| per_write(x.wal_flushes, r.explain.pg()?.write_requests))
         .collect();
     PgFigures {
         seq_scans_per_10s: med(&pg, |(e, s)| Some(e.seq_scans? / s.max(1e-9) * 10.0)),
@@ -200,7 +201,7 @@ fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>)
 }
 
 fn mongo_figures(round: &RoundResult, extras: &[RepeatExtras]) -> MongoFigures {
-    let explains: Vec<&MongoExplain> = round.repeats.iter().map(|r| &r.explain.mongo).collect();
+    let explains: Vec<&MongoExplain> = round.repeats.iter().filter_map(|r| r.explain.mongo()).collect();
     MongoFigures {
         journal_bytes_per_write: med(&explains, |e| e.journal_bytes_per_write),
         journal_syncs_per_write: med(&explains, |e| per_write(e.journal_syncs, e.write_requests)),
@@ -236,7 +237,7 @@ impl RoundFigures {
             mismatches: round.repeats.iter().flat_map(|r| r.fairness.mismatches()).collect(),
             prefer_minimal,
             run_seconds: med(&round.repeats, |r| Some(r.run_seconds)),
-            writes: med(&round.repeats, |r| Some(r.explain.pg.write_requests as f64)),
+            writes: med(&round.repeats, |r| Some(r.explain.pg()?.write_requests as f64)),
             pg_figures: pg_figures(round, extras, orders),
             mongo_figures: mongo_figures(round, extras),
             limits,

@@ -277,7 +277,7 @@ async fn prefill(ctx: &mut Ctx, data: Data) -> Result<(u32, String)> {
     let manifest = orders_dataset::manifest::read(&ctx.manifest)?;
     let source = crate::round::plan_probe::Source {
         admin_url: snapshots.admin_url(),
-        template: snapshots.pg_template(),
+        template: &crate::backend::postgres::template(&ctx.databases.database_url, snapshots.label()),
         database_url: &ctx.databases.database_url,
         orders: manifest.orders,
         products: manifest.products,

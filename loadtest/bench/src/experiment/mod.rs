@@ -20,6 +20,7 @@ mod closed_loop;
 mod compare;
 mod doc_size;
 mod durability;
+pub mod engine;
 mod figures;
 mod gin;
 mod output;
@@ -31,10 +32,11 @@ mod studies;
 mod timeline;
 mod variant;
 
+use crate::backend::mongo::snapshot::MongoSnapshot;
+use crate::backend::postgres::snapshot::PgSnapshot;
 use crate::budget::BudgetArgs;
 use crate::budget::local::{self, Session};
 use crate::databases::Databases;
-use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
 use crate::stack::Stack;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
@@ -207,8 +209,9 @@ impl Ctx {
             self.minimal = Some(support.both());
         }
         if self.versions.postgres.is_none() {
-            let pair = crate::diagnostics::Client::new(&urls.pg, &urls.mongo)?.pair(0.0).await?;
-            let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
+            let snapshot = crate::diagnostics::Client::for_services(urls.services())?.snapshot(0.0).await?;
+            let (pg, mongo) =
+                (PgSnapshot::from_json(snapshot.get("pg")), MongoSnapshot::from_json(snapshot.get("mongo")));
             self.versions = Versions { postgres: pg.server_version, mongodb: mongo.version };
         }
         Ok(Some(urls))

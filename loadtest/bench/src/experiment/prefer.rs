@@ -6,8 +6,8 @@
 //! database, so it runs before a reload.
 
 use super::services::Urls;
+use crate::experiment::engine::Target;
 use anyhow::{Context, Result};
-use orders_bench_model::target::Target;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use std::time::Duration;
 

@@ -10,11 +10,11 @@ use super::closed_loop::{self, Plan as ClosedPlan, Run as ClosedRun, Work};
 use super::figures::{RepeatExtras, RoundFigures};
 use super::services::Urls;
 use super::variant::Variant;
+use crate::experiment::engine::Target;
 use crate::round::{RoundSpec, Setup};
-use crate::seed::{self, SeedArgs, Targets};
+use crate::seed::{self, SeedArgs, Selection};
 use anyhow::{Context, Result, bail};
 use orders_bench_model::result::{RatePlan, RoundResult};
-use orders_bench_model::target::Target;
 use orders_bench_model::verdict::PassMark;
 use orders_dataset::manifest::{self, Manifest};
 use orders_loadgen::verdict;
@@ -57,7 +57,7 @@ fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
         products: None,
         items: data.items,
         note_bytes: data.note_bytes,
-        target: Targets::all(),
+        target: Selection::all(),
         reset: true,
         databases: ctx.databases.clone(),
         manifest: ctx.manifest.clone(),
@@ -69,7 +69,8 @@ fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
 /// the manifest. For the closed loops, which are not rounds.
 pub async fn reload(ctx: &mut Ctx, data: Data) -> Result<Manifest> {
     let reset = ctx.reset_for(data).await?;
-    crate::fresh::prepare(&reset, &ctx.databases, crate::fresh::QUIET_WAIT, "experiment:").await?;
+    let targets = crate::backend::Targets::new(&ctx.databases, &[])?;
+    crate::fresh::prepare(&reset, &targets, crate::fresh::QUIET_WAIT, "experiment:").await?;
     manifest::read(&ctx.manifest)
 }
 
@@ -151,8 +152,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             prefer_minimal: plan.minimal,
         };
         let setup = Setup {
-            pg_url: urls.pg.clone(),
-            mongo_url: urls.mongo.clone(),
+            targets: crate::backend::Targets::new(&ctx.databases, &urls.services())?,
             databases: ctx.databases.clone(),
             // Experiments drive with the native generator, which needs no k6 (as `round` without
             // `--generator k6`).
@@ -166,7 +166,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
         let round = crate::round::run_round(&spec, &setup, &dir.join(format!("run-{index}"))).await?;
         let manifest = manifest::read(&ctx.manifest)?;
         extras.push(RepeatExtras {
-            wal_flushes: round.repeats.first().and_then(|r| r.explain.pg.wal_flushes),
+            wal_flushes: round.repeats.first().and_then(|r| r.explain.pg()?.wal_flushes),
             pg_disk_per_order: disk_per_order(&manifest, Target::Pg),
             mongo_disk_per_order: disk_per_order(&manifest, Target::Mongo),
         });

@@ -15,7 +15,6 @@ use crate::budget::record::DbBudget;
 use crate::cgroup::{self, Placement, Reading};
 use crate::procstat;
 use orders_bench_model::cpu::{Component, ComponentCpu, CpuReport, DbStep, RUNNER, Role, StepCpu};
-use orders_bench_model::target::Target;
 use orders_loadgen::summary::{LoadGenerator, OfferedStep};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -43,7 +42,7 @@ fn default_port(scheme: &str) -> Option<u16> {
 }
 
 /// The component listening at `url` on this machine, or why it cannot be measured.
-pub fn locate(name: &str, role: Role, target: Target, url: &str) -> Component {
+pub fn locate(name: &str, role: Role, target: &str, url: &str) -> Component {
     let (pid, note) = match local_port(url) {
         None => (None, Some(format!("{url} is not on this machine"))),
         Some(port) => match procstat::listening_pid(port) {
@@ -51,7 +50,7 @@ pub fn locate(name: &str, role: Role, target: Target, url: &str) -> Component {
             None => (None, Some(format!("no readable process listens on port {port}"))),
         },
     };
-    Component { name: name.into(), role, target: Some(target.name().into()), pid, note }
+    Component { name: name.into(), role, target: Some(target.into()), pid, note }
 }
 
 /// The runner: this process's own threads (not its children: k6 and the demo's services are

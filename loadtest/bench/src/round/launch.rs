@@ -132,7 +132,7 @@ fn native_args(spec: &RoundSpec, setup: &Setup, summary: &Path) -> Vec<String> {
     let mut args = vec![
         "load".into(),
         "--targets".into(),
-        setup.targets_arg(),
+        setup.targets.generator_arg(),
         "--mix".into(),
         spec.mix.clone(),
         "--manifest".into(),
@@ -223,7 +223,13 @@ pub fn spawn(
 async fn side_load(setup: &Setup, args: &[String], summary: &Path, what: &str) -> Result<Vec<(String, u64, u64)>> {
     let binary = native_binary()?;
     let output = tokio::process::Command::new(&binary)
-        .args(["load", "--targets", &setup.targets_arg(), "--manifest", &setup.manifest.display().to_string()])
+        .args([
+            "load",
+            "--targets",
+            &setup.targets.generator_arg(),
+            "--manifest",
+            &setup.manifest.display().to_string(),
+        ])
         .args(args)
         .args(["--no-realtime", "--summary", &summary.display().to_string()])
         .envs(setup.extra_env.iter().cloned())
@@ -324,14 +330,15 @@ mod tests {
             generator: Generator::Native,
             prefer_minimal: true,
         };
+        let databases = crate::databases::Databases {
+            database_url: String::new(),
+            mongodb_uri: String::new(),
+            mongodb_db: String::new(),
+        };
+        let urls = [("pg", "http://127.0.0.1:1"), ("mongo", "http://127.0.0.1:2")].map(|(n, u)| (n.into(), u.into()));
         let setup = Setup {
-            pg_url: "http://127.0.0.1:1".into(),
-            mongo_url: "http://127.0.0.1:2".into(),
-            databases: crate::databases::Databases {
-                database_url: String::new(),
-                mongodb_uri: String::new(),
-                mongodb_db: String::new(),
-            },
+            targets: crate::backend::Targets::new(&databases, &urls).expect("targets"),
+            databases,
             k6: PathBuf::new(),
             script: PathBuf::new(),
             manifest: PathBuf::from("/d/dataset.json"),

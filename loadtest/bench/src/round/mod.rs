@@ -8,11 +8,9 @@
 //! afterwards). The round folder gets the raw files, `result.json`, `report.md`/`report.html` and
 //! the charts.
 
-mod counts;
 pub mod cpu;
 mod drive;
 pub mod early_stop;
-pub mod explain;
 pub mod fairness;
 pub mod launch;
 pub mod plan_log;
@@ -21,11 +19,10 @@ mod repeat;
 #[cfg(test)]
 mod report_tests;
 
-use crate::seed::{SeedArgs, Targets};
+use crate::seed::{SeedArgs, Selection};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use orders_bench_model::result::{self, DataSet, Machine, RatePlan, RepeatResult, RoundResult};
-use orders_bench_model::target::Target;
 use orders_bench_model::verdict::PassMark;
 use orders_core::Timestamp;
 use orders_dataset::manifest;
@@ -83,12 +80,16 @@ pub struct RoundArgs {
     pub name: Option<String>,
     #[command(flatten)]
     pub load: RoundLoadArgs,
-    /// Base URL of the orders-pg service.
-    #[arg(long = "pg-url", default_value = "http://127.0.0.1:8080")]
-    pub pg_url: String,
-    /// Base URL of the orders-mongo service.
-    #[arg(long = "mongo-url", default_value = "http://127.0.0.1:8081")]
-    pub mongo_url: String,
+    /// A target's service, `NAME=URL` (repeatable): `pg=http://10.0.0.5:8080`. Every known target
+    /// is driven; those not named here at their service's default URL (pg :8080, mongo :8081).
+    #[arg(long = "target", value_parser = crate::backend::parse_target)]
+    pub targets: Vec<(String, String)>,
+    /// Base URL of the orders-pg service (the same as `--target pg=URL`).
+    #[arg(long = "pg-url")]
+    pub pg_url: Option<String>,
+    /// Base URL of the orders-mongo service (the same as `--target mongo=URL`).
+    #[arg(long = "mongo-url")]
+    pub mongo_url: Option<String>,
     /// Reload the data set into both databases before every repeat (`--reset` seeding with the
     /// profile below, or the manifest's when none is given). The services keep running.
     #[arg(long)]
@@ -179,11 +180,20 @@ pub struct RoundSpec {
     pub prefer_minimal: bool,
 }
 
+impl RoundArgs {
+    /// Every target's service URL the flags name: `--target NAME=URL`, and its aliases.
+    pub fn target_urls(&self) -> Vec<(String, String)> {
+        let aliases = [("pg", &self.pg_url), ("mongo", &self.mongo_url)];
+        let named = aliases.into_iter().filter_map(|(name, url)| Some((name.to_owned(), url.clone()?)));
+        named.chain(self.targets.iter().cloned()).collect()
+    }
+}
+
 /// Where the services, databases and tools are.
 #[derive(Debug, Clone)]
 pub struct Setup {
-    pub pg_url: String,
-    pub mongo_url: String,
+    /// The systems under test: every engine and its service.
+    pub targets: crate::backend::Targets,
     pub databases: crate::databases::Databases,
     pub k6: PathBuf,
     pub script: PathBuf,
@@ -194,21 +204,6 @@ pub struct Setup {
     pub fleet: Option<crate::fleet::leader::Fleet>,
     /// Why the databases run without budgets, when the caller knows (the report says it).
     pub budget_note: Option<String>,
-}
-
-impl Setup {
-    /// The base URL of `target`'s service.
-    pub fn url(&self, target: Target) -> &str {
-        match target {
-            Target::Pg => &self.pg_url,
-            Target::Mongo => &self.mongo_url,
-        }
-    }
-
-    /// `pg=http://...,mongo=http://...`: the targets as both load generators take them.
-    pub fn targets_arg(&self) -> String {
-        Target::ALL.map(|t| format!("{t}={}", self.url(t))).join(",")
-    }
 }
 
 fn folder_name(name: &str) -> String {
@@ -236,7 +231,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
             products: known.as_ref().filter(|m| args.orders.is_none_or(|o| o == m.orders)).map(|m| m.products),
             items: args.items.or(known.as_ref().map(|m| m.items_per_order)).unwrap_or(3),
             note_bytes: args.note_bytes.or(known.as_ref().map(|m| m.note_bytes)).unwrap_or(0),
-            target: Targets::all(),
+            target: Selection::all(),
             reset: true,
             databases: args.databases.clone(),
             manifest: manifest.clone(),
@@ -265,8 +260,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         prefer_minimal: false,
     };
     let setup = Setup {
-        pg_url: args.pg_url.clone(),
-        mongo_url: args.mongo_url.clone(),
+        targets: crate::backend::Targets::new(&args.databases, &args.target_urls())?,
         databases: args.databases.clone(),
         k6: match args.generator {
             launch::Generator::K6 => crate::k6::binary(args.k6.as_deref(), repo.as_deref())?,
@@ -323,18 +317,18 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
     for index in 1..=spec.repeats {
         repeats.push(repeat::run(spec, setup, out, index).await?);
     }
-    while let Some(why) = needs_another(spec, &repeats, began.elapsed()) {
+    while let Some(why) = needs_another(spec, &setup.targets, &repeats, began.elapsed()) {
         let index = repeats.len() as u32 + 1;
         eprintln!("round {}: one more repeat ({index}): {why}", spec.name);
         repeats.push(repeat::run(spec, setup, out, index).await?);
     }
     let mut max_rate = BTreeMap::new();
-    for target in Target::ALL {
+    for name in setup.targets.names() {
         // A repeat that stalls of the machine stopped before either target failed measured neither.
         let counted = repeats.iter().filter(|r| !r.spoiled_by_stalls());
-        let rates: Vec<_> = counted.filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
+        let rates: Vec<_> = counted.filter_map(|r| r.targets.get(&name)).map(|t| t.max_rate).collect();
         if let Some(summary) = orders_loadgen::verdict::summarize(&rates) {
-            max_rate.insert(target.name().to_owned(), summary);
+            max_rate.insert(name, summary);
         }
     }
     let data_set = manifest::read(&setup.manifest).ok().map(|m| DataSet {
@@ -358,6 +352,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         pass_mark: spec.mark,
         data_set,
         machine: Machine::this(),
+        targets: setup.targets.info(),
         fairness_overridden: repeats.iter().any(|r| !r.fairness.ok),
         budget,
         plan_probe,
@@ -371,7 +366,12 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
 
 /// Why one more repeat should run: a target's repeats spread beyond the tolerance, extra repeats
 /// are left and one more fits before the deadline (at the pace of those so far). `None`: enough.
-fn needs_another(spec: &RoundSpec, repeats: &[RepeatResult], spent: Duration) -> Option<String> {
+fn needs_another(
+    spec: &RoundSpec,
+    targets: &crate::backend::Targets,
+    repeats: &[RepeatResult],
+    spent: Duration,
+) -> Option<String> {
     let extra_done = (repeats.len() as u32).saturating_sub(spec.repeats);
     if extra_done >= spec.extra_repeats || repeats.is_empty() {
         return None;
@@ -389,13 +389,13 @@ fn needs_another(spec: &RoundSpec, repeats: &[RepeatResult], spent: Duration) ->
             spoiled.join(", ")
         ));
     }
-    Target::ALL.iter().find_map(|target| {
+    targets.info().into_iter().find_map(|target| {
         let rates: Vec<f64> =
-            counted.iter().filter_map(|r| r.targets.get(target.name())).map(|t| f64::from(t.max_rate.rate)).collect();
+            counted.iter().filter_map(|r| r.targets.get(&target.name)).map(|t| f64::from(t.max_rate.rate)).collect();
         (!orders_bench_model::mix_verdict::within_tolerance(&rates)).then(|| {
             format!(
                 "{}'s repeats ({}) spread more than ±{:.0}% around their median",
-                target.label(),
+                target.label,
                 rates.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(", "),
                 orders_bench_model::mix_verdict::TOLERANCE * 100.0
             )
@@ -418,9 +418,10 @@ async fn planner_probe(spec: &RoundSpec, setup: &Setup) -> Option<orders_bench_m
         return None;
     }
     let manifest = manifest::read(&setup.manifest).ok()?;
+    let template = crate::backend::postgres::template(&setup.databases.database_url, snapshots.label());
     let source = plan_probe::Source {
         admin_url: snapshots.admin_url(),
-        template: snapshots.pg_template(),
+        template: &template,
         database_url: &setup.databases.database_url,
         orders: manifest.orders,
         products: manifest.products,

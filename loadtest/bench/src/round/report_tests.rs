@@ -2,13 +2,14 @@
 //! real k6 summary fixture and sample diagnostics: every file is written, the table and findings are there, the charts are well-formed, an unfair
 //! round is named at the top, and the combined result.json reads back.
 
-use super::{explain, fairness};
-use crate::diagnostics::Pair;
-use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot, samples};
+use super::fairness;
+use crate::backend::Targets;
+use crate::databases::Databases;
+use crate::diagnostics::{Snapshot, samples};
 use orders_bench_model::cpu::CpuReport;
+use orders_bench_model::explain::Explain;
 use orders_bench_model::result::{self, RoundResult};
 use orders_bench_model::result::{DataSet, Machine, RatePlan, RepeatResult, TargetResult};
-use orders_bench_model::target::Target;
 use orders_bench_model::verdict::PassMark;
 use orders_bench_report::charts::tests::assert_well_formed;
 use orders_bench_report::{doc, findings, max_rate_table, summary, write};
@@ -16,6 +17,20 @@ use orders_loadgen::summary::{FIXTURE, Summary};
 use orders_loadgen::verdict::{judge_target, max_passing_rate, summarize};
 use serde_json::json;
 use std::collections::BTreeMap;
+
+/// Every target's explaining figures, as `round` records them.
+fn explain(before: &Snapshot, polled: &[Snapshot], after: &Snapshot, writes: u64) -> Explain {
+    let databases =
+        Databases { database_url: "postgres://h/o".into(), mongodb_uri: "mongodb://h".into(), mongodb_db: "o".into() };
+    let targets = Targets::new(&databases, &[]).expect("targets");
+    let mut explain = Explain::default();
+    for target in targets.iter() {
+        let name = target.name();
+        let polled: Vec<&serde_json::Value> = polled.iter().map(|p| p.get(&name)).collect();
+        explain.0.insert(name.clone(), target.backend.explain(before.get(&name), &polled, after.get(&name), writes));
+    }
+    explain
+}
 
 fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
     let summary = Summary::parse(FIXTURE).expect("fixture");
@@ -47,9 +62,9 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
     if !fair {
         before_mongo["settings"]["write_concern"]["sent_with_every_write"]["j"] = json!(null);
     }
-    let before = Pair { at_s: 0.0, pg: samples::pg(0, 1_000_000, 0, 5000), mongo: before_mongo };
-    let polled = [Pair { at_s: 2.0, pg: samples::pg(10, 2_000_000, 60, 5000), mongo: before.mongo.clone() }];
-    let after = Pair { at_s: 7.0, pg: after_pg, mongo: samples::mongo(5000, json!(true), "orders") };
+    let polled = [samples::both(2.0, samples::pg(10, 2_000_000, 60, 5000), before_mongo.clone())];
+    let before = samples::both(0.0, samples::pg(0, 1_000_000, 0, 5000), before_mongo);
+    let after = samples::both(7.0, after_pg, samples::mongo(5000, json!(true), "orders"));
     let writes = if mix == "read" { 0 } else { 1000 };
     let mut manifest = orders_dataset::manifest::Manifest::new(
         &orders_dataset::Profile { seed: 1, orders: 5000, customers: 500, products: 500, items: 3, note_bytes: 0 },
@@ -72,17 +87,20 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
         reseeded: true,
         start: None,
         started_at: "2026-11-30T10:00:00.000Z".into(),
-        fairness: fairness::check(
+        fairness: fairness::check_all(
             Some(&manifest),
             0,
-            &PgSnapshot::from_json(&before.pg),
-            &MongoSnapshot::from_json(&before.mongo),
-            Default::default(),
+            &fairness::tests::seen(
+                Some(&manifest),
+                before.get("pg").clone(),
+                before.get("mongo").clone(),
+                [None, None],
+            ),
         ),
         run_seconds: summary.run_seconds,
         stopped_early: false,
         targets,
-        explain: explain::from_pairs(&before, &polled, &after, writes, writes),
+        explain: explain(&before, &polled, &after, writes),
         cpu: CpuReport::default(),
         files: BTreeMap::new(),
         notes: Vec::new(),
@@ -108,6 +126,7 @@ fn round(mix: &str, weights: &[(&str, u32)], fair: bool) -> RoundResult {
         finished_at: "2026-11-30T10:01:00.000Z".into(),
         plan: RatePlan { start_rate: 100, step: 1000, max_rate: 1100, step_seconds: 3.0, factor: None },
         plan_probe: None,
+        targets: Vec::new(),
         pass_mark: PassMark::default(),
         data_set: Some(DataSet {
             seed: 1,
@@ -133,7 +152,7 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
     let _ = std::fs::remove_dir_all(&out);
     let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
     for repeat in &mut shop.repeats {
-        repeat.explain.pg.scans = Some(attribution(30, 10));
+        repeat.explain.pg_mut().expect("pg").scans = Some(attribution(30, 10));
     }
     let rounds = vec![
         (out.join("shop"), shop),
@@ -143,7 +162,7 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
     write(&out, &rounds).expect("report");
 
     let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
-    assert!(md.contains("| mix | Postgres max rate | MongoDB max rate | ratio |"), "{md}");
+    assert!(md.contains("| mix | PostgreSQL max rate | MongoDB max rate | ratio |"), "{md}");
     assert!(md.contains("| shop | 100 req/s (100–100, 2 runs) | 100 req/s (100–100, 2 runs) | 1.00 |"), "{md}");
     let unfair = md.find("UNFAIR COMPARISON").expect("unfair round named");
     assert!(unfair < md.find("## Maximum passing rate").expect("table"), "named at the top");
@@ -193,7 +212,7 @@ fn sequential_scans_of_custom_plans_are_not_f1_and_without_a_plan_log_f1_is_unde
     assert!(undetermined.starts_with("**F1 undetermined** in `shop`"), "{undetermined}");
     assert!(!undetermined.contains("F1 seen"), "scans alone prove nothing: {undetermined}");
     for repeat in &mut shop.repeats {
-        repeat.explain.pg.scans = Some(attribution(0, 40));
+        repeat.explain.pg_mut().expect("pg").scans = Some(attribution(0, 40));
     }
     let custom = refs(&shop);
     assert!(custom.starts_with("**F1 not seen** in `shop`: 0 of the sequential scans ran on"), "{custom}");
@@ -222,7 +241,7 @@ fn the_generator_is_compared_with_the_cheaper_database() {
         ];
     }
     let (share, cheaper) = summary::generator_share(&read).expect("share");
-    assert_eq!(cheaper, Target::Pg);
+    assert_eq!(cheaper.name, "pg");
     assert!((share - 0.3).abs() < 1e-9, "median 0.012 of 0.040: {share}");
     let table = doc::markdown(&[summary::cpu_table(&[&read])]);
     assert!(table.contains("| 0.30 of postgres |"), "{table}");
@@ -333,7 +352,7 @@ fn answered(pg: &[u32], mongo: &[u32], cores: Option<(f64, f64)>) -> RoundResult
 fn a_winner_is_named_only_beyond_the_spread_and_the_least_difference() {
     use orders_bench_model::mix_verdict::judge;
     let clear = judge(&answered(&[1500, 1500, 1600], &[1100, 1100, 1100], None));
-    assert_eq!((clear.winner, clear.stable), (Some(Target::Pg), true), "{:?}", clear.reasons);
+    assert_eq!((clear.winner.map(|t| t.name), clear.stable), (Some("pg".to_owned()), true), "{:?}", clear.reasons);
     let overlapping = judge(&answered(&[1500, 1000, 1600], &[1100, 1100, 1200], None));
     assert_eq!(overlapping.winner, None);
     assert!(!overlapping.stable, "1,000 is more than 25% below 1,500");
@@ -353,12 +372,13 @@ fn the_cpu_capacity_can_veto_a_winner() {
     use orders_bench_model::mix_verdict::judge;
     // PostgreSQL passed more, but at 0.25 cores for 1,500 req/s; MongoDB at 0.125 for 1,100.
     let round = answered(&[1500, 1500], &[1100, 1100], Some((0.25, 0.125)));
-    let capacity = of_repeat(&round.repeats[0], Target::Mongo).expect("half the budget is enough");
+    let [pg, mongo] = [0, 1].map(|i| round.targets()[i].clone());
+    let capacity = of_repeat(&round.repeats[0], &mongo).expect("half the budget is enough");
     assert!((capacity.rate - 2200.0).abs() < 1e-6, "{capacity:?}");
     assert!((capacity.cpu_us_per_request - 0.125 / 1100.0 * 1e6).abs() < 1e-6);
     let verdict = judge(&round);
     assert_eq!(verdict.winner, None, "{:?}", verdict.reasons);
     assert!(verdict.reasons.iter().any(|r| r.contains("the CPU capacities MongoDB")), "{:?}", verdict.reasons);
     let below_half = answered(&[1500], &[1100], Some((0.1, 0.1)));
-    assert!(of_repeat(&below_half.repeats[0], Target::Pg).is_none(), "a step at under half the budget says little");
+    assert!(of_repeat(&below_half.repeats[0], &pg).is_none(), "a step at under half the budget says little");
 }

@@ -4,11 +4,12 @@
 //! the storage options the dropped ones had (say `fastupdate=off` set by a running service), and
 //! `VACUUM (ANALYZE)` after the commit. If the load fails, the transaction rolls back and the table is as it was.
 
-use super::{Loaded, feed, refusal_message};
+use crate::backend::{Loaded, Seeder, refusal_message};
+use crate::seed::feed;
 use anyhow::{Context, Result, bail};
+use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
 use indicatif::ProgressBar;
-use orders_bench_model::target::Target;
 use orders_dataset::Profile;
 use orders_pg::admin;
 use orders_pg::migrate::{self, SECONDARY_INDEXES};
@@ -45,15 +46,17 @@ impl PgTarget {
         migrate::run(&mut client).await.context("applying migrations/postgres")?;
         Ok(Self { client, database })
     }
+}
 
-    /// Why this target must not be seeded without `--reset`, if it must not.
-    pub async fn refusal(&self) -> Result<Option<String>> {
+#[async_trait]
+impl Seeder for PgTarget {
+    async fn refusal(&self) -> Result<Option<String>> {
         Ok(admin::holds_orders(&self.client)
             .await?
             .then(|| refusal_message("PostgreSQL table `orders`", &self.database)))
     }
 
-    pub async fn load(mut self, profile: Profile, reset: bool, bar: ProgressBar) -> Result<Loaded> {
+    async fn load(mut self: Box<Self>, profile: Profile, reset: bool, bar: ProgressBar) -> Result<Loaded> {
         let started = Instant::now();
         let mut phases = Vec::new();
         let tx = self.client.transaction().await?;
@@ -104,7 +107,6 @@ impl PgTarget {
         let size = admin::total_size(&self.client).await?;
         bar.finish_with_message("done");
         Ok(Loaded {
-            target: Target::Pg,
             database: self.database,
             orders: copied,
             seconds,
@@ -190,7 +192,7 @@ mod tests {
 
     #[test]
     fn the_index_statements_are_those_of_the_migration() {
-        let migration = include_str!("../../../../migrations/postgres/0001_orders.sql");
+        let migration = include_str!("../../../../../migrations/postgres/0001_orders.sql");
         let names: Vec<&str> = SECONDARY_INDEXES.iter().map(|(name, _)| *name).collect();
         assert_eq!(names, ["orders_customer", "orders_items"]);
         for (name, statement) in SECONDARY_INDEXES {

@@ -1,37 +1,13 @@
-//! The figures that explain a run, from the `/diagnostics` snapshots taken before it, polled while
-//! it ran and taken after it, and the request counts of the k6 summary. PostgreSQL: WAL bytes per
-//! write request (finding F2), HOT share of updates (F3), sequential scans and the rows they read,
-//! the largest GIN pending list seen and the product query's plans (F1), table/TOAST/index growth.
-//! MongoDB: opcounters, journal bytes per write, collection and index growth, the product plan.
-//!
-//! WAL position and opcounters are server-wide: activity of other databases on the same server
-//! during the run counts too.
+//! PostgreSQL's explaining figures of a run, from its `/diagnostics` (or the runner's samples)
+//! before, during and after it and the write requests orders-pg was sent: WAL bytes per write
+//! request (finding F2), HOT share of updates (F3), sequential scans and the rows they read, the
+//! largest GIN pending list seen and the product query's plans (F1), table/TOAST/index growth.
+//! The WAL position is server-wide: activity of other databases on the same server counts too.
 
-use crate::diagnostics::Pair;
-use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
-use orders_bench_model::explain::{Explain, Growth, MongoExplain, PgExplain, per_write};
+use super::snapshot::PgSnapshot;
+use crate::backend::figures::{diff, float, growth_map, max_of};
+use orders_bench_model::explain::{Growth, PgExplain, per_write};
 use orders_pg::diagnostics::TableCounters;
-use std::collections::BTreeMap;
-
-fn diff(after: Option<f64>, before: Option<f64>) -> Option<f64> {
-    Some(after? - before?)
-}
-
-fn float(value: Option<i64>) -> Option<f64> {
-    value.map(|v| v as f64)
-}
-
-fn max_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    values.flatten().reduce(f64::max)
-}
-
-fn growth_map(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> BTreeMap<String, Growth> {
-    before
-        .keys()
-        .chain(after.keys())
-        .map(|k| (k.clone(), Growth::of(before.get(k).copied(), after.get(k).copied())))
-        .collect()
-}
 
 pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_requests: u64) -> PgExplain {
     let counter = |of: fn(&TableCounters) -> Option<i64>| diff(after.counter(of), before.counter(of));
@@ -91,47 +67,10 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
     }
 }
 
-pub fn mongo(before: &MongoSnapshot, after: &MongoSnapshot, write_requests: u64) -> MongoExplain {
-    let journal_bytes = diff(after.journal_bytes, before.journal_bytes);
-    let mut settings = BTreeMap::new();
-    settings.insert("w".into(), after.write_w.clone().unwrap_or_else(|| "unset".into()));
-    settings.insert("j".into(), after.write_j.map_or_else(|| "unset".into(), |j| j.to_string()));
-    settings.insert("journal".into(), after.journal_enabled.map_or_else(|| "?".into(), |j| j.to_string()));
-    settings.insert("pool_size".into(), after.pool_size.map_or_else(|| "?".into(), |p| format!("{p:.0}")));
-    settings.insert("topology".into(), after.topology.clone().unwrap_or_else(|| "?".into()));
-    settings.insert("version".into(), after.version.clone().unwrap_or_else(|| "?".into()));
-    MongoExplain {
-        write_requests,
-        opcounters: after
-            .opcounters
-            .iter()
-            .map(|(k, v)| (k.clone(), v - before.opcounters.get(k).copied().unwrap_or(0.0)))
-            .collect(),
-        journal_bytes,
-        journal_bytes_per_write: per_write(journal_bytes, write_requests),
-        journal_syncs: diff(after.journal_syncs, before.journal_syncs),
-        count: Growth::of(before.count, after.count),
-        data: Growth::of(before.data_bytes, after.data_bytes),
-        storage: Growth::of(before.storage_bytes, after.storage_bytes),
-        indexes: Growth::of(before.index_bytes_total, after.index_bytes_total),
-        index: growth_map(&before.index_bytes, &after.index_bytes),
-        plan: after.plan(),
-        settings,
-    }
-}
-
-pub fn from_pairs(before: &Pair, polled: &[Pair], after: &Pair, pg_writes: u64, mongo_writes: u64) -> Explain {
-    let polled_pg: Vec<PgSnapshot> = polled.iter().map(|p| PgSnapshot::from_json(&p.pg)).collect();
-    Explain {
-        pg: pg(&PgSnapshot::from_json(&before.pg), &polled_pg, &PgSnapshot::from_json(&after.pg), pg_writes),
-        mongo: mongo(&MongoSnapshot::from_json(&before.mongo), &MongoSnapshot::from_json(&after.mongo), mongo_writes),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostics::snapshot::samples;
+    use crate::backend::postgres::snapshot::samples;
     use serde_json::json;
 
     #[test]
@@ -161,18 +100,5 @@ mod tests {
         let s = PgSnapshot::from_json(&samples::pg(0, 10, 0, 5));
         let e = pg(&s, &[], &s, 0);
         assert_eq!((e.wal_bytes_per_write, e.hot_share), (None, None));
-    }
-
-    #[test]
-    fn mongo_counters_are_deltas() {
-        let before = MongoSnapshot::from_json(&samples::mongo(100, json!(true), "orders"));
-        let mut after_json = samples::mongo(150, json!(true), "orders");
-        after_json["opcounters"]["insert"] = json!(55);
-        after_json["settings"]["journal"]["wiredtiger_log"]["log_bytes_written"] = json!(51_000);
-        let e = mongo(&before, &MongoSnapshot::from_json(&after_json), 50);
-        assert_eq!(e.opcounters["insert"], 50.0);
-        assert_eq!(e.journal_bytes_per_write, Some(1000.0));
-        assert_eq!(e.count.delta(), Some(50.0));
-        assert_eq!(e.settings["j"], "true");
     }
 }

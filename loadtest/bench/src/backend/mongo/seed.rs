@@ -4,15 +4,16 @@
 //! indexes of `migrations/mongo` with `orders_mongo::indexes`. Writes use the service's default
 //! durability (`w: majority, j: true`).
 
-use super::{Loaded, feed, refusal_message};
+use crate::backend::{Loaded, Seeder, refusal_message};
+use crate::seed::feed;
 use anyhow::{Context, Result, bail};
+use async_trait::async_trait;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use indicatif::ProgressBar;
 use mongodb::bson::{Bson, Document, RawDocumentBuf};
 use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 use mongodb::{Client, Collection, Database};
-use orders_bench_model::target::Target;
 use orders_dataset::Profile;
 use orders_mongo::admin;
 use orders_mongo::document::to_raw_document;
@@ -48,14 +49,16 @@ impl MongoTarget {
         let orders = db.collection::<Document>(COLLECTION);
         Ok(Self { db, orders, database })
     }
+}
 
-    /// Why this target must not be seeded without `--reset`, if it must not.
-    pub async fn refusal(&self) -> Result<Option<String>> {
+#[async_trait]
+impl Seeder for MongoTarget {
+    async fn refusal(&self) -> Result<Option<String>> {
         let holds = admin::holds_orders(&self.orders).await?;
         Ok(holds.then(|| refusal_message("MongoDB collection `orders`", &self.database)))
     }
 
-    pub async fn load(self, profile: Profile, reset: bool, bar: ProgressBar) -> Result<Loaded> {
+    async fn load(self: Box<Self>, profile: Profile, reset: bool, bar: ProgressBar) -> Result<Loaded> {
         let started = Instant::now();
         let mut phases = Vec::new();
         if !reset && admin::holds_orders(&self.orders).await? {
@@ -85,17 +88,11 @@ impl MongoTarget {
         bar.set_message("checkpoint for the size");
         let (bytes_on_disk, size_source) = self.size_on_disk().await?;
         bar.finish_with_message("done");
-        Ok(Loaded {
-            target: Target::Mongo,
-            database: self.database,
-            orders: inserted,
-            seconds,
-            phases,
-            bytes_on_disk,
-            size_source,
-        })
+        Ok(Loaded { database: self.database, orders: inserted, seconds, phases, bytes_on_disk, size_source })
     }
+}
 
+impl MongoTarget {
     async fn insert_all(&self, profile: Profile, bar: &ProgressBar) -> Result<u64> {
         // Encoded bytes, not `Document`s: a tenth of the memory in flight, and the driver only
         // copies them into its message.
