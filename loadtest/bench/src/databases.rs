@@ -4,7 +4,7 @@
 
 use clap::Args;
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct Databases {
     /// PostgreSQL URL (the `orders-pg` service's database).
     #[arg(
@@ -25,6 +25,17 @@ pub struct Databases {
     /// MongoDB database (the `orders-mongo` service's).
     #[arg(long = "mongodb-db", env = "MONGODB_DB", default_value = "orders")]
     pub mongodb_db: String,
+    /// Any other engine's database, `NAME=URL` (repeatable), by its target's name: where a backend
+    /// without flags of its own finds its database.
+    #[arg(long = "database", value_parser = crate::backend::parse_database)]
+    pub others: Vec<(String, String)>,
+}
+
+impl Databases {
+    /// The database `--database NAME=URL` names for target `name`, if one does.
+    pub fn other(&self, name: &str) -> Option<&str> {
+        self.others.iter().rev().find(|(n, _)| n == name).map(|(_, url)| url.as_str())
+    }
 }
 
 /// A connection to PostgreSQL at `url`, whose task ends when the client is dropped: keep the

@@ -46,6 +46,13 @@ impl Stack {
         Self { script: repo.join(crate::repo::STACK), repo: repo.to_path_buf(), marker: Some(marker) }
     }
 
+    /// The same stack without the marker: for what restarts a server that outlives the command
+    /// (a snapshot or restore of a stack that was running before it), which is the stack's, not
+    /// the command's.
+    pub fn unmarked(&self) -> Self {
+        Self { marker: None, ..self.clone() }
+    }
+
     pub fn plain(repo: &Path) -> Self {
         Self { script: repo.join(crate::repo::STACK), repo: repo.to_path_buf(), marker: None }
     }

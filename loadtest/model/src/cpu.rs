@@ -1,7 +1,7 @@
 //! Who used the CPU during a run, as `result.json` records it: the measured components, their CPU
 //! per run and per step, what limited each target where it first failed (with the figures that
 //! verdict rests on), the databases' budgets and what the runner's own sampling cost.
-//! `round::cpu` samples, `round::limit` judges.
+//! The orchestration's `round::cpu` samples, `limit` judges.
 
 use super::budget::DbBudget;
 use indexmap::IndexMap;
@@ -118,6 +118,20 @@ pub enum LimitKind {
     /// something else (disk flushes, locks).
     NotCpu,
     Unknown,
+}
+
+impl LimitKind {
+    /// How the report and the experiments name it.
+    pub fn words(self) -> &'static str {
+        match self {
+            LimitKind::LoadGenerator => "load generator",
+            LimitKind::Service => "service",
+            LimitKind::Database => "database",
+            LimitKind::Machine => "machine",
+            LimitKind::NotCpu => "not CPU",
+            LimitKind::Unknown => "unknown",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! The figures that explain a run, as `result.json` records them: per database, what its server
 //! did during the run (WAL or journal per write, table, index and collection growth, scans, the
-//! product query's plans) and the settings it ran with. `round::explain` computes them from the
+//! product query's plans) and the settings it ran with. Each engine's backend computes them from the
 //! `/diagnostics` snapshots.
 
 use indexmap::IndexMap;

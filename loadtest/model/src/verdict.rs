@@ -1,7 +1,7 @@
 //! The verdicts of a run as `result.json` records them: the pass mark, each step of each target
 //! (with the stall of the shared machine the review found in it, if any), the maximum passing rate
-//! of a run and its summary over the repeats. How they are reached is `round::verdict` and
-//! `round::stall`.
+//! of a run and its summary over the repeats. How they are reached is `orders_loadgen::verdict`
+//! and `orders_loadgen::stall`.
 
 use serde::{Deserialize, Serialize};
 

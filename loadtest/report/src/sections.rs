@@ -344,7 +344,7 @@ fn limits(round: &RoundResult) -> Vec<String> {
         for target in round.targets() {
             let label = &target.label;
             if let Some(limit) = repeat.cpu.limits.get(&target.name) {
-                let kind = super::summary::kind_name(limit.kind);
+                let kind = limit.kind.words();
                 items.push(format!(
                     "repeat {}: {label} first failed at {} req/s; limit: **{kind}**: {}",
                     repeat.index,

@@ -42,22 +42,11 @@ fn generator_per_1k(round: &RoundResult) -> Option<f64> {
     median(round.repeats.iter().filter_map(generator).collect())
 }
 
-pub fn kind_name(kind: LimitKind) -> &'static str {
-    match kind {
-        LimitKind::LoadGenerator => "load generator",
-        LimitKind::Service => "service",
-        LimitKind::Database => "database",
-        LimitKind::Machine => "machine",
-        LimitKind::NotCpu => "not CPU",
-        LimitKind::Unknown => "unknown",
-    }
-}
-
 fn kind_counts(round: &RoundResult, target: &str) -> BTreeMap<&'static str, usize> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for repeat in &round.repeats {
         if let Some(limit) = repeat.cpu.limits.get(target) {
-            *counts.entry(kind_name(limit.kind)).or_default() += 1;
+            *counts.entry(limit.kind.words()).or_default() += 1;
         }
     }
     counts

@@ -5,8 +5,8 @@
 //! `Targets`: each a backend and its service's URL, in the order every report shows them, keyed by
 //! name (`pg`, `mongo`: the key in result.json, the manifest and the load generators).
 //!
-//! Adding an engine is a module here with one `impl Backend`, one line in `all`, its connection
-//! flags in `Databases`, and its service's crate and infra folder (loadtest/README.md, "Adding a
+//! Adding an engine is a module here with one `impl Backend`, one line in `all` (its database's
+//! URL comes from `--database NAME=URL`), and its service's crate and infra folder (loadtest/README.md, "Adding a
 //! backend").
 
 mod figures;
@@ -39,6 +39,12 @@ pub trait Backend: Send + Sync {
     fn default_service_url(&self) -> &'static str;
     /// The environment variable that sets its service's pool size (for the fairness gate's words).
     fn pool_setting(&self) -> &'static str;
+
+    /// Its service's environment for reaching its database (what `demo` starts it with).
+    fn service_env(&self) -> Vec<(String, String)>;
+    /// Creates its database on the local stack when the engine does not create one on first use
+    /// (`admin_url`: the PostgreSQL server's `postgres` database).
+    async fn create_database(&self, admin_url: &str) -> Result<()>;
 
     /// Connects for seeding (creating the schema as the service does) and checks the database.
     async fn seeder(&self) -> Result<Box<dyn Seeder>>;
@@ -212,6 +218,14 @@ pub fn parse_target(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, url)) if !name.is_empty() && url.starts_with("http") => Ok((name.to_owned(), url.to_owned())),
         _ => Err(format!("\"{text}\" is not NAME=URL, like pg=http://127.0.0.1:8080")),
+    }
+}
+
+/// `NAME=URL`, as `--database` takes it.
+pub fn parse_database(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, url)) if !name.is_empty() && url.contains("://") => Ok((name.to_owned(), url.to_owned())),
+        _ => Err(format!("\"{text}\" is not NAME=URL, like pg2=postgres://127.0.0.1:5432/orders")),
     }
 }
 

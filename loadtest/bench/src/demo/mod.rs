@@ -19,7 +19,6 @@ pub mod services;
 
 use crate::budget::{self, BudgetArgs};
 use crate::databases::Databases;
-use crate::experiment::engine::Target;
 use crate::round::{self, RoundSpec, Setup};
 use crate::seed::{SeedArgs, Selection};
 use anyhow::{Context, Result, anyhow, bail};
@@ -110,7 +109,7 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
         ..spec.clone()
     };
     let probed = round::run_round(&spec, setup, &dir.join("probe")).await?;
-    let knees: Vec<f64> = Target::ALL.iter().filter_map(|t| profile::knee(&probed, t.name())).collect();
+    let knees: Vec<f64> = setup.targets.names().iter().filter_map(|name| profile::knee(&probed, name)).collect();
     if knees.is_empty() {
         bail!("the probe of {} found no target's limit; see {}", spec.mix, dir.join("probe").display());
     }
@@ -211,7 +210,11 @@ async fn body(
     let mongodb_uri = need("MONGODB_URI")?;
     // The demo drives with the native generator; k6 is only looked up for the record.
     let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo)).unwrap_or_default();
-    create_pg_database(&admin_url, &args.db_name).await?;
+    let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), ..Databases::default() };
+    let backends = crate::backend::all(&databases);
+    for backend in &backends {
+        backend.create_database(&admin_url).await?;
+    }
 
     let bin_dir = match (&args.bin_dir, args.no_build) {
         (Some(dir), _) => dir.clone(),
@@ -219,14 +222,17 @@ async fn body(
         (None, false) => services::build(repo).await?,
     };
     let threads = started.session.service_threads();
-    let (pg_env, mongo_env) = services::local_envs(&database_url, &mongodb_uri, &args.db_name, &threads, marker);
-    for (name, env) in [(Target::Pg.service(), pg_env), (Target::Mongo.service(), mongo_env)] {
-        let binary = services::binary(&bin_dir, name)?;
-        started.services.push(Service::start(name, &binary, &env, out.join("logs").join(format!("{name}.log")))?);
+    let mut urls = Vec::new();
+    for backend in &backends {
+        let info = backend.info();
+        let mut env = backend.service_env();
+        env.extend([("WORKER_THREADS".to_owned(), threads.clone()), marker.clone()]);
+        let (binary, log) =
+            (services::binary(&bin_dir, &info.service)?, out.join("logs").join(format!("{}.log", info.service)));
+        let service = Service::start(&info.service, &binary, &env, log)?;
+        urls.push((info.name, service.url.clone()));
+        started.services.push(service);
     }
-    let (pg_url, mongo_url) = (started.services[0].url.clone(), started.services[1].url.clone());
-    let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
-    let urls = [(Target::Pg, &pg_url), (Target::Mongo, &mongo_url)].map(|(t, url)| (t.name().to_owned(), url.clone()));
     let targets = crate::backend::Targets::new(&databases, &urls)?;
     let client = crate::diagnostics::Client::new(&targets)?;
     if let Err(error) = client.wait_ready(Duration::from_secs(60)).await {
@@ -240,10 +246,8 @@ async fn body(
             .collect();
         bail!("{error:#}\n{}", logs.join("\n"));
     }
-    eprintln!(
-        "demo: services up: orders-pg {pg_url}, orders-mongo {mongo_url}; logs in {}",
-        out.join("logs").display()
-    );
+    let up: Vec<String> = started.services.iter().map(|s| format!("{} {}", s.name, s.url)).collect();
+    eprintln!("demo: services up: {}; logs in {}", up.join(", "), out.join("logs").display());
 
     let manifest = out.join("dataset.json");
     let setup = Setup {

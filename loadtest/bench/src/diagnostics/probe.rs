@@ -120,7 +120,12 @@ mod tests {
         let client = mongodb::Client::with_uri_str(mongodb_uri()).await.expect("mongo");
         let orders = client.database(&mongodb_db).collection::<Document>("orders");
         orders.insert_one(doc! {"_id": 1_i64, "status": "paid"}).await.expect("insert");
-        let databases = Databases { database_url, mongodb_uri: mongodb_uri(), mongodb_db: mongodb_db.clone() };
+        let databases = Databases {
+            database_url,
+            mongodb_uri: mongodb_uri(),
+            mongodb_db: mongodb_db.clone(),
+            ..Databases::default()
+        };
         let targets = Targets::new(&databases, &[]).expect("targets");
         let services = Client::new(&targets).expect("client");
 
@@ -150,6 +155,7 @@ mod tests {
             database_url: "postgres://postgres@127.0.0.1:9/none".into(),
             mongodb_uri: "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200".into(),
             mongodb_db: "none".into(),
+            ..Databases::default()
         };
         let urls =
             [("pg".to_owned(), "http://127.0.0.1:9".to_owned()), ("mongo".to_owned(), "http://127.0.0.1:9".to_owned())];

@@ -5,7 +5,6 @@
 //! are per write so that rounds of different lengths and rates compare.
 
 use crate::experiment::engine::Target;
-use orders_bench_model::cpu::LimitKind;
 use orders_bench_model::explain::{Growth, MongoExplain, PgExplain};
 use orders_bench_model::plans::{PlanProbe, ScanAttribution};
 use orders_bench_model::result::RoundResult;
@@ -134,17 +133,6 @@ fn cpu_per_1k(round: &RoundResult, target: Target) -> Option<f64> {
     )
 }
 
-fn limit_name(kind: LimitKind) -> &'static str {
-    match kind {
-        LimitKind::LoadGenerator => "load generator",
-        LimitKind::Service => "service",
-        LimitKind::Database => "database",
-        LimitKind::Machine => "machine",
-        LimitKind::NotCpu => "not CPU",
-        LimitKind::Unknown => "unknown",
-    }
-}
-
 /// PostgreSQL / MongoDB of the median maximum rates; none when both never failed (the staircase
 /// ended before either database did, so the ratio says nothing).
 pub fn ratio(pg: Option<&RateSummary>, mongo: Option<&RateSummary>) -> Option<f64> {
@@ -221,7 +209,7 @@ impl RoundFigures {
         let mut limits: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for repeat in &round.repeats {
             for (target, limit) in &repeat.cpu.limits {
-                limits.entry(target.clone()).or_default().push(limit_name(limit.kind).into());
+                limits.entry(target.clone()).or_default().push(limit.kind.words().into());
             }
         }
         Self {

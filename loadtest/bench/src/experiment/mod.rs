@@ -322,7 +322,8 @@ async fn body(
             let threads = session.service_threads();
             let (pg_env, mongo_env) =
                 crate::demo::services::local_envs(&database_url, &mongodb_uri, &args.db_name, &threads, marker);
-            let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
+            let databases =
+                Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), ..Databases::default() };
             let services = Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env));
             (services, databases, budget_note, Some((stack, admin_url)))
         }

@@ -97,11 +97,11 @@ pub async fn closed_loop(
     seconds: f64,
     minimal: bool,
 ) -> Result<Vec<ClosedRun>> {
-    let manifest = manifest::read(&ctx.manifest)?;
     let plan = ClosedPlan { work, clients: ctx.scale.clients, seconds, prefer_minimal: minimal };
     let mut all = Vec::new();
     for index in 1..=runs {
-        let run = closed_loop::run(&plan, urls, &manifest).await?;
+        let summary = ctx.out.join("closed-loop").join(format!("{}-{index}-summary.json", work.mix()));
+        let run = closed_loop::run(&plan, urls, &ctx.manifest, &summary).await?;
         let rates: Vec<String> = run.targets.iter().map(|(t, r)| format!("{t} {:.0}/s", r.per_second)).collect();
         eprintln!(
             "experiment: closed loop {} {index}/{runs}: {} clients × {seconds} s: {}",

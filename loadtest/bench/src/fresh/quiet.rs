@@ -93,6 +93,7 @@ mod tests {
             database_url: orders_pg::testing::fresh_database().await,
             mongodb_uri: std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:57017".into()),
             mongodb_db: "orders_test_quiet".into(),
+            ..Databases::default()
         }
     }
 

@@ -36,7 +36,9 @@ impl Snapshots {
     /// digits, `_`).
     pub async fn take(stack: &Stack, databases: &Databases, admin_url: &str, label: &str) -> Result<Self> {
         let snapshots = Self {
-            stack: stack.clone(),
+            // mongod restarts under a snapshot and a restore: it stays the stack's server, not
+            // one of the command's processes.
+            stack: stack.unmarked(),
             admin_url: admin_url.to_owned(),
             label: label.to_owned(),
             backends: backend::all(databases),

@@ -9,7 +9,7 @@ use orders_loadgen::stall;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether step `i` of `target` failed by its own figures so far (p95 or failed share at or above
-/// the mark) and no stall of the whole machine explains it (`round::stall`).
+/// the mark) and no stall of the whole machine explains it (`orders_loadgen::stall`).
 fn step_failed(view: &LiveView, target: &str, i: usize, mark: &PassMark) -> bool {
     view.steps.get(target).and_then(|s| s.get(&i)).is_some_and(|s| {
         s.count > 0

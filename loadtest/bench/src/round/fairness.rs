@@ -161,6 +161,7 @@ pub mod tests {
             database_url: "postgres://h/orders".into(),
             mongodb_uri: "mongodb://h".into(),
             mongodb_db: "orders".into(),
+            ..Databases::default()
         };
         let targets = Targets::new(&databases, &[]).expect("targets");
         let snapshot = samples::both(0.0, pg, mongo);

@@ -20,8 +20,12 @@ use std::collections::BTreeMap;
 
 /// Every target's explaining figures, as `round` records them.
 fn explain(before: &Snapshot, polled: &[Snapshot], after: &Snapshot, writes: u64) -> Explain {
-    let databases =
-        Databases { database_url: "postgres://h/o".into(), mongodb_uri: "mongodb://h".into(), mongodb_db: "o".into() };
+    let databases = Databases {
+        database_url: "postgres://h/o".into(),
+        mongodb_uri: "mongodb://h".into(),
+        mongodb_db: "o".into(),
+        ..Databases::default()
+    };
     let targets = Targets::new(&databases, &[]).expect("targets");
     let mut explain = Explain::default();
     for target in targets.iter() {

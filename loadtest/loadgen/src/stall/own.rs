@@ -9,7 +9,7 @@
 //!
 //! Such a step is marked **inconclusive**: the rate search steps over it and the report lists it,
 //! at most `stall::MAX_INCONCLUSIVE` steps per target and run, shared stalls included (after that
-//! the failure stands). `round::stall` reviews stalls of the whole machine first; this runs after
+//! the failure stands). `stall` reviews stalls of the whole machine first; this runs after
 //! it, once every step's verdict is known.
 
 use super::{MAX_INCONCLUSIVE, passes_outside, slow_in, span, stall};

@@ -1,5 +1,5 @@
 //! The generator's summary JSON: the schema `loadtest/k6/orders.js` writes from `handleSummary`
-//! (read by `k6::summary`), so verdicts and reports do not care which generator ran, plus what
+//! (read by `summary`), so verdicts and reports do not care which generator ran, plus what
 //! only this generator knows: exact dropped iterations and short windows per step (for telling a
 //! shared stall from a limit), failures by kind, and a `load_generator` object with its own
 //! schedule lag and CPU time per step.

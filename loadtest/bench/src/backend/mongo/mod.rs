@@ -110,6 +110,15 @@ impl Backend for Mongo {
         "MONGO_POOL_SIZE"
     }
 
+    fn service_env(&self) -> Vec<(String, String)> {
+        vec![("MONGODB_URI".into(), self.uri.clone()), ("MONGODB_DB".into(), self.db.clone())]
+    }
+
+    /// mongod creates a database on its first write.
+    async fn create_database(&self, _admin_url: &str) -> Result<()> {
+        Ok(())
+    }
+
     async fn seeder(&self) -> Result<Box<dyn Seeder>> {
         Ok(Box::new(seed::MongoTarget::connect(&self.uri, &self.db).await?))
     }
@@ -183,7 +192,8 @@ impl Backend for Mongo {
     fn facts(&self, diagnostics: &Value, manifest: Option<&Manifest>) -> Facts {
         let mongo = MongoSnapshot::from_json(diagnostics);
         let mut own_checks = Vec::new();
-        let seeded = manifest.and_then(|m| m.targets.get("mongo")).map(|t| t.database.rsplit('/').next().unwrap_or(""));
+        let name = self.info().name;
+        let seeded = manifest.and_then(|m| m.targets.get(&name)).map(|t| t.database.rsplit('/').next().unwrap_or(""));
         if let (Some(seeded), Some(served)) = (seeded, mongo.database.as_deref()) {
             own_checks.push((
                 "MongoDB database".to_owned(),

@@ -149,6 +149,16 @@ impl Backend for Postgres {
         "PG_POOL_SIZE"
     }
 
+    fn service_env(&self) -> Vec<(String, String)> {
+        vec![("DATABASE_URL".into(), self.url.clone())]
+    }
+
+    async fn create_database(&self, admin_url: &str) -> Result<()> {
+        let name = database_of(&self.url)?;
+        let (client, _connection) = pg_session(admin_url).await?;
+        admin::create_database(&client, &name).await.with_context(|| format!("creating database {name}"))
+    }
+
     async fn seeder(&self) -> Result<Box<dyn Seeder>> {
         Ok(Box::new(seed::PgTarget::connect(&self.url).await?))
     }
