@@ -182,3 +182,27 @@ impl Explain {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_engine_keeps_its_type_and_the_json_keeps_its_shape() {
+        let mut explain = Explain::default();
+        explain
+            .0
+            .insert("pg".into(), EngineExplain::Pg(Box::new(PgExplain { write_requests: 7, ..PgExplain::default() })));
+        explain.0.insert("mongo".into(), EngineExplain::Mongo(Box::default()));
+        let figures = serde_json::json!({"write requests": 3, "log bytes": 4096});
+        explain.0.insert("third".into(), EngineExplain::Other(figures.as_object().cloned().unwrap_or_default()));
+        let json = serde_json::to_value(&explain).expect("json");
+        assert_eq!(json["pg"]["write_requests"], 7, "{json}");
+        assert!(json["mongo"]["opcounters"].is_object(), "{json}");
+        assert_eq!(json["third"]["log bytes"], 4096);
+        let back: Explain = serde_json::from_value(json).expect("read back");
+        assert_eq!(back, explain);
+        assert_eq!(back.pg().map(|e| e.write_requests), Some(7));
+        assert!(back.mongo().is_some() && back.settings("third").is_none());
+    }
+}

@@ -33,3 +33,20 @@ impl Fairness {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_keeps_every_targets_value_in_order_under_its_name() {
+        let text =
+            r#"{"name": "durability", "pg": "waits for disk", "mongo": "does not wait", "ok": false, "note": "n"}"#;
+        let check: Check = serde_json::from_str(text).expect("a check of a schema 2 file");
+        assert_eq!(check.values.keys().collect::<Vec<_>>(), ["pg", "mongo"]);
+        let fairness = Fairness { ok: false, checks: vec![check.clone()] };
+        assert_eq!(fairness.mismatches(), ["durability: pg waits for disk, mongo does not wait (n)"]);
+        let json = serde_json::to_value(&check).expect("json");
+        assert_eq!((json["pg"].as_str(), json["ok"].as_bool()), (Some("waits for disk"), Some(false)));
+    }
+}

@@ -291,7 +291,11 @@ fn other_table(
                     || NONE.into(),
                     |v| match v {
                         serde_json::Value::String(text) => text.clone(),
-                        serde_json::Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), format::count),
+                        serde_json::Value::Number(n) => match n.as_f64() {
+                            Some(v) if v.fract() == 0.0 => format::count(v),
+                            Some(v) => format!("{v:.3}"),
+                            None => n.to_string(),
+                        },
                         other => other.to_string(),
                     },
                 ),

@@ -272,23 +272,34 @@ async fn body(
         databases,
         manifest,
     };
-    eprintln!("demo: loading {} orders into both databases, then snapshots for every repeat to restore", seed.orders);
-    crate::seed::run(seed.clone()).await.context("loading the data set")?;
-    let snapshots = crate::fresh::Snapshots::take(&stack, &seed.databases, &admin_url, "demo").await?;
-    let rounds = rounds(args, &profile, &setup, out, &snapshots, deadline).await;
-    snapshots.drop_copies().await;
+    let (reset, snapshots) = if profile.orders >= crate::fresh::RESTORE_FROM_ORDERS {
+        eprintln!(
+            "demo: loading {} orders into every database, then snapshots for every repeat to restore",
+            seed.orders
+        );
+        crate::seed::run(seed.clone()).await.context("loading the data set")?;
+        let snapshots = crate::fresh::Snapshots::take(&stack, &seed.databases, &admin_url, "demo").await?;
+        (crate::fresh::Reset::Restore(snapshots.clone()), Some(snapshots))
+    } else {
+        // Small enough to reload faster than a restore.
+        (crate::fresh::Reset::Reload(seed.clone()), None)
+    };
+    let rounds = rounds(args, &profile, &setup, out, &reset, deadline).await;
+    if let Some(snapshots) = snapshots {
+        snapshots.drop_copies().await;
+    }
     let rounds = rounds?;
     orders_bench_report::write(out, &rounds)?;
     Ok(orders_bench_report::max_rate_table(&rounds.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()))
 }
 
-/// Every mix's round, each repeat restored from `snapshots`.
+/// Every mix's round, each repeat reset as `reset` says.
 async fn rounds(
     args: &DemoArgs,
     profile: &Profile,
     setup: &Setup,
     out: &Path,
-    snapshots: &crate::fresh::Snapshots,
+    reset: &crate::fresh::Reset,
     deadline: Instant,
 ) -> Result<Vec<(PathBuf, orders_bench_model::result::RoundResult)>> {
     let mut rounds = Vec::new();
@@ -305,7 +316,7 @@ async fn rounds(
             poll_interval: Duration::from_secs(1),
             vu_budget_ms: 200,
             settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
-            reset: crate::fresh::Reset::Restore(snapshots.clone()),
+            reset: reset.clone(),
             extra_repeats: profile.extra_repeats,
             deadline: Some(deadline),
             quiet_wait: crate::fresh::QUIET_WAIT,

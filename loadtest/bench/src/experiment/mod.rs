@@ -220,7 +220,9 @@ impl Ctx {
     /// How each repeat on `data` starts: on the local stack, restored from the snapshots of the
     /// data set's first load (loading and snapshotting it the first time); elsewhere reloaded.
     pub async fn reset_for(&mut self, data: rounds::Data) -> Result<crate::fresh::Reset> {
-        let Some((stack, admin_url)) = self.local.clone() else {
+        // gin restores whatever the size: its planner probe works on a copy of the snapshot.
+        let small = self.scale.orders < crate::fresh::RESTORE_FROM_ORDERS && self.name != Name::Gin;
+        let Some((stack, admin_url)) = self.local.clone().filter(|_| !small) else {
             return Ok(crate::fresh::Reset::Reload(rounds::reload_args(self, data)));
         };
         if let Some((_, snapshots)) = self.snapshots.iter().find(|(d, _)| *d == data) {

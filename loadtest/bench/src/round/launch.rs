@@ -293,7 +293,7 @@ pub async fn prefill(spec: &RoundSpec, setup: &Setup, dir: &Path, orders: u32) -
 /// repeat of the demo without it, its backends forking under the CPU budget). Reads only: the data
 /// stay as the reset left them. Its summary goes to `dir/warm-up-summary.json`.
 pub async fn fill_pools(setup: &Setup, dir: &Path, clients: u32) -> Result<()> {
-    const WARM_UP_SECONDS: &str = "3";
+    const WARM_UP_SECONDS: &str = "1";
     let args: Vec<String> =
         ["--mix", "read", "--clients", &clients.to_string(), "--duration", WARM_UP_SECONDS, "--seed", "3"]
             .map(String::from)

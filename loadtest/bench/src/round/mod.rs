@@ -59,7 +59,7 @@ pub struct RoundLoadArgs {
     /// --no-realtime`).
     #[arg(long = "no-realtime")]
     pub no_realtime: bool,
-    /// Do not fill both services' connection pools (3 s of reads by as many clients as the larger
+    /// Do not fill both services' connection pools (1 s of reads by as many clients as the larger
     /// pool) before each repeat's load: without it, the first step pays for opening connections.
     #[arg(long = "no-warm-up")]
     pub no_warm_up: bool,
