@@ -1,5 +1,5 @@
 //! `orders-bench` (the library): the orchestration of the benchmark. It runs everything the other
-//! crates only describe: `seed` loads the data set (`orders-dataset`) into both databases, `round`
+//! crates only describe: `seed` loads the data set (`orders-dataset`) into every database, `round`
 //! drives both services with a load generator (`orders-loadgen`'s, or k6 through `k6`) up a
 //! staircase, repeated, each repeat from a `fresh` start, judged by the generator's verdicts and
 //! recorded in the result model (`orders-bench-model`), which the report (`orders-bench-report`)

@@ -60,7 +60,7 @@ pub async fn reset(reset: &Reset, targets: &Targets, label: &str) -> Result<Star
         match reset {
             Reset::Keep => {}
             Reset::Reload(args) => {
-                eprintln!("{label} reloading {} orders into both databases", args.orders);
+                eprintln!("{label} reloading {} orders into every database", args.orders);
                 seed::run(args.clone()).await.context("reloading the data set")?;
             }
             Reset::Restore(snapshots) => {
