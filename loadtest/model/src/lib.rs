@@ -21,5 +21,6 @@ pub mod mix_verdict;
 pub mod plans;
 pub mod result;
 pub mod start;
+pub mod stats;
 pub mod target;
 pub mod verdict;

@@ -8,6 +8,7 @@
 
 use super::capacity;
 use super::result::RoundResult;
+use crate::stats::median;
 use crate::target::TargetInfo;
 use serde::Serialize;
 
@@ -32,17 +33,6 @@ pub fn least_difference(round: &RoundResult) -> f64 {
 pub fn within_tolerance(values: &[f64]) -> bool {
     let Some(median) = median(values) else { return true };
     median > 0.0 && values.iter().all(|v| (v - median).abs() <= TOLERANCE * median + 1e-9)
-}
-
-fn median(values: &[f64]) -> Option<f64> {
-    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(sorted[n / 2]),
-        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
-    }
 }
 
 /// The target whose every value lies above every value of every other, if one does (`None` also

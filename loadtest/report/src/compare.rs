@@ -9,6 +9,7 @@ use super::doc::{self, Block};
 use super::format::{self, NONE};
 use orders_bench_model::mix_verdict;
 use orders_bench_model::result::RoundResult;
+use orders_bench_model::stats::median;
 use std::collections::BTreeMap;
 
 /// The settings a round ran with, by name (PostgreSQL's and MongoDB's, from the first repeat).
@@ -38,10 +39,6 @@ fn setting_changes(a: &RoundResult, b: &RoundResult) -> Vec<String> {
             format!("{name} {} → {}", side(&a), side(&b))
         })
         .collect()
-}
-
-fn median(values: &[f64]) -> Option<f64> {
-    super::summary::median(values.to_vec())
 }
 
 /// Whether every value of one list lies beyond every value of the other.

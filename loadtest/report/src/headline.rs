@@ -9,6 +9,7 @@ use super::format::{self, NONE};
 use crate::charts;
 use orders_bench_model::mix_verdict::{self, MixVerdict};
 use orders_bench_model::result::RoundResult;
+use orders_bench_model::stats::median;
 use std::fmt::Write as _;
 
 fn runs_text(values: &[f64]) -> String {
@@ -16,10 +17,6 @@ fn runs_text(values: &[f64]) -> String {
         return NONE.into();
     }
     values.iter().map(|v| format::count(*v)).collect::<Vec<_>>().join(" / ")
-}
-
-fn median(values: &[f64]) -> Option<f64> {
-    super::summary::median(values.to_vec())
 }
 
 /// The table: mix | per database its repeats and capacity | ratio | answer | why.

@@ -13,14 +13,8 @@ use orders_bench_model::result::{RepeatResult, RoundResult};
 use orders_bench_model::target::TargetInfo;
 use std::collections::BTreeMap;
 
-pub fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(values[n / 2]),
-        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
-    }
+pub fn median(values: Vec<f64>) -> Option<f64> {
+    orders_bench_model::stats::median(&values)
 }
 
 /// Median over the repeats of a component's CPU seconds per 1,000 requests.

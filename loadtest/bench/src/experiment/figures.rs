@@ -96,15 +96,8 @@ pub struct RoundFigures {
     pub limits: BTreeMap<String, Vec<String>>,
 }
 
-pub fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.retain(|v| v.is_finite());
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(values[n / 2]),
-        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
-    }
+pub fn median(values: Vec<f64>) -> Option<f64> {
+    orders_bench_model::stats::median(&values)
 }
 
 fn med<T>(items: &[T], f: impl Fn(&T) -> Option<f64>) -> Option<f64> {

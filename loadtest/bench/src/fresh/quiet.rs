@@ -101,18 +101,18 @@ mod tests {
     async fn a_repeat_started_while_another_client_works_is_not_quiet_and_says_what_ran() {
         let databases = databases().await;
         let (busy, _connection) = pg_session(&databases.database_url).await.expect("connect");
-        let sleeper = tokio::spawn(async move { busy.simple_query("SELECT pg_sleep(2)").await.map(drop) });
+        let sleeper = tokio::spawn(async move { busy.simple_query("SELECT pg_sleep(6)").await.map(drop) });
         tokio::time::sleep(Duration::from_millis(300)).await;
         let mut start = StartState::default();
         let targets = Targets::new(&databases, &[]).expect("targets");
         wait(&targets, Duration::from_millis(500), &mut start).await;
         assert!(!start.quiet, "{start:?}");
         assert!(
-            start.not_quiet.iter().any(|r| r.starts_with("PostgreSQL was running client backend: SELECT pg_sleep(2)")),
+            start.not_quiet.iter().any(|r| r.starts_with("PostgreSQL was running client backend: SELECT pg_sleep(6)")),
             "{:?}",
             start.not_quiet
         );
-        assert_eq!(start.databases["pg"].busy, ["client backend: SELECT pg_sleep(2)"]);
+        assert_eq!(start.databases["pg"].busy, ["client backend: SELECT pg_sleep(6)"]);
         assert!(start.databases["pg"].checkpointed && start.databases["mongo"].checkpointed);
         assert!(start.waited_seconds < 5.0, "it gave up after its limit: {}", start.waited_seconds);
         sleeper.await.expect("join").expect("sleep");
