@@ -11,8 +11,8 @@
 //! statements the CPU budget held up.
 
 use crate::databases::pg_session;
-use crate::model::plans::ScanAttribution;
 use anyhow::{Context, Result};
+use orders_bench_model::plans::ScanAttribution;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
