@@ -65,11 +65,17 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     let started_at = Timestamp::now().to_string();
     let mut notes = Vec::new();
     let mut start_state = fresh::reset(&spec.reset, &setup.targets, &label).await?;
-    if let Some(threshold) = spec.plan_log_ms
-        && let Err(error) = plan_log::enable(&setup.databases.database_url, threshold).await
-    {
-        notes.push(format!("no plan log: {error:#}"));
-    }
+    // The plan log's threshold in effect: the one asked for, or the server's own.
+    let plan_log_ms = match spec.plan_log_ms {
+        Some(threshold) => match plan_log::enable(&setup.databases.database_url, threshold).await {
+            Ok(in_effect) => Some(in_effect),
+            Err(error) => {
+                notes.push(format!("no plan log: {error:#}"));
+                None
+            }
+        },
+        None => None,
+    };
     let client = diagnostics::Client::new(&setup.targets)?;
     client.wait_ready(spec.settle).await?;
     if spec.warm_pools {
@@ -97,7 +103,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         (format!("{}-summary.json", spec.generator.file_prefix()), format!("{}.log", spec.generator.file_prefix()));
     let summary_path = dir.join(&summary_file);
     let log_path = dir.join(&log_file);
-    let log_position = match spec.plan_log_ms {
+    let log_position = match plan_log_ms {
         Some(_) => plan_log::position(&setup.databases.database_url)
             .await
             .map_err(|error| notes.push(format!("no plan log: {error:#}")))
@@ -217,7 +223,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     if let (Some(b), Some(a), Some(pg)) = (wal_before, wal_after, explain.pg_mut()) {
         pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi, a.flushes.zip(b.flushes).map(|(a, b)| a - b));
     }
-    if let (Some(threshold), Some(position)) = (spec.plan_log_ms, &log_position) {
+    if let (Some(threshold), Some(position)) = (plan_log_ms, &log_position) {
         let mut scans = plan_log::read(&setup.databases.database_url, position, threshold)
             .await
             .unwrap_or_else(|error| ScanAttribution::failed(threshold, format!("{error:#}")));
