@@ -21,7 +21,6 @@ mod closed;
 mod conn;
 mod control;
 pub mod duration;
-mod epoll;
 pub mod flags;
 mod http1;
 pub mod live;

@@ -1,15 +1,22 @@
-//! The open loop's HTTP/1.1 connections to every target: non-blocking sockets on one `Epoll`,
-//! written and read by the loop itself, with no runtime, task or waker per request (those were
-//! about a third of the generator's CPU per request; the kernel's socket work is the rest). Like
-//! k6's VUs, a request never shares a connection with another in flight (no pipelining): an idle
-//! connection is reused, else a new one is opened (without blocking: a target whose listen queue is
-//! full must not stall the schedule), and a couple of spare ones are kept open ahead of need. An
-//! answer is timed by the kernel's timestamp of its last bytes (`stamp`), so it may wait in the
-//! socket until the loop next looks.
+//! The open loop's HTTP/1.1 connections to every target: non-blocking sockets on one `mio::Poll`
+//! (Linux's epoll), written and read by the loop itself, with no runtime, task or waker per
+//! request (those were about a third of the generator's CPU per request; the kernel's socket work
+//! is the rest). Like k6's VUs, a request never shares a connection with another in flight (no
+//! pipelining): an idle connection is reused, else a new one is opened (without blocking: a target
+//! whose listen queue is full must not stall the schedule), and a couple of spare ones are kept
+//! open ahead of need. An answer is timed by the kernel's timestamp of its last bytes (`stamp`), so
+//! it may wait in the socket until the loop next looks.
+//!
+//! mio registers sockets edge-triggered: every read goes on until the kernel has nothing more or
+//! the answer is whole, and an answer that ends exactly where a full buffer ends closes its
+//! connection (bytes behind it would never be reported again). mio replaced a hand-written epoll
+//! wrapper: the same `epoll_ctl` and `epoll_wait` calls, and mio is in the tree already (tokio).
 
-use super::epoll::{Epoll, Ready};
 use super::http1::{self, Parsed};
 use super::stamp::{self, Clock};
+use mio::event::Event;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Write as _};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs as _};
 use std::os::fd::{AsRawFd as _, FromRawFd as _};
@@ -20,6 +27,8 @@ use std::time::{Duration, Instant};
 const CHECK_IDLE_AFTER: Duration = Duration::from_secs(1);
 /// After a failed connect, no spare connections are opened for this long.
 const CONNECT_BACKOFF: Duration = Duration::from_secs(1);
+/// Events taken from the kernel per wait; the rest stay ready for the next.
+const EVENTS_PER_WAIT: usize = 1024;
 
 /// A request on its way, as the caller describes it; handed back with its outcome.
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +63,7 @@ struct Connection<T> {
     /// The request's bytes and how many the kernel took so far.
     out: Vec<u8>,
     written: usize,
-    /// Whether the epoll watches it for being writable (a connect or a write not done yet).
+    /// Whether the poll watches it for being writable (a connect or a write not done yet).
     watching_writes: bool,
     /// What has been read of the answer: `buffer[..filled]`.
     buffer: Vec<u8>,
@@ -85,7 +94,8 @@ pub struct ConnectionFigures {
 }
 
 pub struct Wire<T> {
-    epoll: Epoll,
+    poll: Poll,
+    events: Events,
     connections: Vec<Option<Connection<T>>>,
     free: Vec<usize>,
     endpoints: Vec<Endpoint>,
@@ -105,6 +115,11 @@ pub fn resolve(url: &str) -> anyhow::Result<(SocketAddr, String)> {
         .next()
         .ok_or_else(|| anyhow::anyhow!("{authority} resolves to no address"))?;
     Ok((address, authority))
+}
+
+/// Readable always, writable too when a connect or a write is not done yet.
+fn interest(writable: bool) -> Interest {
+    if writable { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE }
 }
 
 /// A non-blocking connect: the socket, and whether it is connected already.
@@ -209,7 +224,10 @@ fn read_answer<T>(connection: &mut Connection<T>) -> Read {
             Ok(Parsed::Partial) => {}
             Ok(Parsed::Complete(complete)) => {
                 // Anything beyond the answer was never asked for: the connection is not reused.
-                let closing = complete.closing || connection.filled > complete.length;
+                // A full buffer may hide more bytes, which edge-triggered polling would not report.
+                let closing = complete.closing
+                    || connection.filled > complete.length
+                    || connection.filled == connection.buffer.len();
                 connection.filled = 0;
                 return Read::Answer { status: complete.status, closing, wall: connection.arrived.take() };
             }
@@ -249,7 +267,14 @@ impl<T: Copy> Wire<T> {
                 })
             })
             .collect::<anyhow::Result<_>>()?;
-        Ok(Self { epoll: Epoll::new()?, connections: Vec::new(), free: Vec::new(), endpoints, clock: Clock::now() })
+        Ok(Self {
+            poll: Poll::new()?,
+            events: Events::with_capacity(EVENTS_PER_WAIT),
+            connections: Vec::new(),
+            free: Vec::new(),
+            endpoints,
+            clock: Clock::now(),
+        })
     }
 
     pub fn in_flight(&self, target: usize) -> usize {
@@ -282,7 +307,9 @@ impl<T: Copy> Wire<T> {
         let _ = stream.set_nodelay(true);
         stamp::enable(&stream);
         let token = self.free.pop().unwrap_or(self.connections.len());
-        if let Err(e) = self.epoll.add(&stream, token, writable) {
+        if let Err(e) =
+            self.poll.registry().register(&mut SourceFd(&stream.as_raw_fd()), Token(token), interest(writable))
+        {
             self.free.push(token);
             return Err(format!("connect: {}", e.kind()));
         }
@@ -389,7 +416,11 @@ impl<T: Copy> Wire<T> {
             Ok(done) => {
                 if connection.watching_writes == done {
                     connection.watching_writes = !done;
-                    let _ = self.epoll.modify(&connection.stream, token, !done);
+                    let _ = self.poll.registry().reregister(
+                        &mut SourceFd(&connection.stream.as_raw_fd()),
+                        Token(token),
+                        interest(!done),
+                    );
                 }
                 None
             }
@@ -448,7 +479,11 @@ impl<T: Copy> Wire<T> {
             None => {
                 connection.state = State::Idle { since: Instant::now() };
                 connection.watching_writes = false;
-                let _ = self.epoll.modify(&connection.stream, token, false);
+                let _ = self.poll.registry().reregister(
+                    &mut SourceFd(&connection.stream.as_raw_fd()),
+                    Token(token),
+                    interest(false),
+                );
                 let endpoint = &mut self.endpoints[target];
                 endpoint.opening -= 1;
                 endpoint.idle.push(token);
@@ -457,27 +492,39 @@ impl<T: Copy> Wire<T> {
         }
     }
 
-    fn handle(&mut self, ready: Ready) -> Option<(Pending<T>, Outcome)> {
-        let connecting = matches!(self.connections.get(ready.token)?.as_ref()?.state, State::Connecting(_));
+    fn handle(&mut self, event: &Event) -> Option<(Pending<T>, Outcome)> {
+        let token = event.token().0;
+        // An error or hang-up: the next read or write says which.
+        let broken = event.is_error() || event.is_write_closed();
+        let connecting = matches!(self.connections.get(token)?.as_ref()?.state, State::Connecting(_));
         if connecting {
-            return if ready.writable || ready.broken { self.connected(ready.token) } else { None };
+            return if event.is_writable() || broken { self.connected(token) } else { None };
         }
-        if ready.writable
-            && let Some(failure) = self.write(ready.token)
+        if event.is_writable()
+            && let Some(failure) = self.write(token)
         {
             return Some(failure);
         }
-        if ready.readable || ready.broken { self.read(ready.token) } else { None }
+        if event.is_readable() || event.is_read_closed() || broken { self.read(token) } else { None }
     }
 
-    /// Handles what is ready, waiting at most `timeout` for it; every request that ended goes to
-    /// `done`.
+    /// Handles what is ready, waiting at most `timeout` (whole milliseconds, rounded down: the
+    /// open loop sleeps the rest) for it; every request that ended goes to `done`.
     pub fn poll(&mut self, timeout: Duration, mut done: impl FnMut(Pending<T>, Outcome)) -> io::Result<()> {
-        for ready in self.epoll.wait(timeout)? {
-            if let Some((pending, outcome)) = self.handle(ready) {
+        // mio rounds a timeout up to whole milliseconds; a whole one stays as it is.
+        let timeout = Duration::from_millis(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+        let mut events = std::mem::replace(&mut self.events, Events::with_capacity(0));
+        let waited = self.poll.poll(&mut events, Some(timeout));
+        if let Err(e) = waited {
+            self.events = events;
+            return if e.kind() == io::ErrorKind::Interrupted { Ok(()) } else { Err(e) };
+        }
+        for event in &events {
+            if let Some((pending, outcome)) = self.handle(event) {
                 done(pending, outcome);
             }
         }
+        self.events = events;
         Ok(())
     }
 
