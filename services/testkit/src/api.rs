@@ -4,6 +4,7 @@
 //! Checks use random customer, product and order ids, so they may share one database.
 
 use crate::client::{Reply, TestApp};
+use futures_util::future::join_all;
 use orders_core::sample::{order_body, order_body_total};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -409,7 +410,7 @@ pub async fn concurrent_retries_with_one_key_make_one_order(app: &TestApp) {
     let key = format!("key-{}", random_id());
     let body = order_body(customer, [4, 5, 6]);
     let headers = [("idempotency-key", key.as_str())];
-    let replies = crate::join_all((0..8).map(|_| app.json_with(Method::POST, "/orders", &headers, &body))).await;
+    let replies = join_all((0..8).map(|_| app.json_with(Method::POST, "/orders", &headers, &body))).await;
     for reply in &replies {
         assert_eq!(reply.status, 201, "{}", reply.text);
         assert_eq!(reply.json, replies[0].json, "every retry answers the same order");

@@ -2,6 +2,7 @@
 //! backend. `store_contract_tests!(fresh_store)` expands to one `#[tokio::test]` per check, each
 //! on a store over an empty database returned by the backend's `fresh_store().await`.
 
+use futures_util::future::join_all;
 use orders_core::sample::order_body;
 use orders_core::{
     CustomerId, CustomerQuery, IdGenerator, IdempotencyKey, KeyedInsert, Limit, NewOrder, Order, OrderId, OrderJson,
@@ -283,7 +284,7 @@ pub async fn concurrent_requests_with_one_key_make_one_order<S: OrderStore>(stor
         let new = NewOrder::parse(body.to_string().as_bytes()).expect("valid");
         place_order(store, &generator, new, Some(&same_key))
     });
-    let results = crate::join_all(attempts).await;
+    let results = join_all(attempts).await;
     let orders: Vec<Order> = results.iter().map(|r| r.as_ref().expect("placed").order().clone()).collect();
     let created = results.iter().filter(|r| matches!(r, Ok(Placed::Created(_)))).count();
     assert_eq!(created, 1, "exactly one request writes: {results:?}");
@@ -313,7 +314,7 @@ pub async fn concurrent_conditional_updates_report_the_status_they_met<S: OrderS
     };
     let flippers =
         [flip(Status::Pending, Status::Paid), flip(Status::Paid, Status::Pending), flip(Status::Pending, Status::Paid)];
-    for conflicts in crate::join_all(flippers).await {
+    for conflicts in join_all(flippers).await {
         for message in conflicts.iter().filter(|message| !message.contains("changed its status concurrently")) {
             let (said_current, said_expected) = message
                 .strip_prefix("order 41 has status ")
