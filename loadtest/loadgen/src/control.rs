@@ -62,21 +62,16 @@ impl Control {
                 }
             }
         });
-        let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(libc::SIGINT, handler);
-            libc::signal(libc::SIGTERM, handler);
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            if let Err(error) = signal_hook::flag::register(signal, Arc::clone(&SIGNALLED)) {
+                eprintln!("load: cannot catch signal {signal}: {error}");
+            }
         }
     }
 }
 
 /// Set by SIGINT or SIGTERM.
-static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    SIGNALLED.store(true, Ordering::Relaxed);
-}
+static SIGNALLED: std::sync::LazyLock<Arc<AtomicBool>> = std::sync::LazyLock::new(Arc::default);
 
 #[cfg(test)]
 mod tests {

@@ -167,30 +167,16 @@ fn parse_targets(text: &str) -> Result<Vec<(String, String)>> {
 
 /// Sleeps of this thread end within a microsecond of their time, not Linux's default 50 µs.
 fn precise_sleeps() {
-    // SAFETY: prctl with an integer argument; it only changes this thread's timer slack.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_TIMERSLACK,
-            1 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        )
-    };
+    // Only a finer timer; where the kernel refuses, sleeps are as coarse as before.
+    let _ = nix::sys::prctl::set_timerslack(1);
 }
 
 /// CPU seconds this process has used so far, all threads, user and system.
 fn own_cpu_seconds() -> Option<f64> {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
-    // SAFETY: getrusage fills the struct it is given; it is read only when the call succeeded.
-    let usage = unsafe {
-        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
-            return None;
-        }
-        usage.assume_init()
-    };
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Some(seconds(usage.ru_utime) + seconds(usage.ru_stime))
+    use nix::sys::resource::{UsageWho, getrusage};
+    let usage = getrusage(UsageWho::RUSAGE_SELF).ok()?;
+    let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    Some(seconds(usage.user_time()) + seconds(usage.system_time()))
 }
 
 /// What either loop starts from.

@@ -8,6 +8,10 @@
 //! at 2,000 req/s per target: p95 2.4 ms → 0.64 ms, 18.5 → 15.2 µs of the generator's CPU per
 //! request. It needs root or `CAP_SYS_NICE` (or an `RLIMIT_RTPRIO` above zero); without them the
 //! generator runs at ordinary priority and its summary says so.
+//!
+//! The one system call here stays on `libc`: neither `nix` nor `rustix` wraps
+//! `sched_setscheduler` (rustix lists it among the calls it does not implement), and the crates
+//! that do are thin single-purpose wrappers that would add a dependency for one line.
 
 /// Asks for `SCHED_FIFO` priority 1 for this thread (and the threads it starts later) when
 /// `wanted`; says what the generator runs with.

@@ -7,28 +7,14 @@
 //! read stands in (Linux switches receive timestamps on for the whole machine a moment after the
 //! first socket asks, so the generator opens its first connections before it starts).
 
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, RawFd};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// `SO_TIMESTAMPNS` (= `SCM_TIMESTAMPNS`) of Linux's generic socket options (x86-64, arm64, and
-/// every architecture whose `time_t` is 64 bits), with a `struct timespec` of `CLOCK_REALTIME`.
-const SO_TIMESTAMPNS: libc::c_int = 35;
-
-/// Asks the kernel to timestamp what `socket` receives; false where it cannot.
-pub fn enable(socket: &impl AsRawFd) -> bool {
-    let on: libc::c_int = 1;
-    // SAFETY: a valid descriptor, a pointer to an int that lives through the call and its size.
-    let result = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_TIMESTAMPNS,
-            (&raw const on).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    result == 0
+/// Asks the kernel to timestamp what `socket` receives (`SO_TIMESTAMPNS`); false where it cannot.
+pub fn enable(socket: &impl AsFd) -> bool {
+    setsockopt(socket, sockopt::ReceiveTimestampns, &true).is_ok()
 }
 
 /// Converts the kernel's wall-clock timestamps to `Instant`s: both clocks are read once, and a
@@ -58,42 +44,23 @@ impl Clock {
 
 /// One non-blocking `recvmsg` into `buffer`: the bytes read and the kernel's timestamp of them.
 pub fn receive(fd: RawFd, buffer: &mut [u8]) -> io::Result<(usize, Option<Duration>)> {
-    let mut iov = libc::iovec { iov_base: buffer.as_mut_ptr().cast(), iov_len: buffer.len() };
-    // Room for one control message with a timespec, aligned as cmsghdr wants.
-    let mut control = [0u64; 8];
-    // SAFETY: msghdr is plain data; every field that matters is set below.
-    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-    message.msg_iov = &raw mut iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control.as_mut_ptr().cast();
-    message.msg_controllen = size_of_val(&control) as _;
-    // SAFETY: `message` points at `iov` (into `buffer`) and `control`, all alive and writable for
-    // the call; the kernel writes at most their given lengths.
-    let read = unsafe { libc::recvmsg(fd, &raw mut message, libc::MSG_DONTWAIT) };
-    if read < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut stamp = None;
-    // SAFETY: walking the control messages the kernel wrote into `control`, with the libc macros
-    // that stay within `msg_controllen`; the timespec is read unaligned.
-    unsafe {
-        let mut header = libc::CMSG_FIRSTHDR(&raw const message);
-        while !header.is_null() {
-            if (*header).cmsg_level == libc::SOL_SOCKET && (*header).cmsg_type == SO_TIMESTAMPNS {
-                let time: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(header).cast());
-                stamp =
-                    u64::try_from(time.tv_sec).ok().map(|s| Duration::new(s, u32::try_from(time.tv_nsec).unwrap_or(0)));
-            }
-            header = libc::CMSG_NXTHDR(&raw const message, header);
+    let mut iov = [io::IoSliceMut::new(buffer)];
+    let mut control = nix::cmsg_space!(nix::sys::time::TimeSpec);
+    let message = recvmsg::<()>(fd, &mut iov, Some(&mut control), MsgFlags::MSG_DONTWAIT).map_err(io::Error::from)?;
+    let stamp = message.cmsgs().into_iter().flatten().find_map(|cmsg| match cmsg {
+        ControlMessageOwned::ScmTimestampns(time) => {
+            u64::try_from(time.tv_sec()).ok().map(|s| Duration::new(s, u32::try_from(time.tv_nsec()).unwrap_or(0)))
         }
-    }
-    Ok((read as usize, stamp))
+        _ => None,
+    });
+    Ok((message.bytes, stamp))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write as _;
+    use std::os::fd::AsRawFd as _;
 
     #[test]
     fn what_arrives_carries_the_kernels_time_of_arrival() {

@@ -23,7 +23,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Write as _};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs as _};
-use std::os::fd::{AsRawFd as _, FromRawFd as _};
+use std::os::fd::AsRawFd as _;
 use std::time::{Duration, Instant};
 
 /// A connection idle for longer than this is checked before it is reused (the server may have
@@ -128,53 +128,14 @@ fn interest(writable: bool) -> Interest {
 
 /// A non-blocking connect: the socket, and whether it is connected already.
 fn start_connect(address: SocketAddr) -> io::Result<(TcpStream, bool)> {
-    let family = if address.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
-    // SAFETY: a plain system call; it returns a new descriptor or -1.
-    let raw = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
-    if raw < 0 {
-        return Err(io::Error::last_os_error());
+    use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+    let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_nonblocking(true)?;
+    match socket.connect(&SockAddr::from(address)) {
+        Ok(()) => Ok((socket.into(), true)),
+        Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => Ok((socket.into(), false)),
+        Err(error) => Err(error),
     }
-    // SAFETY: `raw` is a valid socket that nothing else owns; the stream closes it.
-    let stream = unsafe { TcpStream::from_raw_fd(raw) };
-    let (storage, length) = socket_address(address);
-    // SAFETY: `storage` holds a socket address of `length` bytes of the socket's family.
-    let result = unsafe { libc::connect(raw, (&raw const storage).cast(), length) };
-    if result == 0 {
-        return Ok((stream, true));
-    }
-    let error = io::Error::last_os_error();
-    if error.raw_os_error() == Some(libc::EINPROGRESS) { Ok((stream, false)) } else { Err(error) }
-}
-
-fn socket_address(address: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: sockaddr_storage is plain data, all zeros is a valid value.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let length = match address {
-        SocketAddr::V4(v4) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: v4.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(v4.ip().octets()) },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is large and aligned enough for any socket address.
-            unsafe { std::ptr::write((&raw mut storage).cast(), sin) };
-            size_of::<libc::sockaddr_in>()
-        }
-        SocketAddr::V6(v6) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: v6.port().to_be(),
-                sin6_flowinfo: v6.flowinfo(),
-                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
-                sin6_scope_id: v6.scope_id(),
-            };
-            // SAFETY: as above.
-            unsafe { std::ptr::write((&raw mut storage).cast(), sin6) };
-            size_of::<libc::sockaddr_in6>()
-        }
-    };
-    (storage, length as libc::socklen_t)
 }
 
 /// The error a connect in progress ended with, if any (`SO_ERROR`).
@@ -182,13 +143,11 @@ fn connect_error(stream: &TcpStream) -> Option<io::Error> {
     stream.take_error().unwrap_or_else(Some)
 }
 
-/// Still open and quiet (a connection the server closed reads as end of file).
+/// Still open and quiet (a connection the server closed reads as end of file). The socket is
+/// non-blocking, so the peek never waits.
 fn alive(stream: &TcpStream) -> bool {
     let mut probe = [0u8; 1];
-    // SAFETY: a valid descriptor and a one-byte buffer that lives through the call.
-    let read =
-        unsafe { libc::recv(stream.as_raw_fd(), probe.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
-    read < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+    matches!(stream.peek(&mut probe), Err(error) if error.kind() == io::ErrorKind::WouldBlock)
 }
 
 /// What reading a busy connection came to.
