@@ -11,6 +11,8 @@ eval "$(bash infra/local/stack.sh env)"
 export DATABASE_URL MONGODB_URI MONGODB_DB
 
 cargo build --release -p orders-pg -p orders-mongo
+# Where cargo put them: CARGO_TARGET_DIR when it is set (relative to the repository), else target/.
+bin="${CARGO_TARGET_DIR:-target}/release"
 
 pids=()
 cleanup() {
@@ -21,9 +23,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-BIND_ADDR=127.0.0.1:8080 target/release/orders-pg &
+BIND_ADDR=127.0.0.1:8080 "$bin/orders-pg" &
 pids+=($!)
-BIND_ADDR=127.0.0.1:8081 target/release/orders-mongo &
+BIND_ADDR=127.0.0.1:8081 "$bin/orders-mongo" &
 pids+=($!)
 
 cat <<MSG

@@ -84,7 +84,7 @@ if [[ -n $before_dir ]]; then
 fi
 
 work=$(mktemp -d)
-bin=${BIN_DIR:-target/release}
+bin=${BIN_DIR:-${CARGO_TARGET_DIR:-target}/release}
 manifest=.local/service-bench/dataset.json
 started_stack=0
 service_pid=''

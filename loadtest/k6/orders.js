@@ -268,7 +268,7 @@ const STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'];
 const STATUS_BODIES = STATUSES.map((status) => JSON.stringify({ status }));
 const BASE_URL = Object.fromEntries(TARGETS.map(({ name, url }) => [name, url]));
 // Inserted orders carry a note as long as the seeded ones, made like the seeder's (random words of
-// the same list, loadtest/bench/src/dataset/words.rs), so it compresses like theirs. Built once
+// the same list, loadtest/dataset/src/words.rs), so it compresses like theirs. Built once
 // per VU.
 const NOTE_WORDS = ('please deliver the parcel to my neighbour if nobody is at home ring twice gift wrap and no ' +
   'invoice inside leave it by back door call me before you arrive fragile handle with care thank so much for ' +

@@ -1,10 +1,10 @@
-//! `Databases`: where the two databases are, as `seed` and `round` both take them (flags or the
-//! same environment variables the services read), so the two subcommands cannot drift apart.
+//! `Databases`: where the databases are, as `seed` and `round` both take them (flags or the same
+//! environment variables the services read), so the two subcommands cannot drift apart; each
+//! engine's backend (`crate::backend`) reads its own. And the runner's own connections to them.
 
-use crate::target::Target;
 use clap::Args;
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct Databases {
     /// PostgreSQL URL (the `orders-pg` service's database).
     #[arg(
@@ -25,15 +25,16 @@ pub struct Databases {
     /// MongoDB database (the `orders-mongo` service's).
     #[arg(long = "mongodb-db", env = "MONGODB_DB", default_value = "orders")]
     pub mongodb_db: String,
+    /// Any other engine's database, `NAME=URL` (repeatable), by its target's name: where a backend
+    /// without flags of its own finds its database.
+    #[arg(long = "database", value_parser = crate::backend::parse_database)]
+    pub others: Vec<(String, String)>,
 }
 
 impl Databases {
-    /// Where `target`'s database listens (for the CPU sampler: the URL's port).
-    pub fn url(&self, target: Target) -> &str {
-        match target {
-            Target::Pg => &self.database_url,
-            Target::Mongo => &self.mongodb_uri,
-        }
+    /// The database `--database NAME=URL` names for target `name`, if one does.
+    pub fn other(&self, name: &str) -> Option<&str> {
+        self.others.iter().rev().find(|(n, _)| n == name).map(|(_, url)| url.as_str())
     }
 }
 

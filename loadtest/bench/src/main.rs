@@ -1,37 +1,13 @@
-//! `orders-bench`: the benchmark runner of the two order services. `main` only parses the command
-//! line and hands each subcommand to its module: `seed`, `round`, `report`, `demo`, `load` (the
-//! native load generator, `loadgen`) and `agent` (a follower load machine, `fleet`). `dataset`
-//! and `prng` generate the orders, `manifest` records what was seeded where; `load_flags` declares
-//! the staircase and pass-mark flags `load` and `round` share; `k6`, `diagnostics`,
-//! `procstat`, `cgroup` (the kernel's accounting of the databases' budgets), `budget` and `charts`
-//! serve the rounds and reports. `target` names the systems under test, and `model` is the result
-//! model that `round` fills and `report` reads (a leaf: it imports neither). `load` runs on a
-//! runtime of its own with one thread; the others on tokio's default.
+//! `orders-bench`: the command line of the benchmark runner. It only parses the command line and
+//! hands each subcommand to the crate that owns it: `load` to the native load generator
+//! (`orders-loadgen`, on a one-thread runtime of its own, or none), every other command to the
+//! orchestration (`orders_bench`, the library beside this file) on tokio's default runtime.
 
-mod budget;
-mod cgroup;
-mod charts;
-mod databases;
-mod dataset;
-mod demo;
-mod diagnostics;
-mod experiment;
-mod fleet;
-mod fresh;
-mod k6;
-mod load_flags;
-mod loadgen;
-mod manifest;
-mod model;
-mod prng;
-mod procstat;
-mod repo;
-mod report;
-mod round;
-mod seed;
-mod target;
+#[cfg(test)]
+mod cli_tests;
 
 use clap::{Parser, Subcommand};
+use orders_bench::{demo, experiment, fleet, reports, round, seed};
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
@@ -45,10 +21,22 @@ struct Cli {
     command: Command,
 }
 
+/// Every command: the load generator, which runs on a one-thread runtime of its own (and on none
+/// in its open loop), and the runner's commands, which share tokio's default runtime.
 #[derive(Debug, Subcommand)]
 // Parsed once per process: the size of the largest variant does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Command {
+    #[command(flatten)]
+    Runner(Runner),
+    /// The native open-loop load generator (what `round` and `demo` run): a staircase or constant
+    /// rate, or a closed loop with --clients; the k6 script's mixes and summary JSON.
+    Load(orders_loadgen::LoadArgs),
+}
+
+#[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)]
+enum Runner {
     /// Load the same deterministic orders into PostgreSQL and/or MongoDB and write the manifest.
     Seed(seed::SeedArgs),
     /// Drive both services at once up a staircase of arrival rates (the native generator, or k6),
@@ -56,17 +44,14 @@ enum Command {
     /// explain it, a fairness gate.
     Round(Box<round::RoundArgs>),
     /// Combine round folders into one report.md, a self-contained report.html and SVG charts.
-    Report(report::ReportArgs),
+    Report(reports::ReportArgs),
     /// Two runs side by side (a toggle, a rerun): per round and database both maximum passing
     /// rates with every repeat, the change and whether it is larger than the spread, and the
     /// settings that differ.
-    Compare(report::compare::CompareArgs),
+    Compare(reports::CompareArgs),
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
     /// rounds and the report; stops everything it started (about twelve minutes, --quick under three).
     Demo(demo::DemoArgs),
-    /// The native open-loop load generator (what `round` and `demo` run): a staircase or constant
-    /// rate, or a closed loop with --clients; the k6 script's mixes and summary JSON.
-    Load(loadgen::LoadArgs),
     /// Serve as a follower load machine: run this machine's k6 execution segment of a leader's
     /// round (`round --followers`) and report its summary, drops and CPU.
     Agent(fleet::agent::AgentArgs),
@@ -75,17 +60,15 @@ enum Command {
     Experiment(experiment::ExperimentArgs),
 }
 
-async fn dispatch(command: Command) -> anyhow::Result<()> {
+async fn dispatch(command: Runner) -> anyhow::Result<()> {
     match command {
-        Command::Seed(args) => seed::run(args).await,
-        Command::Round(args) => round::run(*args).await,
-        Command::Report(args) => report::run(args),
-        Command::Compare(args) => report::compare::run(args),
-        Command::Demo(args) => demo::run(args).await,
-        // On a thread of its own: the generator builds its own one-thread runtime.
-        Command::Load(args) => tokio::task::spawn_blocking(move || loadgen::run(args)).await?,
-        Command::Agent(args) => fleet::agent::run(args).await,
-        Command::Experiment(args) => experiment::run(args).await,
+        Runner::Seed(args) => seed::run(args).await,
+        Runner::Round(args) => round::run(*args).await,
+        Runner::Report(args) => reports::report(args),
+        Runner::Compare(args) => reports::compare(args),
+        Runner::Demo(args) => demo::run(args).await,
+        Runner::Agent(args) => fleet::agent::run(args).await,
+        Runner::Experiment(args) => experiment::run(args).await,
     }
 }
 
@@ -96,8 +79,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
-        Command::Load(args) => loadgen::run(args),
-        command => tokio::runtime::Runtime::new()
+        Command::Load(args) => orders_loadgen::run(args),
+        Command::Runner(command) => tokio::runtime::Runtime::new()
             .map_err(anyhow::Error::from)
             .and_then(|runtime| runtime.block_on(dispatch(command))),
     };

@@ -61,8 +61,8 @@ async fn without_apply_only_the_variant_the_services_run_is_measured() {
     let result = read_json(&out.join("result.json"));
     assert_eq!(result["ours"]["mode"], "deployed");
     let skipped = result["skipped"].as_array().expect("skipped");
-    assert_eq!(skipped.len(), 3, "{skipped:#?}");
-    for name in ["fastupdate-off", "force-custom-plan", "unprepared"] {
+    assert_eq!(skipped.len(), 4, "{skipped:#?}");
+    for name in ["fastupdate-off", "force-custom-plan", "unprepared", "limit-parameter"] {
         assert!(skipped.iter().any(|s| s.as_str().is_some_and(|s| s.contains(&format!("`{name}`")))), "{name}");
     }
     let workloads: Vec<&str> =
@@ -93,7 +93,10 @@ async fn apply_gets_the_variant_and_a_variant_not_in_effect_stops_the_experiment
     assert!(stderr.contains("variant fastupdate-off is not in effect"), "{stderr}");
     assert!(stderr.contains("pg gin_fastupdate: on (expected off)"), "{stderr}");
     let line = std::fs::read_to_string(&applied).expect("the --apply command ran");
-    assert_eq!(line.trim(), "PG_GIN_FASTUPDATE=off PG_PLAN_CACHE_MODE=auto PG_STATEMENT_MODE=prepared");
+    assert_eq!(
+        line.trim(),
+        "PG_GIN_FASTUPDATE=off PG_PLAN_CACHE_MODE=auto PG_STATEMENT_MODE=prepared PG_LIMIT_MODE=literal"
+    );
 }
 
 #[tokio::test]

@@ -168,7 +168,7 @@ async fn gin_labels_every_variant_and_compares_each_with_s1() {
     let rows = assert_every_row_has_the_study_beside_ours(&out, &result, &stdout);
     let variants: Vec<&str> =
         result["variants"].as_array().expect("variants").iter().filter_map(|v| v["name"].as_str()).collect();
-    assert_eq!(variants, ["defaults", "fastupdate-off", "force-custom-plan", "unprepared"]);
+    assert_eq!(variants, ["defaults", "fastupdate-off", "force-custom-plan", "unprepared", "limit-parameter"]);
     for label in [
         "shop, defaults",
         "shop, fastupdate=off",

@@ -215,23 +215,51 @@ pub async fn log_slow_plans(client: &Client, name: &str, threshold_ms: f64) -> R
     end_sessions(client, name).await.map(drop)
 }
 
-/// The server's current JSON log file (`log_destination` with `jsonlog`, `logging_collector`
-/// on) and its size, or `None` when the server writes none.
-pub async fn json_log_position(client: &Client) -> Result<Option<(String, i64)>, Error> {
+/// The threshold of a plan log the server keeps for every session already (`auto_explain` in
+/// `shared_preload_libraries` with `auto_explain.log_min_duration` set in its configuration, as on
+/// the droplets), in milliseconds; `None` when it keeps none. A threshold set for one database
+/// (what `log_slow_plans` does) is not the server's and does not count.
+pub async fn server_plan_threshold_ms(client: &Client) -> Result<Option<f64>, Error> {
     let row = client
-        .query_one(
-            "SELECT f, (pg_stat_file(f, true)).size FROM (SELECT pg_current_logfile('jsonlog') AS f) AS current",
+        .query_opt(
+            "SELECT setting::float8 FROM pg_settings WHERE name = 'auto_explain.log_min_duration' \
+             AND source IN ('configuration file', 'command line', 'environment variable')",
             &[],
         )
         .await?;
+    Ok(row.map(|row| row.get::<_, f64>(0)).filter(|ms| *ms >= 0.0))
+}
+
+/// Whether the database has the deployment's log-reading functions (`orders_bench_log_position()`,
+/// `orders_bench_read_log(bigint, bigint)`: SECURITY DEFINER, reading only the current JSON log),
+/// which let a role without `pg_read_server_files` read it.
+async fn has_log_functions(client: &Client) -> Result<bool, Error> {
+    let row = client.query_one("SELECT to_regprocedure('orders_bench_log_position()') IS NOT NULL", &[]).await?;
+    Ok(row.get(0))
+}
+
+/// The server's current JSON log file (`log_destination` with `jsonlog`, `logging_collector`
+/// on) and its size, or `None` when the server writes none.
+pub async fn json_log_position(client: &Client) -> Result<Option<(String, i64)>, Error> {
+    let sql = if has_log_functions(client).await? {
+        "SELECT file, size FROM orders_bench_log_position()"
+    } else {
+        "SELECT f, (pg_stat_file(f, true)).size FROM (SELECT pg_current_logfile('jsonlog') AS f) AS current"
+    };
+    let row = client.query_one(sql, &[]).await?;
     Ok(row.get::<_, Option<String>>(0).zip(row.get::<_, Option<i64>>(1)))
 }
 
 /// Up to `length` bytes of the server file `path` from `offset` (relative paths are the data
 /// directory's); empty past its end or when it is gone. Needs a superuser or
-/// `pg_read_server_files`.
+/// `pg_read_server_files`, or the deployment's `orders_bench_read_log`, which reads the current
+/// JSON log only (then `path` is that file).
 pub async fn read_server_file(client: &Client, path: &str, offset: i64, length: i64) -> Result<Vec<u8>, Error> {
-    let row = client.query_one("SELECT pg_read_binary_file($1, $2, $3, true)", &[&path, &offset, &length]).await?;
+    let row = if has_log_functions(client).await? {
+        client.query_one("SELECT orders_bench_read_log($1, $2)", &[&offset, &length]).await?
+    } else {
+        client.query_one("SELECT pg_read_binary_file($1, $2, $3, true)", &[&path, &offset, &length]).await?
+    };
     Ok(row.get::<_, Option<Vec<u8>>>(0).unwrap_or_default())
 }
 

@@ -5,9 +5,10 @@
 //! if the command started it. One place, so that the commands cannot drift apart; budget flags for
 //! databases elsewhere are refused here too ([`local_only`]).
 
-use super::{Applied, Budget, BudgetArgs, Cap, demo_default, human_bytes, machine_memory, stack_method};
-use crate::demo::stack::Stack;
+use super::{Applied, Budget, BudgetArgs, Cap, demo_default, machine_memory, stack_method};
+use crate::stack::Stack;
 use anyhow::{Result, bail};
+use orders_bench_report::format::bytes;
 use std::collections::BTreeMap;
 
 /// The budget of a run and what to say about it.
@@ -35,7 +36,7 @@ pub fn choose(
     } else {
         format!(
             "the default for {cores} cores and {}: --db-cpus/--db-memory choose others, none runs without",
-            memory.map_or("unknown memory".into(), human_bytes)
+            memory.map_or("unknown memory".into(), |m| bytes(m as f64))
         )
     };
     match stack_method(stack_env) {

@@ -12,9 +12,10 @@
 pub mod local;
 pub mod record;
 
-use crate::demo::stack::Stack;
+use crate::stack::Stack;
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use orders_bench_report::format::bytes;
 use std::fmt;
 
 /// A limit, or explicitly none (`none` on the command line).
@@ -115,15 +116,6 @@ impl Budget {
     }
 }
 
-/// "4.0 GiB", "512 MiB".
-pub fn human_bytes(bytes: u64) -> String {
-    if bytes >= 1 << 30 {
-        format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
-    } else {
-        format!("{} MiB", bytes >> 20)
-    }
-}
-
 impl fmt::Display for Budget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.cpus.value(), self.memory.value()) {
@@ -132,7 +124,7 @@ impl fmt::Display for Budget {
                 f,
                 "{} and {} each",
                 cpus.map_or("unlimited CPU".to_owned(), |c| format!("{c} CPU")),
-                memory.map_or("unlimited memory".to_owned(), |m| format!("{} of memory", human_bytes(m)))
+                memory.map_or("unlimited memory".to_owned(), |m| format!("{} of memory", bytes(m as f64)))
             ),
         }
     }

@@ -3,58 +3,34 @@
 //! its diagnostics, and the one-line label the report and the headline use ("0.25 CPU and 4.0 GiB
 //! each", "no budgets", or "UNEQUAL budgets").
 
-use super::human_bytes;
-use crate::cgroup::{Placement, Reading, Version};
-use crate::diagnostics::{Pair, number, text};
-use serde::{Deserialize, Serialize};
+use crate::backend::Targets;
+use crate::cgroup::{Placement, Reading};
+use crate::diagnostics::Snapshot;
+pub use orders_bench_model::budget::{CgroupVersion as Version, DbBudget};
+use orders_bench_report::format::bytes;
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DbBudget {
-    /// The server's cgroup (`/orders-bench/postgres-55432`); `None` when not on this machine.
-    pub cgroup: Option<String>,
-    pub cgroup_version: Option<Version>,
-    /// The CPU quota in cores; `None`: unlimited.
-    pub cpus: Option<f64>,
-    pub period_ms: Option<f64>,
-    /// The memory limit (page cache included); `None`: unlimited.
-    pub memory_bytes: Option<u64>,
-    /// The cgroup holds this server's processes only, so its counters are the server's.
-    pub dedicated: bool,
-    /// PostgreSQL `shared_buffers`, the WiredTiger cache's configured maximum.
-    pub cache_bytes: Option<u64>,
-    pub note: Option<String>,
+/// The budget the kernel applies to the cgroup at `placement`, as read.
+pub fn from_kernel(placement: &Placement, reading: &Reading, dedicated: bool) -> DbBudget {
+    DbBudget {
+        cgroup: Some(placement.path.clone()),
+        cgroup_version: Some(placement.version),
+        cpus: reading.quota_cores,
+        period_ms: reading.period_us.map(|us| us as f64 / 1000.0),
+        memory_bytes: reading.memory_limit_bytes,
+        dedicated,
+        cache_bytes: None,
+        note: (!dedicated).then(|| "its cgroup holds other processes too: CPU measured from /proc".to_owned()),
+    }
 }
 
-impl DbBudget {
-    pub fn from_kernel(placement: &Placement, reading: &Reading, dedicated: bool) -> Self {
-        Self {
-            cgroup: Some(placement.path.clone()),
-            cgroup_version: Some(placement.version),
-            cpus: reading.quota_cores,
-            period_ms: reading.period_us.map(|us| us as f64 / 1000.0),
-            memory_bytes: reading.memory_limit_bytes,
-            dedicated,
-            cache_bytes: None,
-            note: (!dedicated).then(|| "its cgroup holds other processes too: CPU measured from /proc".to_owned()),
-        }
-    }
-
-    pub fn not_here(why: &str) -> Self {
-        Self { note: Some(why.to_owned()), ..Self::default() }
-    }
-
-    pub fn limited(&self) -> bool {
-        self.cpus.is_some() || self.memory_bytes.is_some()
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "{} and {}",
-            self.cpus.map_or("unlimited CPU".to_owned(), |c| format!("{} CPU", trim(c))),
-            self.memory_bytes.map_or("unlimited memory".to_owned(), human_bytes)
-        )
-    }
+/// "0.25 CPU and 4.0 GiB".
+fn describe(budget: &DbBudget) -> String {
+    format!(
+        "{} and {}",
+        budget.cpus.map_or("unlimited CPU".to_owned(), |c| format!("{} CPU", trim(c))),
+        budget.memory_bytes.map_or("unlimited memory".to_owned(), |m| bytes(m as f64))
+    )
 }
 
 fn trim(cores: f64) -> String {
@@ -62,35 +38,11 @@ fn trim(cores: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-/// `shared_buffers` as PostgreSQL prints it (`512MB`, `1GB`, `128kB`, `8192` pages of 8 kB).
-pub fn pg_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = (text[..digits].parse::<u64>().ok()?, &text[digits..]);
-    let factor = match unit {
-        "" => 8192,
-        "kB" => 1 << 10,
-        "MB" => 1 << 20,
-        "GB" => 1 << 30,
-        "TB" => 1 << 40,
-        _ => return None,
-    };
-    Some(number * factor)
-}
-
-/// The engine caches from a `/diagnostics` pair: (PostgreSQL shared_buffers, WiredTiger maximum).
-pub fn engine_caches(pair: &Pair) -> (Option<u64>, Option<u64>) {
-    let pg = text(&pair.pg, "/settings/shared_buffers").and_then(|t| pg_size(&t));
-    let wt = number(&pair.mongo, "/wiredtiger_cache/maximum_bytes_configured").map(|b| b as u64);
-    (pg, wt)
-}
-
-/// Adds the engine caches of a `/diagnostics` pair to the budgets of `postgres` and `mongod`.
-pub fn add_engine_caches(budgets: &mut BTreeMap<String, DbBudget>, pair: &Pair) {
-    let (pg, wt) = engine_caches(pair);
-    for (name, cache) in [("postgres", pg), ("mongod", wt)] {
-        if let Some(budget) = budgets.get_mut(name) {
-            budget.cache_bytes = cache;
+/// Adds every engine's cache, from its service's `/diagnostics`, to the budget of its database.
+pub fn add_engine_caches(budgets: &mut BTreeMap<String, DbBudget>, snapshot: &Snapshot, targets: &Targets) {
+    for target in targets.iter() {
+        if let Some(budget) = budgets.get_mut(&target.backend.info().database) {
+            budget.cache_bytes = target.backend.cache_bytes(snapshot.get(&target.name()));
         }
     }
 }
@@ -117,9 +69,9 @@ pub fn label(budgets: &BTreeMap<String, DbBudget>, why_none: Option<&str>) -> St
             Some(Version::V2) => "cgroup v2",
             None => "cgroup",
         };
-        return format!("{} each ({version}{period})", first.describe());
+        return format!("{} each ({version}{period})", describe(first));
     }
-    let each: Vec<String> = budgets.iter().map(|(name, b)| format!("{name} {}", b.describe())).collect();
+    let each: Vec<String> = budgets.iter().map(|(name, b)| format!("{name} {}", describe(b))).collect();
     format!("UNEQUAL budgets: {}", each.join(", "))
 }
 
@@ -151,13 +103,5 @@ mod tests {
         assert!(label(&unequal, None).starts_with("UNEQUAL budgets: mongod 0.5 CPU"), "{}", label(&unequal, None));
         let remote = both(DbBudget::not_here("remote"), DbBudget::not_here("remote"));
         assert!(label(&remote, None).contains("not on this machine"));
-    }
-
-    #[test]
-    fn shared_buffers_read_in_postgres_units() {
-        assert_eq!(pg_size("512MB"), Some(512 << 20));
-        assert_eq!(pg_size("1GB"), Some(1 << 30));
-        assert_eq!(pg_size("16384"), Some(16384 * 8192));
-        assert_eq!(pg_size("lots"), None);
     }
 }

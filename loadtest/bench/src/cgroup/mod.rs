@@ -11,7 +11,6 @@
 //! tree (`dedicated`): `infra/local/stack.sh` budgets make such cgroups; a server in a shared
 //! cgroup (a login session, the root) is measured from `/proc` instead.
 
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -52,12 +51,7 @@ impl Mounts {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Version {
-    V1,
-    V2,
-}
+pub use orders_bench_model::budget::CgroupVersion as Version;
 
 /// Where a process's CPU and memory are accounted: one directory per controller on v1 (they may
 /// be separate hierarchies), one directory on v2.

@@ -195,9 +195,9 @@ fn a_memory_budget_counts_the_page_cache() {
 
 #[test]
 fn the_cpu_sampler_reports_a_budgeted_databases_use_and_throttling_per_step() {
-    use crate::k6::summary::OfferedStep;
-    use crate::model::cpu::{Component, Role};
     use crate::round::cpu::Sampler;
+    use orders_bench_model::cpu::{Component, Role};
+    use orders_loadgen::summary::OfferedStep;
     use std::collections::BTreeMap;
     if let Err(why) = root_budgets() {
         eprintln!("SKIPPED: {why}");

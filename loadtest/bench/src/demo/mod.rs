@@ -16,17 +16,15 @@
 
 mod profile;
 pub mod services;
-pub mod stack;
 
 use crate::budget::{self, BudgetArgs};
 use crate::databases::Databases;
-use crate::model::result::RatePlan;
-use crate::model::verdict::PassMark;
 use crate::round::{self, RoundSpec, Setup};
-use crate::seed::{SeedArgs, Targets};
-use crate::target::Target;
+use crate::seed::{SeedArgs, Selection};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
+use orders_bench_model::result::RatePlan;
+use orders_bench_model::verdict::PassMark;
 use profile::{Profile, Staircase};
 use services::Service;
 use std::path::{Path, PathBuf};
@@ -55,8 +53,8 @@ pub struct DemoArgs {
     #[arg(long)]
     pub repeats: Option<u32>,
     /// Seconds each rate is held [default: 4; 2 with --quick] (see demo/profile.rs).
-    #[arg(long = "step-duration", value_parser = round::parse_seconds)]
-    pub step_duration: Option<f64>,
+    #[arg(long = "step-duration", value_parser = orders_loadgen::duration::parse)]
+    pub step_duration: Option<Duration>,
     /// Name of the database the demo creates and loads in both servers, and the services use.
     #[arg(long = "db-name", default_value = "orders_demo")]
     pub db_name: String,
@@ -90,7 +88,7 @@ impl DemoArgs {
             ..base
         };
         match self.step_duration {
-            Some(seconds) => profile.with_step_seconds(seconds),
+            Some(step) => profile.with_step_seconds(step.as_secs_f64()),
             None => profile,
         }
     }
@@ -111,7 +109,7 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
         ..spec.clone()
     };
     let probed = round::run_round(&spec, setup, &dir.join("probe")).await?;
-    let knees: Vec<f64> = Target::ALL.iter().filter_map(|t| profile::knee(&probed, t.name())).collect();
+    let knees: Vec<f64> = setup.targets.names().iter().filter_map(|name| profile::knee(&probed, name)).collect();
     if knees.is_empty() {
         bail!("the probe of {} found no target's limit; see {}", spec.mix, dir.join("probe").display());
     }
@@ -203,7 +201,7 @@ async fn body(
     }
     let profile = args.profile();
     let deadline = Instant::now() + profile.time_budget;
-    let stack = stack::Stack::new(repo, marker.clone());
+    let stack = crate::stack::Stack::new(repo, marker.clone());
     let budget_note = started.session.begin(&stack, &args.budget).await?;
     let env = stack.env().await?;
     let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
@@ -212,7 +210,11 @@ async fn body(
     let mongodb_uri = need("MONGODB_URI")?;
     // The demo drives with the native generator; k6 is only looked up for the record.
     let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo)).unwrap_or_default();
-    create_pg_database(&admin_url, &args.db_name).await?;
+    let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), ..Databases::default() };
+    let backends = crate::backend::all(&databases);
+    for backend in &backends {
+        backend.create_database(&admin_url).await?;
+    }
 
     let bin_dir = match (&args.bin_dir, args.no_build) {
         (Some(dir), _) => dir.clone(),
@@ -220,13 +222,19 @@ async fn body(
         (None, false) => services::build(repo).await?,
     };
     let threads = started.session.service_threads();
-    let (pg_env, mongo_env) = services::local_envs(&database_url, &mongodb_uri, &args.db_name, &threads, marker);
-    for (name, env) in [(Target::Pg.service(), pg_env), (Target::Mongo.service(), mongo_env)] {
-        let binary = services::binary(&bin_dir, name)?;
-        started.services.push(Service::start(name, &binary, &env, out.join("logs").join(format!("{name}.log")))?);
+    let mut urls = Vec::new();
+    for backend in &backends {
+        let info = backend.info();
+        let mut env = backend.service_env();
+        env.extend([("WORKER_THREADS".to_owned(), threads.clone()), marker.clone()]);
+        let (binary, log) =
+            (services::binary(&bin_dir, &info.service)?, out.join("logs").join(format!("{}.log", info.service)));
+        let service = Service::start(&info.service, &binary, &env, log)?;
+        urls.push((info.name, service.url.clone()));
+        started.services.push(service);
     }
-    let (pg_url, mongo_url) = (started.services[0].url.clone(), started.services[1].url.clone());
-    let client = crate::diagnostics::Client::new(&pg_url, &mongo_url)?;
+    let targets = crate::backend::Targets::new(&databases, &urls)?;
+    let client = crate::diagnostics::Client::new(&targets)?;
     if let Err(error) = client.wait_ready(Duration::from_secs(60)).await {
         let logs: Vec<String> = started
             .services
@@ -238,16 +246,12 @@ async fn body(
             .collect();
         bail!("{error:#}\n{}", logs.join("\n"));
     }
-    eprintln!(
-        "demo: services up: orders-pg {pg_url}, orders-mongo {mongo_url}; logs in {}",
-        out.join("logs").display()
-    );
+    let up: Vec<String> = started.services.iter().map(|s| format!("{} {}", s.name, s.url)).collect();
+    eprintln!("demo: services up: {}; logs in {}", up.join(", "), out.join("logs").display());
 
     let manifest = out.join("dataset.json");
-    let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
     let setup = Setup {
-        pg_url,
-        mongo_url,
+        targets,
         databases: databases.clone(),
         k6,
         script: repo.join(crate::repo::SCRIPT),
@@ -263,14 +267,14 @@ async fn body(
         products: None,
         items: 3,
         note_bytes: 0,
-        target: Targets::all(),
+        target: Selection::all(),
         reset: true,
         databases,
         manifest,
     };
     let (reset, snapshots) = if profile.orders >= crate::fresh::RESTORE_FROM_ORDERS {
         eprintln!(
-            "demo: loading {} orders into both databases, then snapshots for every repeat to restore",
+            "demo: loading {} orders into every database, then snapshots for every repeat to restore",
             seed.orders
         );
         crate::seed::run(seed.clone()).await.context("loading the data set")?;
@@ -285,8 +289,8 @@ async fn body(
         snapshots.drop_copies().await;
     }
     let rounds = rounds?;
-    crate::report::write(out, &rounds)?;
-    Ok(crate::report::max_rate_table(&rounds.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()))
+    orders_bench_report::write(out, &rounds)?;
+    Ok(orders_bench_report::max_rate_table(&rounds.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()))
 }
 
 /// Every mix's round, each repeat reset as `reset` says.
@@ -297,7 +301,7 @@ async fn rounds(
     out: &Path,
     reset: &crate::fresh::Reset,
     deadline: Instant,
-) -> Result<Vec<(PathBuf, crate::model::result::RoundResult)>> {
+) -> Result<Vec<(PathBuf, orders_bench_model::result::RoundResult)>> {
     let mut rounds = Vec::new();
     for mix in &args.mixes {
         let mut spec = RoundSpec {
@@ -327,7 +331,7 @@ async fn rounds(
         spec.plan = staircase(profile, &spec, setup, &dir).await?;
         spec.poll_interval = Duration::from_secs_f64(spec.plan.step_seconds);
         let result = round::run_round(&spec, setup, &dir).await?;
-        crate::report::write(&dir, &[(dir.clone(), result.clone())])?;
+        orders_bench_report::write(&dir, &[(dir.clone(), result.clone())])?;
         rounds.push((dir, result));
     }
     Ok(rounds)
@@ -365,7 +369,7 @@ mod tests {
         let quick = args(true).profile();
         assert_eq!((quick.orders, quick.repeats), (2_000, 1));
         assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == 2.0));
-        let full = DemoArgs { repeats: Some(5), step_duration: Some(6.0), ..args(false) }.profile();
+        let full = DemoArgs { repeats: Some(5), step_duration: Some(Duration::from_secs(6)), ..args(false) }.profile();
         assert_eq!((full.orders, full.repeats), (100_000, 5));
         assert!(matches!(full.staircase, Staircase::Probed { step_seconds, .. } if step_seconds == 6.0));
     }

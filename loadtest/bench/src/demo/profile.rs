@@ -15,8 +15,8 @@
 //! takes about three minutes in full, 30 s with `--quick` (measured under the default budgets: the
 //! whole demo in 11 min 52 s, `--quick` in 1 min 50 s, builds not counted).
 
-use crate::model::result::{RatePlan, RoundResult, two_digits};
-use crate::model::verdict::StepResult;
+use orders_bench_model::result::{RatePlan, RoundResult, two_digits};
+use orders_bench_model::verdict::StepResult;
 
 /// Rates per measured staircase.
 const STEPS: u32 = 14;

@@ -4,7 +4,7 @@
 //! SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped without being stopped is
 //! killed, so an error or a Ctrl-C never leaves one running.
 
-use crate::target::Target;
+use crate::experiment::engine::Target;
 use anyhow::{Context, Result, bail};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -107,7 +107,7 @@ pub fn local_envs(
 }
 
 pub struct Service {
-    pub name: &'static str,
+    pub name: String,
     pub url: String,
     pub log: PathBuf,
     binary: PathBuf,
@@ -118,10 +118,10 @@ pub struct Service {
 
 impl Service {
     /// Starts `binary` on a free port with `env` (plus `BIND_ADDR`, `RUST_LOG=warn`).
-    pub fn start(name: &'static str, binary: &Path, env: &[(String, String)], log: PathBuf) -> Result<Self> {
+    pub fn start(name: &str, binary: &Path, env: &[(String, String)], log: PathBuf) -> Result<Self> {
         let port = crate::k6::free_port()?;
         let mut service = Self {
-            name,
+            name: name.to_owned(),
             url: format!("http://127.0.0.1:{port}"),
             log,
             binary: binary.to_path_buf(),

@@ -1,40 +1,68 @@
-//! The services' `GET /diagnostics`, fetched from both at the same moment: raw JSON is kept for the
-//! result folder, and `snapshot` reads the figures the bench compares (counters, sizes, plans,
-//! settings) into types. A field a service does not report becomes `None`/empty rather than an
-//! error, so a report from an older or differently configured service still renders.
+//! The services' `GET /diagnostics`, fetched from every target at the same moment: raw JSON is kept
+//! for the result folder, and each engine's backend reads the figures the bench compares
+//! (counters, sizes, plans, settings) into types (`crate::backend::*::snapshot`). A field a service
+//! does not report becomes `None`/empty rather than an error, so a report from an older or
+//! differently configured service still renders. `probe` samples the databases during a run.
 
 pub mod probe;
-pub mod snapshot;
 
+use crate::backend::Targets;
 use anyhow::{Context, Result, bail};
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Duration;
 
-/// Both services' raw `/diagnostics` at one moment, `at_s` seconds after the round's k6 run began
-/// (negative: before it).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Pair {
+/// Every service's raw `/diagnostics` at one moment, `at_s` seconds after the round's load began
+/// (negative: before it), by target name: `{"at_s": 2.0, "pg": {...}, "mongo": {...}}`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Snapshot {
     pub at_s: f64,
-    pub pg: Value,
-    pub mongo: Value,
+    #[serde(flatten)]
+    pub services: IndexMap<String, Value>,
+}
+
+#[cfg(test)]
+pub mod samples {
+    //! Trimmed `/diagnostics` answers of both services as they really look, and a snapshot of both.
+    pub use crate::backend::mongo::snapshot::samples::mongo;
+    pub use crate::backend::postgres::snapshot::samples::pg;
+
+    /// Both services' answers at one moment.
+    pub fn both(at_s: f64, pg: serde_json::Value, mongo: serde_json::Value) -> super::Snapshot {
+        super::Snapshot { at_s, services: [("pg".to_owned(), pg), ("mongo".to_owned(), mongo)].into() }
+    }
+}
+
+impl Snapshot {
+    /// Target `name`'s answer (`null` when there is none).
+    pub fn get(&self, name: &str) -> &Value {
+        self.services.get(name).unwrap_or(&Value::Null)
+    }
 }
 
 #[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
-    pub pg_url: String,
-    pub mongo_url: String,
+    /// Each target's name and service base URL.
+    pub services: Vec<(String, String)>,
 }
 
 impl Client {
-    pub fn new(pg_url: &str, mongo_url: &str) -> Result<Self> {
+    pub fn new(targets: &Targets) -> Result<Self> {
+        Self::for_services(targets.iter().map(|t| (t.name(), t.url.clone())).collect())
+    }
+
+    /// A client of these services (each target's name and base URL).
+    pub fn for_services(services: Vec<(String, String)>) -> Result<Self> {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().context("HTTP client")?;
-        Ok(Self {
-            http,
-            pg_url: pg_url.trim_end_matches('/').into(),
-            mongo_url: mongo_url.trim_end_matches('/').into(),
-        })
+        let services = services.into_iter().map(|(name, url)| (name, url.trim_end_matches('/').to_owned())).collect();
+        Ok(Self { http, services })
+    }
+
+    /// The base URL of target `name`'s service.
+    pub fn url(&self, name: &str) -> Option<&str> {
+        self.services.iter().find(|(n, _)| n == name).map(|(_, url)| url.as_str())
     }
 
     pub async fn fetch(&self, base: &str) -> Result<Value> {
@@ -47,17 +75,22 @@ impl Client {
         response.json().await.with_context(|| format!("GET {url}: body is not JSON"))
     }
 
-    pub async fn pair(&self, at_s: f64) -> Result<Pair> {
-        let (pg, mongo) = tokio::join!(self.fetch(&self.pg_url), self.fetch(&self.mongo_url));
-        Ok(Pair { at_s, pg: pg?, mongo: mongo? })
+    /// Every service's `/diagnostics`, fetched at the same moment.
+    pub async fn snapshot(&self, at_s: f64) -> Result<Snapshot> {
+        let answers = futures_util::future::join_all(self.services.iter().map(|(_, url)| self.fetch(url))).await;
+        let mut services = IndexMap::new();
+        for ((name, _), answer) in self.services.iter().zip(answers) {
+            services.insert(name.clone(), answer?);
+        }
+        Ok(Snapshot { at_s, services })
     }
 
-    /// `pair`, retried for up to `limit`: right after an overloaded run a service may still be
+    /// `snapshot`, retried for up to `limit`: right after an overloaded run a service may still be
     /// working off queued requests and answer 503 (pool exhausted, request timeout) for a while.
-    pub async fn settled_pair(&self, at_s: f64, limit: Duration) -> Result<Pair> {
+    pub async fn settled(&self, at_s: f64, limit: Duration) -> Result<Snapshot> {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            match self.pair(at_s).await {
+            match self.snapshot(at_s).await {
                 Ok(pair) => return Ok(pair),
                 Err(error) if tokio::time::Instant::now() >= deadline => return Err(error),
                 Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
@@ -65,10 +98,10 @@ impl Client {
         }
     }
 
-    /// Waits until both services answer `GET /readyz` with 200, for at most `limit`.
+    /// Waits until every service answers `GET /readyz` with 200, for at most `limit`.
     pub async fn wait_ready(&self, limit: Duration) -> Result<()> {
         let deadline = tokio::time::Instant::now() + limit;
-        for base in [&self.pg_url, &self.mongo_url] {
+        for (_, base) in &self.services {
             let url = format!("{base}/readyz");
             loop {
                 match self.http.get(&url).timeout(Duration::from_secs(2)).send().await {
@@ -85,19 +118,5 @@ impl Client {
             }
         }
         Ok(())
-    }
-}
-
-/// A number of a raw `/diagnostics` answer by JSON pointer, for the readers not yet on the typed
-/// reports (`budget::record`); everything else reads `snapshot`.
-pub fn number(value: &Value, pointer: &str) -> Option<f64> {
-    value.pointer(pointer).and_then(Value::as_f64)
-}
-
-pub fn text(value: &Value, pointer: &str) -> Option<String> {
-    match value.pointer(pointer)? {
-        Value::String(s) => Some(s.clone()),
-        Value::Null => None,
-        other => Some(other.to_string()),
     }
 }

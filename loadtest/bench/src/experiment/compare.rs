@@ -7,7 +7,7 @@
 //! its direction or by whether the mechanism was seen.
 
 use super::studies::{Figure, Reference};
-use crate::report::doc::Block;
+use orders_bench_report::doc::Block;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -17,11 +17,11 @@ use super::output::{Outcome, RoundRef};
 use super::rounds::{self, RoundPlan};
 use super::studies::{self, Reference};
 use super::variant::{self, Variant, mongo, pg};
-use crate::charts::{self, Chart, Point, Series};
-use crate::report::doc::Block;
-use crate::report::format::{self, NONE};
-use crate::target::Target;
+use crate::experiment::engine::Target;
 use anyhow::Result;
+use orders_bench_report::charts::{self, Chart, Point, Series};
+use orders_bench_report::doc::Block;
+use orders_bench_report::format::{self, NONE};
 use serde::Serialize;
 
 pub fn variants() -> Vec<Variant> {

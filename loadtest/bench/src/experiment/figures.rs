@@ -4,12 +4,11 @@
 //! growth per 1,000 writes, journal, bytes on disk, CPU per 1,000 requests). Growth and bytes
 //! are per write so that rounds of different lengths and rates compare.
 
-use crate::model::cpu::LimitKind;
-use crate::model::explain::{Growth, MongoExplain, PgExplain};
-use crate::model::plans::{PlanProbe, ScanAttribution};
-use crate::model::result::RoundResult;
-use crate::model::verdict::RateSummary;
-use crate::target::Target;
+use crate::experiment::engine::Target;
+use orders_bench_model::explain::{Growth, MongoExplain, PgExplain};
+use orders_bench_model::plans::{PlanProbe, ScanAttribution};
+use orders_bench_model::result::RoundResult;
+use orders_bench_model::verdict::RateSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -97,15 +96,8 @@ pub struct RoundFigures {
     pub limits: BTreeMap<String, Vec<String>>,
 }
 
-pub fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.retain(|v| v.is_finite());
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(values[n / 2]),
-        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
-    }
+pub fn median(values: Vec<f64>) -> Option<f64> {
+    orders_bench_model::stats::median(&values)
 }
 
 fn med<T>(items: &[T], f: impl Fn(&T) -> Option<f64>) -> Option<f64> {
@@ -134,17 +126,6 @@ fn cpu_per_1k(round: &RoundResult, target: Target) -> Option<f64> {
     )
 }
 
-fn limit_name(kind: LimitKind) -> &'static str {
-    match kind {
-        LimitKind::LoadGenerator => "load generator",
-        LimitKind::Service => "service",
-        LimitKind::Database => "database",
-        LimitKind::Machine => "machine",
-        LimitKind::NotCpu => "not CPU",
-        LimitKind::Unknown => "unknown",
-    }
-}
-
 /// PostgreSQL / MongoDB of the median maximum rates; none when both never failed (the staircase
 /// ended before either database did, so the ratio says nothing).
 pub fn ratio(pg: Option<&RateSummary>, mongo: Option<&RateSummary>) -> Option<f64> {
@@ -153,7 +134,8 @@ pub fn ratio(pg: Option<&RateSummary>, mongo: Option<&RateSummary>) -> Option<f6
 }
 
 fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>) -> PgFigures {
-    let pg: Vec<(&PgExplain, f64)> = round.repeats.iter().map(|r| (&r.explain.pg, r.run_seconds)).collect();
+    let pg: Vec<(&PgExplain, f64)> =
+        round.repeats.iter().filter_map(|r| Some((r.explain.pg()?, r.run_seconds))).collect();
     let explains: Vec<&PgExplain> = pg.iter().map(|(e, _)| *e).collect();
     let mut generic_plans_seen: Vec<String> = Vec::new();
     for plan in explains.iter().flat_map(|e| e.generic_plans_seen.iter()) {
@@ -166,7 +148,7 @@ fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>)
         .repeats
         .iter()
         .zip(extras)
-        .filter_map(|(r, x)| per_write(x.wal_flushes, r.explain.pg.write_requests))
+        .filter_map(|(r, x)| per_write(x.wal_flushes, r.explain.pg()?.write_requests))
         .collect();
     PgFigures {
         seq_scans_per_10s: med(&pg, |(e, s)| Some(e.seq_scans? / s.max(1e-9) * 10.0)),
@@ -200,7 +182,7 @@ fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>)
 }
 
 fn mongo_figures(round: &RoundResult, extras: &[RepeatExtras]) -> MongoFigures {
-    let explains: Vec<&MongoExplain> = round.repeats.iter().map(|r| &r.explain.mongo).collect();
+    let explains: Vec<&MongoExplain> = round.repeats.iter().filter_map(|r| r.explain.mongo()).collect();
     MongoFigures {
         journal_bytes_per_write: med(&explains, |e| e.journal_bytes_per_write),
         journal_syncs_per_write: med(&explains, |e| per_write(e.journal_syncs, e.write_requests)),
@@ -220,7 +202,7 @@ impl RoundFigures {
         let mut limits: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for repeat in &round.repeats {
             for (target, limit) in &repeat.cpu.limits {
-                limits.entry(target.clone()).or_default().push(limit_name(limit.kind).into());
+                limits.entry(target.clone()).or_default().push(limit.kind.words().into());
             }
         }
         Self {
@@ -236,7 +218,7 @@ impl RoundFigures {
             mismatches: round.repeats.iter().flat_map(|r| r.fairness.mismatches()).collect(),
             prefer_minimal,
             run_seconds: med(&round.repeats, |r| Some(r.run_seconds)),
-            writes: med(&round.repeats, |r| Some(r.explain.pg.write_requests as f64)),
+            writes: med(&round.repeats, |r| Some(r.explain.pg()?.write_requests as f64)),
             pg_figures: pg_figures(round, extras, orders),
             mongo_figures: mongo_figures(round, extras),
             limits,
@@ -250,7 +232,7 @@ impl RoundFigures {
 
     /// "PG 1,200 / MongoDB 900 req/s = 1.33" with `≥` and `<` where a rate is a bound.
     pub fn rates_text(&self) -> String {
-        use crate::report::format;
+        use orders_bench_report::format;
         let rate = |s: Option<&RateSummary>| format::max_rate(s, self.start_rate).replace(" req/s", "");
         let same_step = self.same_step();
         format!(
@@ -278,7 +260,7 @@ impl RoundFigures {
             None if self.pg.as_ref().zip(self.mongo.as_ref()).is_some_and(|(p, m)| p.lower_bound && m.lower_bound) => {
                 "? (neither failed a step)".into()
             }
-            None => crate::report::format::NONE.into(),
+            None => orders_bench_report::format::NONE.into(),
         }
     }
 }

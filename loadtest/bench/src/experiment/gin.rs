@@ -14,10 +14,10 @@ use super::rounds::{self, Data, RoundPlan};
 use super::studies;
 use super::timeline::{self, Point};
 use super::variant::{self, Variant, pg};
-use crate::charts;
-use crate::report::doc::Block;
-use crate::report::format::{self, NONE};
 use anyhow::Result;
+use orders_bench_report::charts;
+use orders_bench_report::doc::Block;
+use orders_bench_report::format::{self, NONE};
 use serde::Serialize;
 
 pub fn variants() -> Vec<Variant> {
@@ -274,10 +274,10 @@ async fn prefill(ctx: &mut Ctx, data: Data) -> Result<(u32, String)> {
     let crate::fresh::Reset::Restore(snapshots) = ctx.reset_for(data).await? else {
         return Ok((FALLBACK_PREFILL, format!("{FALLBACK_PREFILL} (no planner probe against deployed databases)")));
     };
-    let manifest = crate::manifest::read(&ctx.manifest)?;
+    let manifest = orders_dataset::manifest::read(&ctx.manifest)?;
     let source = crate::round::plan_probe::Source {
         admin_url: snapshots.admin_url(),
-        template: snapshots.pg_template(),
+        template: &crate::backend::postgres::template(&ctx.databases.database_url, snapshots.label()),
         database_url: &ctx.databases.database_url,
         orders: manifest.orders,
         products: manifest.products,
@@ -383,7 +383,7 @@ pub async fn run(ctx: &mut Ctx, only: &[String]) -> Result<Outcome> {
         details: {
             let mut details = vec![Block::Heading(2, "Per variant".into()), detail_table(&results)];
             if let Some(probe) = results.iter().find_map(|v| v.shop.as_ref()?.pg_figures.probe.as_ref()) {
-                details.extend(crate::report::probe_blocks(probe));
+                details.extend(orders_bench_report::probe_blocks(probe));
             }
             details
         },
@@ -436,7 +436,7 @@ mod tests {
             writes: None,
             pg_figures: crate::experiment::figures::PgFigures {
                 scans: generic_scans
-                    .map(|n| crate::model::plans::ScanAttribution { generic_seq_scans: n, ..Default::default() }),
+                    .map(|n| orders_bench_model::plans::ScanAttribution { generic_seq_scans: n, ..Default::default() }),
                 ..Default::default()
             },
             mongo_figures: Default::default(),

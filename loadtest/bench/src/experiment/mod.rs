@@ -20,6 +20,7 @@ mod closed_loop;
 mod compare;
 mod doc_size;
 mod durability;
+pub mod engine;
 mod figures;
 mod gin;
 mod output;
@@ -31,12 +32,12 @@ mod studies;
 mod timeline;
 mod variant;
 
+use crate::backend::mongo::snapshot::MongoSnapshot;
+use crate::backend::postgres::snapshot::PgSnapshot;
 use crate::budget::BudgetArgs;
 use crate::budget::local::{self, Session};
 use crate::databases::Databases;
-use crate::demo::stack::Stack;
-use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
-use crate::round::parse_seconds;
+use crate::stack::Stack;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 pub use scale::{Scale, Size, Staircase};
@@ -87,8 +88,8 @@ pub struct ExperimentArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: Option<u32>,
     /// How long each rate of a staircase is held [default: 3 s, durability 2 s; 30 s with --full].
-    #[arg(long = "step-duration", value_parser = parse_seconds)]
-    pub step_duration: Option<f64>,
+    #[arg(long = "step-duration", value_parser = orders_loadgen::duration::parse)]
+    pub step_duration: Option<std::time::Duration>,
     /// A fixed staircase for every round: first rate, requests/s per target (with --step and
     /// --max-rate) [default: gin 200/200/4,000; the others place it around a short closed loop].
     #[arg(long = "start-rate", requires_all = ["step", "max_rate"], value_parser = clap::value_parser!(u32).range(1..))]
@@ -101,8 +102,8 @@ pub struct ExperimentArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub clients: Option<u32>,
     /// Closed loop: seconds per run [default: doc-size 10, durability 3; S2's 20 with --full].
-    #[arg(long = "closed-seconds", value_parser = parse_seconds)]
-    pub closed_seconds: Option<f64>,
+    #[arg(long = "closed-seconds", value_parser = orders_loadgen::duration::parse)]
+    pub closed_seconds: Option<std::time::Duration>,
     /// Closed loop: runs per size (median reported) [default: doc-size 3, durability 1; S2's 5 with --full].
     #[arg(long = "closed-runs", value_parser = clap::value_parser!(u32).range(1..))]
     pub closed_runs: Option<u32>,
@@ -200,7 +201,7 @@ impl Ctx {
         };
         if self.minimal.is_none() && self.name != Name::Gin {
             let profile =
-                crate::dataset::Profile { seed: 1, orders: 1, customers: 1, products: 3, items: 3, note_bytes: 0 };
+                orders_dataset::Profile { seed: 1, orders: 1, customers: 1, products: 3, items: 3, note_bytes: 0 };
             let support = prefer::probe(&urls, &closed_loop::new_order_body(&profile, 2)?).await?;
             if let Some(note) = support.note() {
                 self.notes.push(note);
@@ -208,8 +209,9 @@ impl Ctx {
             self.minimal = Some(support.both());
         }
         if self.versions.postgres.is_none() {
-            let pair = crate::diagnostics::Client::new(&urls.pg, &urls.mongo)?.pair(0.0).await?;
-            let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
+            let snapshot = crate::diagnostics::Client::for_services(urls.services())?.snapshot(0.0).await?;
+            let (pg, mongo) =
+                (PgSnapshot::from_json(snapshot.get("pg")), MongoSnapshot::from_json(snapshot.get("mongo")));
             self.versions = Versions { postgres: pg.server_version, mongodb: mongo.version };
         }
         Ok(Some(urls))
@@ -323,7 +325,8 @@ async fn body(
             let threads = session.service_threads();
             let (pg_env, mongo_env) =
                 crate::demo::services::local_envs(&database_url, &mongodb_uri, &args.db_name, &threads, marker);
-            let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone() };
+            let databases =
+                Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), ..Databases::default() };
             let services = Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env));
             (services, databases, budget_note, Some((stack, admin_url)))
         }

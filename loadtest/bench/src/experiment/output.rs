@@ -7,9 +7,9 @@
 use super::compare::{self, Comparison};
 use super::studies::Setup;
 use super::{Ctx, Scale, Size, Versions};
-use crate::model::result::Machine;
-use crate::report::doc::{self, Block};
 use anyhow::{Context, Result};
+use orders_bench_model::result::Machine;
+use orders_bench_report::doc::{self, Block};
 use serde::Serialize;
 
 pub const SCHEMA: &str = "orders-bench/experiment/1";
@@ -79,7 +79,7 @@ fn our_setup(ctx: &Ctx) -> String {
         if ctx.services.is_local() { "this machine" } else { "their machines, the load generator on this one" },
         machine.cores,
         machine.os,
-        crate::report::format::count(scale.orders as f64),
+        orders_bench_report::format::count(scale.orders as f64),
         scale.step_seconds,
         scale.repeats,
         if ctx.name == super::Name::Gin {

@@ -6,7 +6,7 @@
 //! database, so it runs before a reload.
 
 use super::services::Urls;
-use crate::target::Target;
+use crate::experiment::engine::Target;
 use anyhow::{Context, Result};
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use std::time::Duration;

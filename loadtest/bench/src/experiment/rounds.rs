@@ -10,14 +10,14 @@ use super::closed_loop::{self, Plan as ClosedPlan, Run as ClosedRun, Work};
 use super::figures::{RepeatExtras, RoundFigures};
 use super::services::Urls;
 use super::variant::Variant;
-use crate::manifest::{self, Manifest};
-use crate::model::result::{RatePlan, RoundResult};
-use crate::model::verdict::PassMark;
-use crate::round::verdict;
+use crate::experiment::engine::Target;
 use crate::round::{RoundSpec, Setup};
-use crate::seed::{self, SeedArgs, Targets};
-use crate::target::Target;
+use crate::seed::{self, SeedArgs, Selection};
 use anyhow::{Context, Result, bail};
+use orders_bench_model::result::{RatePlan, RoundResult};
+use orders_bench_model::verdict::PassMark;
+use orders_dataset::manifest::{self, Manifest};
+use orders_loadgen::verdict;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -57,7 +57,7 @@ fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
         products: None,
         items: data.items,
         note_bytes: data.note_bytes,
-        target: Targets::all(),
+        target: Selection::all(),
         reset: true,
         databases: ctx.databases.clone(),
         manifest: ctx.manifest.clone(),
@@ -69,7 +69,8 @@ fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
 /// the manifest. For the closed loops, which are not rounds.
 pub async fn reload(ctx: &mut Ctx, data: Data) -> Result<Manifest> {
     let reset = ctx.reset_for(data).await?;
-    crate::fresh::prepare(&reset, &ctx.databases, crate::fresh::QUIET_WAIT, "experiment:").await?;
+    let targets = crate::backend::Targets::new(&ctx.databases, &[])?;
+    crate::fresh::prepare(&reset, &targets, crate::fresh::QUIET_WAIT, "experiment:").await?;
     manifest::read(&ctx.manifest)
 }
 
@@ -96,11 +97,11 @@ pub async fn closed_loop(
     seconds: f64,
     minimal: bool,
 ) -> Result<Vec<ClosedRun>> {
-    let manifest = manifest::read(&ctx.manifest)?;
     let plan = ClosedPlan { work, clients: ctx.scale.clients, seconds, prefer_minimal: minimal };
     let mut all = Vec::new();
     for index in 1..=runs {
-        let run = closed_loop::run(&plan, urls, &manifest).await?;
+        let summary = ctx.out.join("closed-loop").join(format!("{}-{index}-summary.json", work.mix()));
+        let run = closed_loop::run(&plan, urls, &ctx.manifest, &summary).await?;
         let rates: Vec<String> = run.targets.iter().map(|(t, r)| format!("{t} {:.0}/s", r.per_second)).collect();
         eprintln!(
             "experiment: closed loop {} {index}/{runs}: {} clients × {seconds} s: {}",
@@ -151,8 +152,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             prefer_minimal: plan.minimal,
         };
         let setup = Setup {
-            pg_url: urls.pg.clone(),
-            mongo_url: urls.mongo.clone(),
+            targets: crate::backend::Targets::new(&ctx.databases, &urls.services())?,
             databases: ctx.databases.clone(),
             // Experiments drive with the native generator, which needs no k6 (as `round` without
             // `--generator k6`).
@@ -166,14 +166,14 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
         let round = crate::round::run_round(&spec, &setup, &dir.join(format!("run-{index}"))).await?;
         let manifest = manifest::read(&ctx.manifest)?;
         extras.push(RepeatExtras {
-            wal_flushes: round.repeats.first().and_then(|r| r.explain.pg.wal_flushes),
+            wal_flushes: round.repeats.first().and_then(|r| r.explain.pg()?.wal_flushes),
             pg_disk_per_order: disk_per_order(&manifest, Target::Pg),
             mongo_disk_per_order: disk_per_order(&manifest, Target::Mongo),
         });
         runs.push(round);
     }
     let round = merge(runs)?;
-    crate::report::write(&dir, &[(dir.clone(), round.clone())])?;
+    orders_bench_report::write(&dir, &[(dir.clone(), round.clone())])?;
     let figures = RoundFigures::of(&round, &plan.dir, &extras, plan.minimal);
     Ok(Some(Measured { round, figures }))
 }

@@ -71,12 +71,12 @@ impl Scale {
         };
         scale.orders = args.orders.unwrap_or(scale.orders);
         scale.repeats = args.repeats.unwrap_or(scale.repeats);
-        scale.step_seconds = args.step_duration.unwrap_or(scale.step_seconds);
+        scale.step_seconds = args.step_duration.map_or(scale.step_seconds, |d| d.as_secs_f64());
         if let (Some(start), Some(step), Some(max)) = (args.start_rate, args.step, args.max_rate) {
             scale.staircase = Some(Staircase { start, step, max });
         }
         scale.clients = args.clients.unwrap_or(scale.clients);
-        scale.closed_seconds = args.closed_seconds.unwrap_or(scale.closed_seconds);
+        scale.closed_seconds = args.closed_seconds.map_or(scale.closed_seconds, |d| d.as_secs_f64());
         scale.closed_runs = args.closed_runs.unwrap_or(scale.closed_runs);
         scale
     }

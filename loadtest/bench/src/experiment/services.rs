@@ -14,7 +14,7 @@
 use super::variant::Variant;
 use crate::demo::services::{self, Service};
 use crate::diagnostics::{self, Client};
-use crate::target::Target;
+use crate::experiment::engine::Target;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,6 +26,11 @@ pub struct Urls {
 }
 
 impl Urls {
+    /// Both services by target name, as the runner's targets take them.
+    pub fn services(&self) -> Vec<(String, String)> {
+        vec![("pg".into(), self.pg.clone()), ("mongo".into(), self.mongo.clone())]
+    }
+
     pub fn get(&self, target: Target) -> &str {
         match target {
             Target::Pg => &self.pg,
@@ -115,7 +120,7 @@ impl Services {
                     run_apply(command, variant).await?;
                     deployed.applied = Some(variant.name);
                 }
-                let client = Client::new(&deployed.urls.pg, &deployed.urls.mongo)?;
+                let client = Client::for_services(deployed.urls.services())?;
                 client.wait_ready(Duration::from_secs(120)).await?;
                 let how = match &deployed.apply {
                     Some(command) => format!("applied with `{command}`"),
@@ -124,8 +129,8 @@ impl Services {
                 (deployed.urls.clone(), how)
             }
         };
-        let client = Client::new(&urls.pg, &urls.mongo)?;
-        let pair = client.settled_pair(0.0, Duration::from_secs(30)).await?;
+        let client = Client::for_services(urls.services())?;
+        let pair = client.settled(0.0, Duration::from_secs(30)).await?;
         let mismatches = variant.mismatches(&pair);
         if mismatches.is_empty() {
             return Ok(Prepared::Ready { urls, how });
@@ -169,7 +174,7 @@ impl Local {
             self.running.push(Service::start(name, &binary, &env, log)?);
         }
         let urls = Urls { pg: self.running[0].url.clone(), mongo: self.running[1].url.clone() };
-        let client = diagnostics::Client::new(&urls.pg, &urls.mongo)?;
+        let client = diagnostics::Client::for_services(urls.services())?;
         if let Err(error) = client.wait_ready(Duration::from_secs(60)).await {
             let logs: Vec<String> = self
                 .running

@@ -75,7 +75,7 @@ pub enum Figure {
 impl Figure {
     /// The figure as the table shows it.
     pub fn text(&self) -> String {
-        use crate::report::format::{bytes, count};
+        use orders_bench_report::format::{bytes, count};
         match *self {
             Self::Rates { pg, mongo } => {
                 format!("PG {} / MongoDB {} req/s = {:.2}", count(pg), count(mongo), pg / mongo)
@@ -103,7 +103,7 @@ impl Figure {
     /// The numbers as `docs/studies.md` writes them (for the test that keeps both in step).
     #[cfg(test)]
     fn quoted(&self) -> Vec<String> {
-        use crate::report::format::count;
+        use orders_bench_report::format::count;
         match *self {
             Self::Rates { pg, mongo } => vec![count(pg), count(mongo)],
             Self::PgRate { pg, .. } => vec![count(pg)],

@@ -3,9 +3,9 @@
 //! the pending list fills with inserts, and whether the scans start once it has (study S1's
 //! finding F1), as a chart per quantity with one line per variant.
 
-use crate::charts::{Chart, Point as ChartPoint, Series};
-use crate::diagnostics::Pair;
-use crate::diagnostics::snapshot::PgSnapshot;
+use crate::backend::postgres::snapshot::PgSnapshot;
+use crate::diagnostics::Snapshot as Pair;
+use orders_bench_report::charts::{Chart, Point as ChartPoint, Series};
 use serde::Serialize;
 use std::path::Path;
 
@@ -31,7 +31,7 @@ pub fn read(before: &Path, polled: &Path, after: &Path) -> Vec<Point> {
     }
     pairs.extend(read_pair(after));
     let snapshots: Vec<(f64, PgSnapshot)> =
-        pairs.iter().map(|p| (p.at_s.max(0.0), PgSnapshot::from_json(&p.pg))).collect();
+        pairs.iter().map(|p| (p.at_s.max(0.0), PgSnapshot::from_json(p.get("pg")))).collect();
     let base = snapshots.first().and_then(|(_, s)| s.counter(|t| t.seq_scan));
     snapshots
         .iter()
@@ -45,7 +45,7 @@ pub fn read(before: &Path, polled: &Path, after: &Path) -> Vec<Point> {
 }
 
 /// Colours of up to four variants (then repeated).
-const COLORS: [&str; 4] = [crate::charts::PG_COLOR, "#c0392b", "#8e44ad", "#d68910"];
+const COLORS: [&str; 4] = [orders_bench_report::charts::PG_COLOR, "#c0392b", "#8e44ad", "#d68910"];
 
 /// A chart of `value` over time, one line per (label, points).
 pub fn chart(title: &str, y_label: &str, lines: &[(String, Vec<Point>)], value: fn(&Point) -> Option<f64>) -> Chart {
@@ -74,16 +74,14 @@ pub fn chart(title: &str, y_label: &str, lines: &[(String, Vec<Point>)], value: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostics::snapshot::samples;
+    use crate::diagnostics::samples;
 
     #[test]
     fn scans_count_from_the_snapshot_before_the_run() {
         let dir = std::env::temp_dir().join(format!("timeline-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        let pair = |at_s, seq, pending| Pair {
-            at_s,
-            pg: samples::pg(seq, 1, pending, 10),
-            mongo: samples::mongo(10, serde_json::json!(true), "o"),
+        let pair = |at_s, seq, pending| {
+            samples::both(at_s, samples::pg(seq, 1, pending, 10), samples::mongo(10, serde_json::json!(true), "o"))
         };
         let write = |name: &str, text: String| std::fs::write(dir.join(name), text).expect("write");
         write("before.json", serde_json::to_string(&pair(0.0, 5, 0)).expect("json"));

@@ -5,9 +5,10 @@
 //! experiment explicitly, so an earlier variant's setting cannot linger (the GIN index keeps
 //! `fastupdate=off` until told otherwise).
 
-use crate::diagnostics::Pair;
-use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
-use crate::target::Target;
+use crate::backend::mongo::snapshot::MongoSnapshot;
+use crate::backend::postgres::snapshot::PgSnapshot;
+use crate::diagnostics::Snapshot;
+use crate::experiment::engine::Target;
 use serde::Serialize;
 
 /// A setting `/diagnostics` must report: `gin_fastupdate`, `plan_cache_mode`, `statement_mode`,
@@ -40,8 +41,8 @@ impl Variant {
 
     /// Settings that `/diagnostics` reports otherwise than this variant expects, as
     /// "pg plan_cache_mode: auto (expected force_custom_plan)".
-    pub fn mismatches(&self, pair: &Pair) -> Vec<String> {
-        let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
+    pub fn mismatches(&self, snapshot: &Snapshot) -> Vec<String> {
+        let (pg, mongo) = (PgSnapshot::from_json(snapshot.get("pg")), MongoSnapshot::from_json(snapshot.get("mongo")));
         self.expect
             .iter()
             .filter_map(|e| {
@@ -100,13 +101,13 @@ pub fn select(all: Vec<Variant>, only: &[String]) -> anyhow::Result<Vec<Variant>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostics::snapshot::samples;
+    use crate::diagnostics::samples;
     use serde_json::json;
 
     #[test]
     fn a_variant_is_in_effect_only_when_diagnostics_say_so() {
         let variant = both_wait();
-        let pair = |j| Pair { at_s: 0.0, pg: samples::pg(0, 1, 0, 10), mongo: samples::mongo(10, j, "orders") };
+        let pair = |j| samples::both(0.0, samples::pg(0, 1, 0, 10), samples::mongo(10, j, "orders"));
         assert!(variant.mismatches(&pair(json!(true))).is_empty());
         assert_eq!(variant.mismatches(&pair(json!(false))), ["mongo j: false (expected true)"]);
         assert_eq!(variant.mismatches(&pair(json!(null))), ["mongo j: not reported (expected true)"]);

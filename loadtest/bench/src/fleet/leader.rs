@@ -6,13 +6,12 @@
 //! gives the dropped iterations per step of all machines together and the `FleetReport`.
 
 use super::segment_run::{self, now_ms};
-use super::{
-    FleetReport, LoadCpu, MachineRun, RunReport, RunRequest, RunState, SCRIPT_VARIABLES, Segment, StepLoadCpu,
-};
-use crate::k6::{self, merge, summary::Summary};
-use crate::model::cpu::{CpuReport, Role};
-use crate::round::verdict::drops_per_step;
+use super::{FleetReport, LoadCpu, RunReport, RunRequest, RunState, SCRIPT_VARIABLES, Segment, StepLoadCpu};
+use crate::k6::{self, merge};
 use anyhow::{Context, Result, bail};
+use orders_bench_model::cpu::{CpuReport, Role};
+use orders_loadgen::summary::Summary;
+use orders_loadgen::verdict::drops_per_step;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -241,7 +240,7 @@ impl Combined {
                     .collect(),
             };
         }
-        FleetReport { machines: self.machines.iter().map(MachineRun::from_report).collect() }
+        FleetReport { machines: self.machines.iter().map(super::machine_run).collect() }
     }
 }
 

@@ -135,90 +135,53 @@ pub enum RunState {
     Failed { error: String },
 }
 
-/// In `result.json` (per repeat, when several machines offered the load): each machine's part.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FleetReport {
-    pub machines: Vec<MachineRun>,
-}
+pub use orders_bench_model::fleet::{FleetReport, MachineFigures, MachineRun, MachineStep};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MachineRun {
-    pub host: String,
-    /// `0:1/2`.
-    pub segment: String,
-    pub late_ms: f64,
-    pub cores: usize,
-    /// Averages over the run.
-    pub k6_cores: Option<f64>,
-    pub machine_busy_cores: Option<f64>,
-    pub steps: Vec<MachineStep>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MachineStep {
-    pub step: usize,
-    /// This machine's share of the step's rate, requests/s per target.
-    pub offered_rate: f64,
-    pub k6_cores: Option<f64>,
-    pub machine_busy_cores: Option<f64>,
-    pub targets: BTreeMap<String, MachineFigures>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MachineFigures {
-    pub count: u64,
-    pub achieved_rate: f64,
-    pub dropped: u64,
-    pub p95_ms: Option<f64>,
-}
-
-impl MachineRun {
-    /// The part of one machine, from its report.
-    pub fn from_report(report: &RunReport) -> Self {
-        let share = report.segment.share();
-        let wall = report.cpu.wall_seconds.max(1e-9);
-        let summary = crate::k6::summary::Summary::parse(&report.summary.to_string()).ok();
-        let offered = summary.as_ref().map(|s| s.offered.steps.clone()).unwrap_or_default();
-        let steps = offered
-            .iter()
-            .enumerate()
-            .map(|(i, step)| {
-                let cpu = report.cpu.steps.iter().find(|s| s.step == i).copied().unwrap_or_default();
-                let targets = summary
-                    .iter()
-                    .flat_map(|s| s.targets.iter())
-                    .filter_map(|(name, target)| {
-                        let figures = &target.steps.get(i)?.figures;
-                        let dropped = report.drops.get(name).and_then(|d| d.get(i)).copied().unwrap_or(0);
-                        Some((
-                            name.clone(),
-                            MachineFigures {
-                                count: figures.count,
-                                achieved_rate: figures.achieved_rate,
-                                dropped,
-                                p95_ms: figures.latency_ms.p95,
-                            },
-                        ))
-                    })
-                    .collect();
-                MachineStep {
-                    step: i,
-                    offered_rate: f64::from(step.rate) * share,
-                    k6_cores: cpu.k6_cores,
-                    machine_busy_cores: cpu.machine_busy_cores,
-                    targets,
-                }
-            })
-            .collect();
-        Self {
-            host: report.host.clone(),
-            segment: report.segment.range(),
-            late_ms: report.late_ms,
-            cores: report.cpu.cores,
-            k6_cores: report.cpu.k6_seconds.map(|s| s / wall),
-            machine_busy_cores: report.cpu.machine_busy_seconds.map(|s| s / wall),
-            steps,
-        }
+/// The part of one machine, from its report.
+pub fn machine_run(report: &RunReport) -> MachineRun {
+    let share = report.segment.share();
+    let wall = report.cpu.wall_seconds.max(1e-9);
+    let summary = orders_loadgen::summary::Summary::parse(&report.summary.to_string()).ok();
+    let offered = summary.as_ref().map(|s| s.offered.steps.clone()).unwrap_or_default();
+    let steps = offered
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let cpu = report.cpu.steps.iter().find(|s| s.step == i).copied().unwrap_or_default();
+            let targets = summary
+                .iter()
+                .flat_map(|s| s.targets.iter())
+                .filter_map(|(name, target)| {
+                    let figures = &target.steps.get(i)?.figures;
+                    let dropped = report.drops.get(name).and_then(|d| d.get(i)).copied().unwrap_or(0);
+                    Some((
+                        name.clone(),
+                        MachineFigures {
+                            count: figures.count,
+                            achieved_rate: figures.achieved_rate,
+                            dropped,
+                            p95_ms: figures.latency_ms.p95,
+                        },
+                    ))
+                })
+                .collect();
+            MachineStep {
+                step: i,
+                offered_rate: f64::from(step.rate) * share,
+                k6_cores: cpu.k6_cores,
+                machine_busy_cores: cpu.machine_busy_cores,
+                targets,
+            }
+        })
+        .collect();
+    MachineRun {
+        host: report.host.clone(),
+        segment: report.segment.range(),
+        late_ms: report.late_ms,
+        cores: report.cpu.cores,
+        k6_cores: report.cpu.k6_seconds.map(|s| s / wall),
+        machine_busy_cores: report.cpu.machine_busy_seconds.map(|s| s / wall),
+        steps,
     }
 }
 

@@ -4,10 +4,10 @@
 //! end the summary, the drops per step and the CPU per step (`RunReport`).
 
 use super::{LoadCpu, RunReport, RunRequest, StepLoadCpu};
-use crate::k6::summary::Summary;
-use crate::round::verdict::drops_per_step;
 use crate::{k6, procstat};
 use anyhow::{Context, Result, bail};
+use orders_loadgen::summary::Summary;
+use orders_loadgen::verdict::drops_per_step;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -6,21 +6,20 @@
 //! an index build). It waits at most `limit`; the repeat then goes on, and its record says why the
 //! start was not quiet.
 
+use crate::backend::{Target, Targets};
 use crate::cgroup;
-use crate::databases::{Databases, mongo_client, pg_session};
-use crate::model::cpu::Role;
-use crate::model::start::{DatabaseStart, QUIET_CORES, StartState};
 use crate::procstat;
 use crate::round::cpu::locate;
-use crate::target::Target;
-use std::collections::BTreeMap;
+use orders_bench_model::cpu::Role;
+use orders_bench_model::start::{DatabaseStart, QUIET_CORES, StartState};
 use std::time::{Duration, Instant};
 
 const WINDOW: Duration = Duration::from_secs(1);
 
-/// CPU seconds used so far by the server listening at `url`, and its cgroup's memory.
-fn server_reading(target: Target, url: &str) -> (Option<f64>, Option<f64>, Option<String>) {
-    let component = locate(target.name(), Role::Database, target, url);
+/// CPU seconds used so far by `target`'s database server, and its cgroup's memory.
+fn server_reading(target: &Target) -> (Option<f64>, Option<f64>, Option<String>) {
+    let info = target.backend.info();
+    let component = locate(&info.name, Role::Database, &info.name, target.backend.database_url());
     let Some(pid) = component.pid else { return (None, None, component.note) };
     let placement = cgroup::placement(pid);
     let own = placement.as_ref().filter(|p| p.holds_only(&procstat::tree_pids(pid)));
@@ -32,73 +31,40 @@ fn server_reading(target: Target, url: &str) -> (Option<f64>, Option<f64>, Optio
     }
 }
 
-async fn checkpoint(target: Target, databases: &Databases) -> Result<(), String> {
-    match target {
-        Target::Pg => {
-            let (client, _connection) = pg_session(&databases.database_url).await.map_err(|e| format!("{e:#}"))?;
-            orders_pg::admin::checkpoint(&client).await.map_err(|e| e.to_string())
-        }
-        Target::Mongo => {
-            let client = mongo_client(&databases.mongodb_uri).await.map_err(|e| format!("{e:#}"))?;
-            orders_mongo::admin::checkpoint(&client.database(&databases.mongodb_db)).await.map_err(|e| e.to_string())
-        }
-    }
-}
-
-async fn busy(target: Target, databases: &Databases) -> Result<Vec<String>, String> {
-    match target {
-        Target::Pg => {
-            let (client, _connection) = pg_session(&databases.database_url).await.map_err(|e| format!("{e:#}"))?;
-            let name = client
-                .query_one("SELECT current_database()", &[])
-                .await
-                .map_err(|e| e.to_string())?
-                .get::<_, String>(0);
-            orders_pg::admin::busy_sessions(&client, &name).await.map_err(|e| e.to_string())
-        }
-        Target::Mongo => {
-            let client = mongo_client(&databases.mongodb_uri).await.map_err(|e| format!("{e:#}"))?;
-            orders_mongo::admin::busy_operations(&client.database(&databases.mongodb_db))
-                .await
-                .map_err(|e| e.to_string())
-        }
-    }
-}
-
-/// Checkpoints both databases, then watches them until one window finds both quiet or `limit`
+/// Checkpoints every database, then watches them until one window finds all quiet or `limit`
 /// has passed; fills `start` (`quiet`, `waited_seconds`, `not_quiet` and per database its CPU,
 /// memory, checkpoint and what ran).
-pub async fn wait(databases: &Databases, limit: Duration, start: &mut StartState) {
+pub async fn wait(targets: &Targets, limit: Duration, start: &mut StartState) {
     let began = Instant::now();
-    for target in Target::ALL {
-        let entry = start.databases.entry(target.name().to_owned()).or_default();
-        match checkpoint(target, databases).await {
+    for target in targets.iter() {
+        let entry = start.databases.entry(target.name()).or_default();
+        match target.backend.checkpoint().await {
             Ok(()) => entry.checkpointed = true,
             Err(error) => entry.notes.push(format!("checkpoint failed: {error}")),
         }
     }
     loop {
-        let before: BTreeMap<Target, _> =
-            Target::ALL.iter().map(|t| (*t, server_reading(*t, databases.url(*t)))).collect();
+        let before: Vec<_> = targets.iter().map(server_reading).collect();
         tokio::time::sleep(WINDOW).await;
         let mut reasons = Vec::new();
-        for target in Target::ALL {
-            let (cpu_after, memory, note) = server_reading(target, databases.url(target));
-            let cores = before[&target].0.zip(cpu_after).map(|(b, a)| (a - b) / WINDOW.as_secs_f64());
-            let running = busy(target, databases).await;
-            let entry: &mut DatabaseStart = start.databases.entry(target.name().to_owned()).or_default();
+        for (target, before) in targets.iter().zip(&before) {
+            let label = target.backend.info().label;
+            let (cpu_after, memory, note) = server_reading(target);
+            let cores = before.0.zip(cpu_after).map(|(b, a)| (a - b) / WINDOW.as_secs_f64());
+            let running = target.backend.busy().await;
+            let entry: &mut DatabaseStart = start.databases.entry(target.name()).or_default();
             entry.cpu_cores = cores;
             entry.cgroup_memory_bytes = memory;
             if let Some(note) = note.filter(|n| !entry.notes.contains(n)) {
                 entry.notes.push(note);
             }
             if let Some(cores) = cores.filter(|c| *c >= QUIET_CORES) {
-                reasons.push(format!("{} used {cores:.3} cores (quiet is below {QUIET_CORES})", target.label()));
+                reasons.push(format!("{label} used {cores:.3} cores (quiet is below {QUIET_CORES})"));
             }
             match running {
                 Ok(list) => {
                     if !list.is_empty() {
-                        reasons.push(format!("{} was running {}", target.label(), list.join("; ")));
+                        reasons.push(format!("{label} was running {}", list.join("; ")));
                     }
                     entry.busy = list;
                 }
@@ -118,6 +84,8 @@ pub async fn wait(databases: &Databases, limit: Duration, start: &mut StartState
 mod tests {
     use super::*;
 
+    use crate::databases::{Databases, pg_session};
+
     /// The test servers (`infra/local/stack.sh env`), with a database of the test's own on
     /// PostgreSQL.
     async fn databases() -> Databases {
@@ -125,6 +93,7 @@ mod tests {
             database_url: orders_pg::testing::fresh_database().await,
             mongodb_uri: std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:57017".into()),
             mongodb_db: "orders_test_quiet".into(),
+            ..Databases::default()
         }
     }
 
@@ -132,17 +101,18 @@ mod tests {
     async fn a_repeat_started_while_another_client_works_is_not_quiet_and_says_what_ran() {
         let databases = databases().await;
         let (busy, _connection) = pg_session(&databases.database_url).await.expect("connect");
-        let sleeper = tokio::spawn(async move { busy.simple_query("SELECT pg_sleep(2)").await.map(drop) });
+        let sleeper = tokio::spawn(async move { busy.simple_query("SELECT pg_sleep(6)").await.map(drop) });
         tokio::time::sleep(Duration::from_millis(300)).await;
         let mut start = StartState::default();
-        wait(&databases, Duration::from_millis(500), &mut start).await;
+        let targets = Targets::new(&databases, &[]).expect("targets");
+        wait(&targets, Duration::from_millis(500), &mut start).await;
         assert!(!start.quiet, "{start:?}");
         assert!(
-            start.not_quiet.iter().any(|r| r.starts_with("PostgreSQL was running client backend: SELECT pg_sleep(2)")),
+            start.not_quiet.iter().any(|r| r.starts_with("PostgreSQL was running client backend: SELECT pg_sleep(6)")),
             "{:?}",
             start.not_quiet
         );
-        assert_eq!(start.databases["pg"].busy, ["client backend: SELECT pg_sleep(2)"]);
+        assert_eq!(start.databases["pg"].busy, ["client backend: SELECT pg_sleep(6)"]);
         assert!(start.databases["pg"].checkpointed && start.databases["mongo"].checkpointed);
         assert!(start.waited_seconds < 5.0, "it gave up after its limit: {}", start.waited_seconds);
         sleeper.await.expect("join").expect("sleep");

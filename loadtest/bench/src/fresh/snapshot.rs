@@ -1,55 +1,52 @@
-//! Snapshots of both databases, taken once after the first load and restored before every repeat
-//! instead of reloading: PostgreSQL's orders database copied as a template database
-//! (`CREATE DATABASE ... TEMPLATE ... STRATEGY FILE_COPY`: its files at a checkpoint, no WAL), and
-//! mongod's whole data directory copied with the server stopped (`infra/local/stack.sh
-//! mongo-snapshot` / `mongo-restore`). On the local stack under the demo's budgets, 100,000 orders
-//! restore in about 0.5 s (PostgreSQL) and 3.5 s (mongod, most of it its stop and start), where a
-//! reload takes 6.5 s; and a restore leaves both servers exactly as the snapshot was, where every
-//! reload lays the files out anew (mongod's on-disk size differed by 3% between two reloads).
-//!
-//! A restore keeps what a running service set on the index since the snapshot (`fastupdate`), and
-//! ends every session on the database: the services' pools reconnect on their next request.
+//! Snapshots of every database, taken once after the first load and restored before every repeat
+//! instead of reloading, each the way its backend keeps one (PostgreSQL: a template database;
+//! MongoDB: its data directory copied by the local stack). On the local stack under the demo's
+//! budgets, 100,000 orders restore in about 0.5 s (PostgreSQL) and 3.5 s (mongod, most of it its
+//! stop and start), where a reload takes 6.5 s; and a restore leaves every server exactly as the
+//! snapshot was, where every reload lays the files out anew (mongod's on-disk size differed by 3%
+//! between two reloads).
 
-use crate::databases::{Databases, pg_session};
-use crate::demo::stack::Stack;
+use crate::backend::{self, Backend, Local};
+use crate::databases::Databases;
+use crate::stack::Stack;
 use anyhow::{Context, Result};
-use orders_pg::admin;
+use std::sync::Arc;
 
 /// The snapshots of one data set.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Snapshots {
     stack: Stack,
     admin_url: String,
-    /// The PostgreSQL database the services use, and its template copy.
-    pg_database: String,
-    pg_snapshot: String,
-    /// The name of mongod's data directory copy.
-    mongo_snapshot: String,
+    label: String,
+    backends: Vec<Arc<dyn Backend>>,
 }
 
-/// The PostgreSQL database named in `url`.
-fn database_of(url: &str) -> Result<String> {
-    let config: tokio_postgres::Config = url.parse().context("the PostgreSQL URL")?;
-    config.get_dbname().map(str::to_owned).context("the PostgreSQL URL names no database")
+impl std::fmt::Debug for Snapshots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshots").field("label", &self.label).finish()
+    }
 }
 
 impl Snapshots {
-    /// Snapshots of what both databases hold now, named after the data set (`label`: letters,
+    fn local(&self) -> Local<'_> {
+        Local { stack: &self.stack, admin_url: &self.admin_url, label: &self.label }
+    }
+
+    /// Snapshots of what every database holds now, named after the data set (`label`: letters,
     /// digits, `_`).
     pub async fn take(stack: &Stack, databases: &Databases, admin_url: &str, label: &str) -> Result<Self> {
-        let pg_database = database_of(&databases.database_url)?;
         let snapshots = Self {
-            stack: stack.clone(),
+            // mongod restarts under a snapshot and a restore: it stays the stack's server, not
+            // one of the command's processes.
+            stack: stack.unmarked(),
             admin_url: admin_url.to_owned(),
-            pg_snapshot: format!("{pg_database}_snap_{label}"),
-            pg_database,
-            mongo_snapshot: format!("{}_{label}", databases.mongodb_db),
+            label: label.to_owned(),
+            backends: backend::all(databases),
         };
-        let (client, _connection) = pg_session(&snapshots.admin_url).await?;
-        admin::snapshot_database(&client, &snapshots.pg_database, &snapshots.pg_snapshot)
-            .await
-            .with_context(|| format!("copying database {} as {}", snapshots.pg_database, snapshots.pg_snapshot))?;
-        stack.mongo_snapshot(&snapshots.mongo_snapshot).await?;
+        for backend in &snapshots.backends {
+            let name = backend.info().name;
+            backend.snapshot(&snapshots.local()).await.with_context(|| format!("the snapshot of {name}"))?;
+        }
         Ok(snapshots)
     }
 
@@ -58,45 +55,24 @@ impl Snapshots {
         &self.admin_url
     }
 
-    /// The PostgreSQL copy (a template database nobody connects to).
-    pub fn pg_template(&self) -> &str {
-        &self.pg_snapshot
+    /// The data set's name among the snapshots.
+    pub fn label(&self) -> &str {
+        &self.label
     }
 
-    /// Both databases as they were when the snapshots were taken.
-    pub async fn restore(&self, databases: &Databases) -> Result<()> {
-        let options = {
-            let (client, _connection) = pg_session(&databases.database_url).await?;
-            admin::index_options(&client, "orders_items").await?
-        };
-        let (client, _connection) = pg_session(&self.admin_url).await?;
-        admin::restore_database(&client, &self.pg_database, &self.pg_snapshot)
-            .await
-            .with_context(|| format!("restoring database {} from {}", self.pg_database, self.pg_snapshot))?;
-        {
-            let (orders, _connection) = pg_session(&databases.database_url).await?;
-            admin::set_index_options(&orders, "orders_items", &options).await?;
+    /// Every database as it was when the snapshots were taken.
+    pub async fn restore(&self) -> Result<()> {
+        for backend in &self.backends {
+            let name = backend.info().name;
+            backend.restore(&self.local()).await.with_context(|| format!("restoring {name}"))?;
         }
-        self.stack.mongo_restore(&self.mongo_snapshot).await
+        Ok(())
     }
 
-    /// Drops the PostgreSQL copy (mongod's stays under `.local/mongo/snapshots`, replaced by the
-    /// next snapshot of the same name).
+    /// Drops the copies that are worth dropping.
     pub async fn drop_copies(&self) {
-        if let Ok((client, _connection)) = pg_session(&self.admin_url).await {
-            let _ =
-                client.batch_execute(&format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.pg_snapshot)).await;
+        for backend in &self.backends {
+            backend.drop_snapshot(&self.local()).await;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_database_comes_from_the_url() {
-        assert_eq!(database_of("postgres://postgres@127.0.0.1:55432/orders_demo").expect("name"), "orders_demo");
-        assert!(database_of("postgres://postgres@127.0.0.1:55432").is_err());
     }
 }

@@ -188,7 +188,7 @@ pub fn merge(parts: &[Value]) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k6::summary::{FIXTURE, Summary};
+    use orders_loadgen::summary::{FIXTURE, Summary};
 
     /// k6's percentile of sorted samples: linear between the closest ranks.
     fn k6_percentile(sorted: &[f64], percent: f64) -> f64 {

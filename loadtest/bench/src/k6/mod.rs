@@ -6,7 +6,6 @@
 
 pub mod live;
 pub mod merge;
-pub mod summary;
 
 use anyhow::{Context, Result, bail};
 use std::os::unix::process::CommandExt as _;

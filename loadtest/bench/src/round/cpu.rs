@@ -13,14 +13,11 @@
 
 use crate::budget::record::DbBudget;
 use crate::cgroup::{self, Placement, Reading};
-use crate::k6::summary::OfferedStep;
-use crate::model::cpu::{Component, ComponentCpu, CpuReport, DbStep, RUNNER, Role, StepCpu};
 use crate::procstat;
-use crate::target::Target;
+use orders_bench_model::cpu::{Component, ComponentCpu, CpuReport, DbStep, RUNNER, Role, StepCpu};
+use orders_loadgen::summary::{LoadGenerator, OfferedStep};
 use std::collections::BTreeMap;
 use std::time::Instant;
-
-use super::load_generator::GeneratorSummary;
 
 /// The port of a URL whose host is this machine (`postgres://u@127.0.0.1:5432/db`,
 /// `mongodb://localhost:27017`, `http://127.0.0.1:8080`), else `None`.
@@ -45,7 +42,7 @@ fn default_port(scheme: &str) -> Option<u16> {
 }
 
 /// The component listening at `url` on this machine, or why it cannot be measured.
-pub fn locate(name: &str, role: Role, target: Target, url: &str) -> Component {
+pub fn locate(name: &str, role: Role, target: &str, url: &str) -> Component {
     let (pid, note) = match local_port(url) {
         None => (None, Some(format!("{url} is not on this machine"))),
         Some(port) => match procstat::listening_pid(port) {
@@ -53,7 +50,7 @@ pub fn locate(name: &str, role: Role, target: Target, url: &str) -> Component {
             None => (None, Some(format!("no readable process listens on port {port}"))),
         },
     };
-    Component { name: name.into(), role, target: Some(target.name().into()), pid, note }
+    Component { name: name.into(), role, target: Some(target.into()), pid, note }
 }
 
 /// The runner: this process's own threads (not its children: k6 and the demo's services are
@@ -133,7 +130,9 @@ impl Sampler {
             .map(|(i, c)| {
                 let reading = last.and_then(|s| s.kernel.get(i).copied().flatten()).unwrap_or_default();
                 let budget = match (self.account(i), c.pid) {
-                    (Some(account), _) => DbBudget::from_kernel(&account.placement, &reading, account.dedicated),
+                    (Some(account), _) => {
+                        crate::budget::record::from_kernel(&account.placement, &reading, account.dedicated)
+                    }
                     (None, Some(_)) => DbBudget::not_here("its cgroup could not be read"),
                     (None, None) => DbBudget::not_here(c.note.as_deref().unwrap_or("not measured")),
                 };
@@ -195,7 +194,7 @@ impl Sampler {
         scenario_start: f64,
         steps: &[OfferedStep],
         requests: &BTreeMap<String, u64>,
-        generator: Option<&GeneratorSummary>,
+        generator: Option<&LoadGenerator>,
     ) -> CpuReport {
         let (Some(first), Some(last)) = (self.samples.first(), self.samples.last()) else {
             return CpuReport::default();
@@ -256,7 +255,7 @@ impl Sampler {
                     components_cores: Some(cores.values().sum()),
                     cores,
                     databases,
-                    generator: generator.and_then(|g| g.step(index, span)),
+                    generator: generator.and_then(|g| g.at_step(index, span)),
                 }
             })
             .collect();

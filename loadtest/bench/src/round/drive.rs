@@ -5,16 +5,16 @@
 //! (`diagnostics::probe`; the services' `/diagnostics` are left alone while they are measured).
 
 use super::cpu::{self, Sampler};
+use super::early_stop::EarlyStop;
 use super::launch;
 use super::{RoundSpec, Setup};
 use crate::diagnostics::probe::Probe;
-use crate::diagnostics::{self, Pair};
-use crate::k6::live::{EarlyStop, LiveView};
-use crate::model::cpu::{Component, ProbeCost, Role};
-use crate::model::verdict::PassMark;
-use crate::target::Target;
+use crate::diagnostics::{self, Snapshot};
 use crate::{fleet, procstat};
 use anyhow::{Context, Result};
+use orders_bench_model::cpu::{Component, ProbeCost, Role};
+use orders_bench_model::verdict::PassMark;
+use orders_loadgen::live::LiveView;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::ExitStatus;
@@ -35,7 +35,7 @@ pub struct Driven {
     /// The generator's running count of dropped iterations per target, as read.
     pub drop_samples: Vec<(f64, BTreeMap<String, u64>)>,
     pub sampler: Sampler,
-    pub polled: Vec<Pair>,
+    pub polled: Vec<Snapshot>,
     /// With `--followers`: this machine's segment and the other machines' reports.
     pub fleet: Option<fleet::leader::Collected>,
     /// What the runner's own sampling of the databases cost.
@@ -47,7 +47,7 @@ fn spawn_probe(
     mut probe: Probe,
     every: Duration,
     origin: Instant,
-    polled: Arc<Mutex<Vec<Pair>>>,
+    polled: Arc<Mutex<Vec<Snapshot>>>,
 ) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<ProbeCost>) {
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -65,11 +65,11 @@ fn spawn_probe(
     (stop, task)
 }
 
-fn progress_line(view: &LiveView, step: usize, rate: u32) -> String {
-    let figures: Vec<String> = Target::ALL
+fn progress_line(view: &LiveView, targets: &[String], step: usize, rate: u32) -> String {
+    let figures: Vec<String> = targets
         .iter()
         .map(|t| {
-            let s = view.steps.get(t.name()).and_then(|steps| steps.get(&step)).copied().unwrap_or_default();
+            let s = view.steps.get(t).and_then(|steps| steps.get(&step)).copied().unwrap_or_default();
             let p95 = s.p95_ms.map_or("-".into(), |p| format!("{p:.1} ms"));
             format!("{t} {} req p95 {p95} failed {:.1}%", s.count, s.failed_rate * 100.0)
         })
@@ -112,7 +112,7 @@ pub async fn run(
 ) -> Result<Driven> {
     let _ = std::fs::remove_file(summary_path);
     let mut env = vec![
-        ("TARGETS".to_owned(), setup.targets_arg()),
+        ("TARGETS".to_owned(), setup.targets.generator_arg()),
         ("MIX".into(), spec.mix.clone()),
         ("START_RATE".into(), spec.plan.start_rate.to_string()),
         ("STEP".into(), spec.plan.step.to_string()),
@@ -130,12 +130,13 @@ pub async fn run(
     }
     env.extend(setup.extra_env.iter().cloned());
     let mut components = Vec::new();
-    for target in Target::ALL {
-        components.push(cpu::locate(target.database(), Role::Database, target, setup.databases.url(target)));
-        components.push(cpu::locate(target.service(), Role::Service, target, setup.url(target)));
+    for target in setup.targets.iter() {
+        let info = target.backend.info();
+        components.push(cpu::locate(&info.database, Role::Database, &info.name, target.backend.database_url()));
+        components.push(cpu::locate(&info.service, Role::Service, &info.name, &target.url));
     }
     components.push(cpu::runner());
-    let probe = Probe::connect(&setup.databases, client.clone(), spec.poll_interval).await;
+    let probe = Probe::connect(&setup.targets, client.clone(), spec.poll_interval).await;
 
     // With other load machines, every k6 starts paused and all are resumed at the same moment.
     let fleet = match &setup.fleet {
@@ -166,7 +167,7 @@ pub async fn run(
     let (stop_polling, poller) = spawn_probe(probe, spec.poll_interval, origin, polled.clone());
 
     let rates = spec.plan.rates();
-    let targets: Vec<String> = Target::ALL.iter().map(|t| t.name().to_owned()).collect();
+    let targets: Vec<String> = setup.targets.names();
     let mut early = EarlyStop::default();
     let mut retired = BTreeSet::new();
     // A released (paused) k6 starts its scenarios at `origin`; otherwise estimated from its counts.
@@ -192,14 +193,14 @@ pub async fn run(
                 drop_samples.push((now, view.dropped.clone()));
                 scenario_start = scenario_start.or(running.scenario_start());
                 if scenario_start.is_none() {
-                    let first = Target::ALL.iter().filter_map(|t| view.steps.get(t.name())?.get(&0)).map(|s| s.count).max();
+                    let first = targets.iter().filter_map(|t| view.steps.get(t)?.get(&0)).map(|s| s.count).max();
                     if let Some(count) = first.filter(|c| *c > 0) {
                         scenario_start = Some(now - count as f64 / f64::from(spec.plan.start_rate));
                     }
                 }
                 if let Some(current) = view.current_step() {
                     while reported_step < current {
-                        eprintln!("{label} {}", progress_line(&view, reported_step, rates.get(reported_step).copied().unwrap_or(0)));
+                        eprintln!("{label} {}", progress_line(&view, &targets, reported_step, rates.get(reported_step).copied().unwrap_or(0)));
                         reported_step += 1;
                     }
                 }
@@ -226,14 +227,14 @@ pub async fn run(
     sampler.sample();
     let _ = stop_polling.send(());
     let probe = poller.await.unwrap_or_default();
-    let polled: Vec<Pair> = polled.lock().map(|list| list.clone()).unwrap_or_default();
+    let polled: Vec<Snapshot> = polled.lock().map(|list| list.clone()).unwrap_or_default();
     let fleet = match fleet {
         Some(fleet) => Some(fleet.collect(late_ms, spec.settle).await?),
         None => None,
     };
     if reported_step < rates.len() && !stopped_early {
         let rate = rates.get(reported_step).copied().unwrap_or(0);
-        eprintln!("{label} {} (figures of the last moment)", progress_line(&last_view, reported_step, rate));
+        eprintln!("{label} {} (figures of the last moment)", progress_line(&last_view, &targets, reported_step, rate));
     }
     Ok(Driven {
         status,

@@ -1,41 +1,18 @@
-//! The fairness gate, run before every k6 run: a comparison is only worth reading when both
-//! databases acknowledge a write at the same point (both only once it is on disk, or neither: study
-//! S2's finding F4), hold the same data (the seeder's manifest lists both, and both row counts equal
-//! it: exact counts when the runner reaches the databases, else the counters in `/diagnostics`) and
-//! get the same number of connections from their service (study S3's unequal pools), and whose
-//! services run on the same kind of runtime (`WORKER_THREADS`).
+//! The fairness gate, run before every load run: a comparison is only worth reading when every
+//! database acknowledges a write at the same point (all only once it is on disk, or none: study
+//! S2's finding F4), holds the same data (the seeder's manifest lists every one, and every row count
+//! equals it: exact counts when the runner reaches the databases, else the counters in
+//! `/diagnostics`) and gets the same number of connections from its service (study S3's unequal
+//! pools), and whose services run on the same kind of runtime (`WORKER_THREADS`). What each
+//! database says comes from its backend (`Backend::facts`).
 //! A failed check refuses the round unless `--allow-mismatch`, and then the report says so at the
 //! top.
 
-use super::counts::Counts;
-use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
-use crate::manifest::Manifest;
-use crate::model::fairness::{Check, Fairness};
-use crate::target::Target;
-
-/// Whether Postgres makes a commit wait for the WAL flush: `fsync` on and `synchronous_commit`
-/// anything but `off` (`local`, `remote_write`, `remote_apply` all flush locally first).
-pub fn pg_waits_for_disk(pg: &PgSnapshot) -> Option<bool> {
-    let fsync = pg.settings.fsync.as_ref()?;
-    let commit = pg.settings.synchronous_commit.as_ref()?;
-    Some(fsync == "on" && commit != "off")
-}
-
-/// Whether MongoDB acknowledges a write only once it is in the on-disk journal: `j: true` (with
-/// journaling on), or `w: majority` without `j` on a replica set, where
-/// `writeConcernMajorityJournalDefault` makes majority wait for the journal. `w: 0` never waits.
-pub fn mongo_waits_for_disk(mongo: &MongoSnapshot) -> Option<bool> {
-    if mongo.write_w.as_deref() == Some("0") || mongo.journal_enabled == Some(false) {
-        return Some(false);
-    }
-    match mongo.write_j {
-        Some(j) => Some(j),
-        None => {
-            let replica_set = mongo.topology.as_deref().is_some_and(|t| t.starts_with("replica set"));
-            Some(replica_set && mongo.write_w.as_deref() == Some("majority"))
-        }
-    }
-}
+use crate::backend::{Facts, Targets};
+use crate::diagnostics::Snapshot;
+use indexmap::IndexMap;
+use orders_bench_model::fairness::{Check, Fairness};
+use orders_dataset::manifest::Manifest;
 
 fn words(waits: Option<bool>) -> String {
     match waits {
@@ -54,56 +31,75 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= (a.max(b) * 0.001).max(5.0)
 }
 
-/// `prefilled`: orders the round inserted through both services after seeding and before its
-/// load (`RoundSpec::prefill`), expected in both on top of the manifest's.
-pub fn check(
-    manifest: Option<&Manifest>,
-    prefilled: u64,
-    pg: &PgSnapshot,
-    mongo: &MongoSnapshot,
-    exact: Counts,
-) -> Fairness {
-    let mut checks = Vec::new();
-    let (pg_waits, mongo_waits) = (pg_waits_for_disk(pg), mongo_waits_for_disk(mongo));
-    checks.push(Check {
-        name: "durability".into(),
-        pg: format!(
-            "{} (synchronous_commit={}, fsync={})",
-            words(pg_waits),
-            pg.settings.synchronous_commit.as_deref().unwrap_or("?"),
-            pg.settings.fsync.as_deref().unwrap_or("?")
-        ),
-        mongo: format!(
-            "{} (w={}, j={}, journal {})",
-            words(mongo_waits),
-            mongo.write_w.as_deref().unwrap_or("unset"),
-            mongo.write_j.map_or("unset".into(), |j| j.to_string()),
-            match mongo.journal_enabled {
-                Some(false) => "off",
-                Some(true) => "on",
-                None => "?",
-            }
-        ),
-        ok: pg_waits.is_some() && pg_waits == mongo_waits,
-        note: "both must acknowledge a write at the same point (study S2, finding F4)".into(),
-    });
+/// One database as the gate sees it: its name, its facts and its exact count (when it was counted).
+pub struct Seen {
+    pub name: String,
+    pub facts: Facts,
+    pub counted: Option<u64>,
+    /// The setting of its service's pool (`PG_POOL_SIZE`).
+    pub pool_setting: &'static str,
+}
 
-    let pg_count = exact.pg.map(|c| c as f64).or(pg.counter(|t| t.n_live_tup));
-    let mongo_count = exact.mongo.map(|c| c as f64).or(mongo.count);
-    let source = |exact: Option<u64>, estimate: &str| if exact.is_some() { "counted" } else { estimate }.to_owned();
+/// Every target's facts from `snapshot` and its exact count (`Backend::count_orders`, taken first:
+/// the count's own sequential scan must not land inside the run's figures).
+pub async fn look(targets: &Targets, snapshot: &Snapshot, manifest: Option<&Manifest>) -> Vec<Seen> {
+    let counts = futures_util::future::join_all(targets.iter().map(|t| t.backend.count_orders())).await;
+    targets
+        .iter()
+        .zip(counts)
+        .map(|(t, counted)| Seen {
+            facts: t.backend.facts(snapshot.get(&t.name()), manifest),
+            name: t.name(),
+            counted,
+            pool_setting: t.backend.pool_setting(),
+        })
+        .collect()
+}
+
+/// A check whose value per target is `value(seen)`; ok when `ok` says so of all of them.
+fn check(seen: &[Seen], name: &str, value: impl Fn(&Seen) -> String, ok: bool, note: String) -> Check {
+    let values: IndexMap<String, String> = seen.iter().map(|s| (s.name.clone(), value(s))).collect();
+    Check { name: name.into(), values, ok, note }
+}
+
+/// Every value the same (and there is one).
+fn all_equal<T: PartialEq>(values: &[Option<T>]) -> bool {
+    values.first().is_some_and(|first| first.is_some() && values.iter().all(|v| v == first))
+}
+
+/// `prefilled`: orders the round inserted through every service after seeding and before its
+/// load (`RoundSpec::prefill`), expected in every database on top of the manifest's.
+pub fn check_all(manifest: Option<&Manifest>, prefilled: u64, seen: &[Seen]) -> Fairness {
+    let mut checks = Vec::new();
+    let waits: Vec<Option<bool>> = seen.iter().map(|s| s.facts.waits_for_disk).collect();
+    checks.push(check(
+        seen,
+        "durability",
+        |s| format!("{} ({})", words(s.facts.waits_for_disk), s.facts.durability),
+        all_equal(&waits),
+        "both must acknowledge a write at the same point (study S2, finding F4)".into(),
+    ));
+
+    let count = |s: &Seen| s.counted.map(|c| c as f64).or(s.facts.estimated_orders);
     let seeded = manifest.map(|m| (m.orders + prefilled) as f64);
-    let in_both = manifest.is_some_and(|m| Target::ALL.iter().all(|t| m.targets.contains_key(t.name())));
-    checks.push(Check {
-        name: "data set".into(),
-        pg: format!("{} rows ({})", count_text(pg_count), source(exact.pg, "n_live_tup")),
-        mongo: format!("{} documents ({})", count_text(mongo_count), source(exact.mongo, "collStats")),
-        ok: match (pg_count, mongo_count, seeded) {
-            (Some(p), Some(m), Some(s)) => in_both && close(p, m) && close(p, s) && close(m, s),
+    let in_all = manifest.is_some_and(|m| seen.iter().all(|s| m.targets.contains_key(&s.name)));
+    let counts: Vec<Option<f64>> = seen.iter().map(count).collect();
+    checks.push(check(
+        seen,
+        "data set",
+        |s| {
+            let source = if s.counted.is_some() { "counted" } else { s.facts.estimate_source };
+            format!("{} {} ({source})", count_text(count(s)), s.facts.unit)
+        },
+        match (counts.iter().copied().collect::<Option<Vec<f64>>>(), seeded) {
+            (Some(counts), Some(seeded)) => {
+                in_all && counts.iter().all(|c| close(*c, seeded) && counts.iter().all(|d| close(*c, *d)))
+            }
             _ => false,
         },
-        note: match manifest {
+        match manifest {
             None => "no data set manifest: seed both with `orders-bench seed --target both` (or pass --reseed)".into(),
-            Some(_) if !in_both => "the manifest does not list both databases: seed both with the same profile".into(),
+            Some(_) if !in_all => "the manifest does not list both databases: seed both with the same profile".into(),
             Some(m) => format!(
                 "the manifest says {} orders (seed {}, {} items, note {} bytes) in both{}; other counts mean other data \
                  or writes since seeding: reseed (--reseed)",
@@ -114,49 +110,72 @@ pub fn check(
                 if prefilled > 0 { format!(", and the round inserted {prefilled} more before its load") } else { String::new() }
             ),
         },
-    });
+    ));
 
-    let mongo_db_seeded =
-        manifest.and_then(|m| m.targets.get(Target::Mongo.name())).map(|t| t.database.rsplit('/').next().unwrap_or(""));
-    if let (Some(seeded_db), Some(served_db)) = (mongo_db_seeded, mongo.database.as_deref()) {
-        checks.push(Check {
-            name: "MongoDB database".into(),
-            pg: "-".into(),
-            mongo: format!("service reads {served_db}, manifest seeded {seeded_db}"),
-            ok: seeded_db == served_db,
-            note: "the service must read the database the manifest describes".into(),
-        });
+    for (i, owner) in seen.iter().enumerate() {
+        for (name, value, ok, note) in &owner.facts.own_checks {
+            let values = seen
+                .iter()
+                .enumerate()
+                .map(|(j, s)| (s.name.clone(), if i == j { value.clone() } else { "-".into() }))
+                .collect();
+            checks.push(Check { name: name.clone(), values, ok: *ok, note: note.clone() });
+        }
     }
 
-    let pg_pool = pg.settings.pool_size.map(|p| p.to_string());
-    let mongo_pool = mongo.pool_size.map(|p| format!("{p:.0}"));
-    checks.push(Check {
-        name: "connection pool".into(),
-        pg: pg_pool.clone().unwrap_or_else(|| "not reported".into()),
-        mongo: mongo_pool.clone().unwrap_or_else(|| "not reported".into()),
-        ok: pg_pool.is_some() && pg_pool == mongo_pool,
-        note: "PG_POOL_SIZE and MONGO_POOL_SIZE must match (study S3 compared 256 with 64)".into(),
-    });
-    checks.push(Check {
-        name: "service runtime".into(),
-        pg: pg.runtime.clone().unwrap_or_else(|| "not reported".into()),
-        mongo: mongo.runtime.clone().unwrap_or_else(|| "not reported".into()),
-        ok: pg.runtime == mongo.runtime,
-        note: "both services must run with the same WORKER_THREADS (a multi-threaded service costs more CPU per \
-               request on a small machine)"
+    let pools: Vec<Option<String>> = seen.iter().map(|s| s.facts.pool_size.clone()).collect();
+    let settings: Vec<&str> = seen.iter().map(|s| s.pool_setting).collect();
+    checks.push(check(
+        seen,
+        "connection pool",
+        |s| s.facts.pool_size.clone().unwrap_or_else(|| "not reported".into()),
+        all_equal(&pools),
+        format!("{} must match (study S3 compared 256 with 64)", settings.join(" and ")),
+    ));
+    let runtimes: Vec<Option<String>> = seen.iter().map(|s| s.facts.runtime.clone()).collect();
+    checks.push(check(
+        seen,
+        "service runtime",
+        |s| s.facts.runtime.clone().unwrap_or_else(|| "not reported".into()),
+        runtimes.iter().all(|r| *r == runtimes[0]),
+        "both services must run with the same WORKER_THREADS (a multi-threaded service costs more CPU per \
+         request on a small machine)"
             .into(),
-    });
+    ));
     Fairness { ok: checks.iter().all(|c| c.ok), checks }
 }
-
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
-    use crate::dataset::Profile;
-    use crate::diagnostics::snapshot::samples;
-    use crate::manifest::TargetRecord;
+    use crate::backend::Targets;
+    use crate::databases::Databases;
+    use crate::diagnostics::samples;
     use orders_core::Timestamp;
-    use serde_json::json;
+    use orders_dataset::Profile;
+    use orders_dataset::manifest::TargetRecord;
+    use serde_json::{Value, json};
+
+    /// Both targets as the gate sees them from these `/diagnostics` answers and exact counts.
+    pub fn seen(m: Option<&Manifest>, pg: Value, mongo: Value, counted: [Option<u64>; 2]) -> Vec<Seen> {
+        let databases = Databases {
+            database_url: "postgres://h/orders".into(),
+            mongodb_uri: "mongodb://h".into(),
+            mongodb_db: "orders".into(),
+            ..Databases::default()
+        };
+        let targets = Targets::new(&databases, &[]).expect("targets");
+        let snapshot = samples::both(0.0, pg, mongo);
+        targets
+            .iter()
+            .zip(counted)
+            .map(|(t, counted)| Seen {
+                name: t.name(),
+                facts: t.backend.facts(snapshot.get(&t.name()), m),
+                counted,
+                pool_setting: t.backend.pool_setting(),
+            })
+            .collect()
+    }
 
     fn manifest(orders: u64, targets: &[&str]) -> Manifest {
         let profile =
@@ -178,8 +197,8 @@ mod tests {
         manifest
     }
 
-    fn gate(m: Option<&Manifest>, pg: serde_json::Value, mongo: serde_json::Value) -> Fairness {
-        check(m, 0, &PgSnapshot::from_json(&pg), &MongoSnapshot::from_json(&mongo), Counts::default())
+    fn gate(m: Option<&Manifest>, pg: Value, mongo: Value) -> Fairness {
+        check_all(m, 0, &seen(m, pg, mongo, [None, None]))
     }
 
     #[test]
@@ -226,13 +245,11 @@ mod tests {
     fn exact_counts_win_over_lagging_statistics() {
         let m = manifest(2000, &["pg", "mongo"]);
         let (pg, mongo) = (samples::pg(0, 1, 0, 2089), samples::mongo(2000, json!(true), "orders"));
-        let lagging =
-            check(Some(&m), 0, &PgSnapshot::from_json(&pg), &MongoSnapshot::from_json(&mongo), Counts::default());
+        let lagging = check_all(Some(&m), 0, &seen(Some(&m), pg.clone(), mongo.clone(), [None, None]));
         assert!(!lagging.ok);
-        let exact = Counts { pg: Some(2000), mongo: Some(2000) };
-        let counted = check(Some(&m), 0, &PgSnapshot::from_json(&pg), &MongoSnapshot::from_json(&mongo), exact);
+        let counted = check_all(Some(&m), 0, &seen(Some(&m), pg, mongo, [Some(2000), Some(2000)]));
         assert!(counted.ok, "{:?}", counted.mismatches());
-        assert_eq!(counted.checks[1].pg, "2000 rows (counted)");
+        assert_eq!(counted.checks[1].values["pg"], "2000 rows (counted)");
     }
 
     #[test]
@@ -252,7 +269,7 @@ mod tests {
         mongo["runtime"] = runtime("current_thread", 1);
         let same = gate(Some(&m), pg.clone(), mongo.clone());
         let check = same.checks.iter().find(|c| c.name == "service runtime").expect("checked");
-        assert!(same.ok && check.pg == "current_thread, 1 worker thread", "{check:?}");
+        assert!(same.ok && check.values["pg"] == "current_thread, 1 worker thread", "{check:?}");
         mongo["runtime"] = runtime("multi_thread", 2);
         let different = gate(Some(&m), pg.clone(), mongo);
         assert!(!different.ok, "{:?}", different.checks);

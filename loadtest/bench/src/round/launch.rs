@@ -7,8 +7,9 @@
 //! same summary JSON afterwards.
 
 use super::{RoundSpec, Setup};
-use crate::k6::{self, live::LiveView};
-use crate::loadgen;
+use crate::k6;
+use orders_loadgen::live::LiveView;
+
 use anyhow::{Context, Result};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -131,7 +132,7 @@ fn native_args(spec: &RoundSpec, setup: &Setup, summary: &Path) -> Vec<String> {
     let mut args = vec![
         "load".into(),
         "--targets".into(),
-        setup.targets_arg(),
+        setup.targets.generator_arg(),
         "--mix".into(),
         spec.mix.clone(),
         "--manifest".into(),
@@ -204,7 +205,7 @@ pub fn spawn(
                     while let Ok(Some(line)) = lines.next_line().await {
                         let now = origin.elapsed().as_secs_f64();
                         let Ok(mut progress) = progress.lock() else { return };
-                        if let Some(t) = loadgen::live::apply(&mut progress.view, &line) {
+                        if let Some(t) = orders_loadgen::live::apply(&mut progress.view, &line) {
                             progress.scenario_start.get_or_insert(now - t);
                         }
                     }
@@ -216,36 +217,55 @@ pub fn spawn(
     }
 }
 
-/// A short run of the native generator beside a round's load (the prefill, the pool warm-up):
-/// `load` against both services with `args` (mix, rate or clients, duration, seed), at ordinary
-/// priority, its summary in `summary`. Returns each target's (name, requests, failures).
-async fn side_load(setup: &Setup, args: &[String], summary: &Path, what: &str) -> Result<Vec<(String, u64, u64)>> {
+/// A run of the native generator as a child process, to its end: `load` against `targets` (as
+/// `--targets` takes them) with `args` (mix, rate or clients, duration, seed), at ordinary
+/// priority, its summary in `summary`. Returns the summary it wrote, or why there is none (its last
+/// lines on stderr).
+pub async fn run_native(
+    targets: &str,
+    manifest: &Path,
+    args: &[String],
+    summary: &Path,
+    env: &[(String, String)],
+) -> Result<orders_loadgen::summary::Summary> {
     let binary = native_binary()?;
+    let _ = std::fs::remove_file(summary);
     let output = tokio::process::Command::new(&binary)
-        .args(["load", "--targets", &setup.targets_arg(), "--manifest", &setup.manifest.display().to_string()])
+        .args(["load", "--targets", targets, "--manifest", &manifest.display().to_string()])
         .args(args)
         .args(["--no-realtime", "--summary", &summary.display().to_string()])
-        .envs(setup.extra_env.iter().cloned())
+        .envs(env.iter().cloned())
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output()
         .await
-        .with_context(|| format!("starting {} load ({what})", binary.display()))?;
-    let figures = crate::k6::summary::Summary::read(summary).ok().map(|s| {
-        s.targets.iter().map(|(name, t)| (name.clone(), t.figures.count, t.figures.failures)).collect::<Vec<_>>()
-    });
-    match figures {
-        Some(targets)
-            if !targets.is_empty() && targets.iter().all(|(_, count, failures)| *count > 0 && *failures == 0) =>
-        {
-            Ok(targets)
-        }
-        _ => anyhow::bail!(
-            "the {what} failed ({}): {}",
+        .with_context(|| format!("starting {} load", binary.display()))?;
+    orders_loadgen::summary::Summary::read(summary).with_context(|| {
+        format!(
+            "orders-bench load exited with {} and no summary: {}",
             output.status,
             String::from_utf8_lossy(&output.stderr).lines().rev().take(5).collect::<Vec<_>>().join(" / ")
-        ),
+        )
+    })
+}
+
+/// A short run of the native generator beside a round's load (the prefill, the pool warm-up),
+/// against every target. Returns each target's (name, requests, failures); fails unless every
+/// target answered every request.
+async fn side_load(setup: &Setup, args: &[String], summary: &Path, what: &str) -> Result<Vec<(String, u64, u64)>> {
+    let ran = run_native(&setup.targets.generator_arg(), &setup.manifest, args, summary, &setup.extra_env)
+        .await
+        .with_context(|| format!("the {what}"))?;
+    let targets: Vec<(String, u64, u64)> =
+        ran.targets.iter().map(|(name, t)| (name.clone(), t.figures.count, t.figures.failures)).collect();
+    if targets.is_empty() || targets.iter().any(|(_, count, failures)| *count == 0 || *failures > 0) {
+        let said: Vec<String> = targets
+            .iter()
+            .map(|(name, count, failures)| format!("{name} {count} requests, {failures} failed"))
+            .collect();
+        anyhow::bail!("the {what} failed: {}", said.join(", "));
     }
+    Ok(targets)
 }
 
 /// Inserts `orders` new orders through both services at once (the `insert` mix at a constant rate
@@ -295,8 +315,8 @@ fn native_binary() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::result::RatePlan;
-    use crate::model::verdict::PassMark;
+    use orders_bench_model::result::RatePlan;
+    use orders_bench_model::verdict::PassMark;
     use std::time::Duration;
 
     #[test]
@@ -323,14 +343,16 @@ mod tests {
             generator: Generator::Native,
             prefer_minimal: true,
         };
+        let databases = crate::databases::Databases {
+            database_url: String::new(),
+            mongodb_uri: String::new(),
+            mongodb_db: String::new(),
+            ..crate::databases::Databases::default()
+        };
+        let urls = [("pg", "http://127.0.0.1:1"), ("mongo", "http://127.0.0.1:2")].map(|(n, u)| (n.into(), u.into()));
         let setup = Setup {
-            pg_url: "http://127.0.0.1:1".into(),
-            mongo_url: "http://127.0.0.1:2".into(),
-            databases: crate::databases::Databases {
-                database_url: String::new(),
-                mongodb_uri: String::new(),
-                mongodb_db: String::new(),
-            },
+            targets: crate::backend::Targets::new(&databases, &urls).expect("targets"),
+            databases,
             k6: PathBuf::new(),
             script: PathBuf::new(),
             manifest: PathBuf::from("/d/dataset.json"),
@@ -349,12 +371,15 @@ mod tests {
         #[derive(clap::Parser)]
         struct Load {
             #[command(flatten)]
-            args: loadgen::LoadArgs,
+            args: orders_loadgen::LoadArgs,
         }
         let parsed =
             <Load as clap::Parser>::try_parse_from(&args).expect("orders-bench load accepts the round's flags").args;
         assert_eq!(parsed.rates, vec![200, 300, 450, 680]);
-        assert_eq!((parsed.staircase.step_duration, parsed.pass_mark.p95_ms, parsed.vu_budget_ms), (4.0, 50.0, 200));
+        assert_eq!(
+            (parsed.staircase.step_duration.as_secs_f64(), parsed.pass_mark.p95_ms, parsed.vu_budget_ms),
+            (4.0, 50.0, 200)
+        );
         assert_eq!(parsed.prefer.as_deref(), Some("return=minimal"));
         assert!(parsed.progress);
     }

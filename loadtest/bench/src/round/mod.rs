@@ -8,30 +8,25 @@
 //! afterwards). The round folder gets the raw files, `result.json`, `report.md`/`report.html` and
 //! the charts.
 
-mod counts;
 pub mod cpu;
 mod drive;
-pub mod explain;
+pub mod early_stop;
 pub mod fairness;
 pub mod launch;
-pub mod limit;
-mod load_generator;
-mod own_stall;
 pub mod plan_log;
 pub mod plan_probe;
 mod repeat;
-pub mod stall;
-pub mod verdict;
+#[cfg(test)]
+mod report_tests;
 
-use crate::load_flags::{PassMarkArgs, StaircaseArgs};
-use crate::manifest;
-use crate::model::result::{self, DataSet, Machine, RatePlan, RepeatResult, RoundResult};
-use crate::model::verdict::PassMark;
-use crate::seed::{SeedArgs, Targets};
-use crate::target::Target;
+use crate::seed::{SeedArgs, Selection};
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use orders_bench_model::result::{self, DataSet, Machine, RatePlan, RepeatResult, RoundResult};
+use orders_bench_model::verdict::PassMark;
 use orders_core::Timestamp;
+use orders_dataset::manifest;
+use orders_loadgen::flags::{PassMarkArgs, StaircaseArgs};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -70,37 +65,8 @@ pub struct RoundLoadArgs {
     pub no_warm_up: bool,
     /// Seconds between the runner's samples of both databases during a run (pending list, table
     /// counters, WAL; from its own connections) [default: once per step].
-    #[arg(long = "poll-interval", value_parser = parse_seconds)]
-    pub poll_interval: Option<f64>,
-}
-
-/// `30s`, `2m`, `1m30s`, `500ms` or a plain number of seconds.
-pub fn parse_seconds(text: &str) -> Result<f64, String> {
-    let bad = || format!("\"{text}\" is not a duration like 30s, 2m or 1m30s");
-    if let Ok(seconds) = text.parse::<f64>() {
-        return if seconds > 0.0 { Ok(seconds) } else { Err(bad()) };
-    }
-    let (mut total, mut number) = (0.0, String::new());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            number.push(c);
-            continue;
-        }
-        let value: f64 = number.parse().map_err(|_| bad())?;
-        number.clear();
-        total += match c {
-            'm' if chars.peek() == Some(&'s') => {
-                chars.next();
-                value / 1000.0
-            }
-            'h' => value * 3600.0,
-            'm' => value * 60.0,
-            's' => value,
-            _ => return Err(bad()),
-        };
-    }
-    if !number.is_empty() || total <= 0.0 { Err(bad()) } else { Ok(total) }
+    #[arg(long = "poll-interval", value_parser = orders_loadgen::duration::parse)]
+    pub poll_interval: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -114,12 +80,16 @@ pub struct RoundArgs {
     pub name: Option<String>,
     #[command(flatten)]
     pub load: RoundLoadArgs,
-    /// Base URL of the orders-pg service.
-    #[arg(long = "pg-url", default_value = "http://127.0.0.1:8080")]
-    pub pg_url: String,
-    /// Base URL of the orders-mongo service.
-    #[arg(long = "mongo-url", default_value = "http://127.0.0.1:8081")]
-    pub mongo_url: String,
+    /// A target's service, `NAME=URL` (repeatable): `pg=http://10.0.0.5:8080`. Every known target
+    /// is driven; those not named here at their service's default URL (pg :8080, mongo :8081).
+    #[arg(long = "target", value_parser = crate::backend::parse_target)]
+    pub targets: Vec<(String, String)>,
+    /// Base URL of the orders-pg service (the same as `--target pg=URL`).
+    #[arg(long = "pg-url")]
+    pub pg_url: Option<String>,
+    /// Base URL of the orders-mongo service (the same as `--target mongo=URL`).
+    #[arg(long = "mongo-url")]
+    pub mongo_url: Option<String>,
     /// Reload the data set into both databases before every repeat (`--reset` seeding with the
     /// profile below, or the manifest's when none is given). The services keep running.
     #[arg(long)]
@@ -215,11 +185,20 @@ pub struct RoundSpec {
     pub prefer_minimal: bool,
 }
 
+impl RoundArgs {
+    /// Every target's service URL the flags name: `--target NAME=URL`, and its aliases.
+    pub fn target_urls(&self) -> Vec<(String, String)> {
+        let aliases = [("pg", &self.pg_url), ("mongo", &self.mongo_url)];
+        let named = aliases.into_iter().filter_map(|(name, url)| Some((name.to_owned(), url.clone()?)));
+        named.chain(self.targets.iter().cloned()).collect()
+    }
+}
+
 /// Where the services, databases and tools are.
 #[derive(Debug, Clone)]
 pub struct Setup {
-    pub pg_url: String,
-    pub mongo_url: String,
+    /// The systems under test: every engine and its service.
+    pub targets: crate::backend::Targets,
     pub databases: crate::databases::Databases,
     pub k6: PathBuf,
     pub script: PathBuf,
@@ -230,21 +209,6 @@ pub struct Setup {
     pub fleet: Option<crate::fleet::leader::Fleet>,
     /// Why the databases run without budgets, when the caller knows (the report says it).
     pub budget_note: Option<String>,
-}
-
-impl Setup {
-    /// The base URL of `target`'s service.
-    pub fn url(&self, target: Target) -> &str {
-        match target {
-            Target::Pg => &self.pg_url,
-            Target::Mongo => &self.mongo_url,
-        }
-    }
-
-    /// `pg=http://...,mongo=http://...`: the targets as both load generators take them.
-    pub fn targets_arg(&self) -> String {
-        Target::ALL.map(|t| format!("{t}={}", self.url(t))).join(",")
-    }
 }
 
 fn folder_name(name: &str) -> String {
@@ -272,7 +236,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
             products: known.as_ref().filter(|m| args.orders.is_none_or(|o| o == m.orders)).map(|m| m.products),
             items: args.items.or(known.as_ref().map(|m| m.items_per_order)).unwrap_or(3),
             note_bytes: args.note_bytes.or(known.as_ref().map(|m| m.note_bytes)).unwrap_or(0),
-            target: Targets::all(),
+            target: Selection::all(),
             reset: true,
             databases: args.databases.clone(),
             manifest: manifest.clone(),
@@ -286,7 +250,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         mark: args.load.pass_mark.pass_mark(),
         early_stop: !args.load.run_all_steps,
         allow_mismatch: args.load.allow_mismatch,
-        poll_interval: Duration::from_secs_f64(args.load.poll_interval.unwrap_or(args.load.staircase.step_duration)),
+        poll_interval: args.load.poll_interval.unwrap_or(args.load.staircase.step_duration),
         vu_budget_ms: args.load.vu_budget_ms,
         settle: Duration::from_secs(90),
         reset: reseed.map_or(crate::fresh::Reset::Keep, crate::fresh::Reset::Reload),
@@ -301,8 +265,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         prefer_minimal: false,
     };
     let setup = Setup {
-        pg_url: args.pg_url.clone(),
-        mongo_url: args.mongo_url.clone(),
+        targets: crate::backend::Targets::new(&args.databases, &args.target_urls())?,
         databases: args.databases.clone(),
         k6: match args.generator {
             launch::Generator::K6 => crate::k6::binary(args.k6.as_deref(), repo.as_deref())?,
@@ -311,7 +274,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         script,
         manifest,
         extra_env: match &args.prometheus_rw {
-            Some(url) => crate::loadgen::prometheus::round_env(url)?,
+            Some(url) => orders_loadgen::prometheus::round_env(url)?,
             None => Vec::new(),
         },
         fleet: (!args.followers.is_empty()).then(|| crate::fleet::leader::Fleet { followers: args.followers.clone() }),
@@ -337,7 +300,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         budget.restore().await?;
     }
     let round = round?;
-    crate::report::write(&out, &[(out.clone(), round)])?;
+    orders_bench_report::write(&out, &[(out.clone(), round)])?;
     println!("report: {}", out.join("report.md").display());
     Ok(())
 }
@@ -362,18 +325,18 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
     for index in 1..=spec.repeats {
         repeats.push(repeat::run(spec, setup, out, index).await?);
     }
-    while let Some(why) = needs_another(spec, &repeats, began.elapsed()) {
+    while let Some(why) = needs_another(spec, &setup.targets, &repeats, began.elapsed()) {
         let index = repeats.len() as u32 + 1;
         eprintln!("round {}: one more repeat ({index}): {why}", spec.name);
         repeats.push(repeat::run(spec, setup, out, index).await?);
     }
     let mut max_rate = BTreeMap::new();
-    for target in Target::ALL {
+    for name in setup.targets.names() {
         // A repeat that stalls of the machine stopped before either target failed measured neither.
         let counted = repeats.iter().filter(|r| !r.spoiled_by_stalls());
-        let rates: Vec<_> = counted.filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
-        if let Some(summary) = verdict::summarize(&rates) {
-            max_rate.insert(target.name().to_owned(), summary);
+        let rates: Vec<_> = counted.filter_map(|r| r.targets.get(&name)).map(|t| t.max_rate).collect();
+        if let Some(summary) = orders_loadgen::verdict::summarize(&rates) {
+            max_rate.insert(name, summary);
         }
     }
     let data_set = manifest::read(&setup.manifest).ok().map(|m| DataSet {
@@ -397,6 +360,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         pass_mark: spec.mark,
         data_set,
         machine: Machine::this(),
+        targets: setup.targets.info(),
         fairness_overridden: repeats.iter().any(|r| !r.fairness.ok),
         budget,
         plan_probe,
@@ -410,7 +374,12 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
 
 /// Why one more repeat should run: a target's repeats spread beyond the tolerance, extra repeats
 /// are left and one more fits before the deadline (at the pace of those so far). `None`: enough.
-fn needs_another(spec: &RoundSpec, repeats: &[RepeatResult], spent: Duration) -> Option<String> {
+fn needs_another(
+    spec: &RoundSpec,
+    targets: &crate::backend::Targets,
+    repeats: &[RepeatResult],
+    spent: Duration,
+) -> Option<String> {
     let extra_done = (repeats.len() as u32).saturating_sub(spec.repeats);
     if extra_done >= spec.extra_repeats || repeats.is_empty() {
         return None;
@@ -428,15 +397,15 @@ fn needs_another(spec: &RoundSpec, repeats: &[RepeatResult], spent: Duration) ->
             spoiled.join(", ")
         ));
     }
-    Target::ALL.iter().find_map(|target| {
+    targets.info().into_iter().find_map(|target| {
         let rates: Vec<f64> =
-            counted.iter().filter_map(|r| r.targets.get(target.name())).map(|t| f64::from(t.max_rate.rate)).collect();
-        (!crate::model::mix_verdict::within_tolerance(&rates)).then(|| {
+            counted.iter().filter_map(|r| r.targets.get(&target.name)).map(|t| f64::from(t.max_rate.rate)).collect();
+        (!orders_bench_model::mix_verdict::within_tolerance(&rates)).then(|| {
             format!(
                 "{}'s repeats ({}) spread more than ±{:.0}% around their median",
-                target.label(),
+                target.label,
                 rates.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(", "),
-                crate::model::mix_verdict::TOLERANCE * 100.0
+                orders_bench_model::mix_verdict::TOLERANCE * 100.0
             )
         })
     })
@@ -444,22 +413,23 @@ fn needs_another(spec: &RoundSpec, repeats: &[RepeatResult], spent: Duration) ->
 
 /// Whether `mix` (a named mix or weights) searches by product.
 fn searches_products(mix: &str) -> bool {
-    crate::loadgen::mixes::Definitions::embedded()
+    orders_loadgen::mixes::Definitions::embedded()
         .and_then(|d| d.mix(mix))
         .is_ok_and(|m| m.weights.contains_key("product"))
 }
 
 /// The planner probe of a round that searches by product, on a copy of the data set's snapshot
 /// (only when the repeats restore one: the probe never touches the round's own database).
-async fn planner_probe(spec: &RoundSpec, setup: &Setup) -> Option<crate::model::plans::PlanProbe> {
+async fn planner_probe(spec: &RoundSpec, setup: &Setup) -> Option<orders_bench_model::plans::PlanProbe> {
     let crate::fresh::Reset::Restore(snapshots) = &spec.reset else { return None };
     if !searches_products(&spec.mix) {
         return None;
     }
     let manifest = manifest::read(&setup.manifest).ok()?;
+    let template = crate::backend::postgres::template(&setup.databases.database_url, snapshots.label());
     let source = plan_probe::Source {
         admin_url: snapshots.admin_url(),
-        template: snapshots.pg_template(),
+        template: &template,
         database_url: &setup.databases.database_url,
         orders: manifest.orders,
         products: manifest.products,
@@ -484,7 +454,7 @@ async fn planner_probe(spec: &RoundSpec, setup: &Setup) -> Option<crate::model::
 
 /// The plan log's threshold: the one asked for, else half the probe's sequential scan (at most
 /// 10 ms, at least 0.1 ms), so every scan is logged and few other statements are.
-fn plan_log_threshold(spec: &RoundSpec, probe: Option<&crate::model::plans::PlanProbe>) -> Option<f64> {
+fn plan_log_threshold(spec: &RoundSpec, probe: Option<&orders_bench_model::plans::PlanProbe>) -> Option<f64> {
     spec.plan_log_ms.or_else(|| probe?.seq_scan_ms.map(|ms| (ms / 2.0).clamp(0.1, 10.0)))
 }
 
@@ -498,17 +468,6 @@ mod tests {
         assert!(searches_products("read:50,product:50"));
         assert!(!searches_products("insert"));
         assert!(!searches_products("no such mix"));
-    }
-
-    #[test]
-    fn durations_read_like_k6_durations() {
-        assert_eq!(parse_seconds("30s"), Ok(30.0));
-        assert_eq!(parse_seconds("1m30s"), Ok(90.0));
-        assert_eq!(parse_seconds("500ms"), Ok(0.5));
-        assert_eq!(parse_seconds("2.5"), Ok(2.5));
-        assert!(parse_seconds("0").is_err());
-        assert!(parse_seconds("5x").is_err());
-        assert!(parse_seconds("30s5").is_err());
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! plan of every statement on the round's database that runs at least the threshold, and ends the
 //! database's sessions so the services' pools reconnect with it; `position` notes where the
 //! server's JSON log (`pg_current_logfile('jsonlog')`) stands. After the load, `read` takes what
-//! was written since, through `pg_read_binary_file` (a superuser or `pg_read_server_files`), and
+//! was written since, through `pg_read_binary_file` (a superuser or `pg_read_server_files`; on the
+//! droplets, whose roles are neither, through the deployment's `orders_bench_read_log`, and the
+//! server logs plans for every session with its own threshold), and
 //! `attribute` sorts the logged plans: a sequential scan of `orders` by the product search's
 //! generic plan (its filter reads `$1`), by a custom plan (the filter holds the product), or by
 //! another statement. Reading the log costs the round nothing; writing it costs only the slow
@@ -11,8 +13,8 @@
 //! statements the CPU budget held up.
 
 use crate::databases::pg_session;
-use crate::model::plans::ScanAttribution;
 use anyhow::{Context, Result};
+use orders_bench_model::plans::ScanAttribution;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -27,13 +29,19 @@ pub struct Position {
 /// The most of the log one repeat reads (a plan is about 1.5 KiB).
 const MAX_READ: i64 = 256 << 20;
 
-/// Turns the plan log on for the database of `database_url` (ending its sessions).
-pub async fn enable(database_url: &str, threshold_ms: f64) -> Result<()> {
+/// Turns the plan log on for the database of `database_url` (ending its sessions) and returns its
+/// threshold; when the server logs plans for every session already (the droplets' configuration),
+/// that is left as it is and its own threshold returned.
+pub async fn enable(database_url: &str, threshold_ms: f64) -> Result<f64> {
     let (client, _connection) = pg_session(database_url).await?;
+    if let Some(server) = orders_pg::admin::server_plan_threshold_ms(&client).await? {
+        return Ok(server);
+    }
     let name: String = client.query_one("SELECT current_database()", &[]).await?.get(0);
     orders_pg::admin::log_slow_plans(&client, &name, threshold_ms)
         .await
-        .context("turning on auto_explain for the round's database (needs a superuser)")
+        .context("turning on auto_explain for the round's database (needs a superuser)")?;
+    Ok(threshold_ms)
 }
 
 /// Where the JSON log stands now.

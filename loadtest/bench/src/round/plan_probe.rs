@@ -9,8 +9,8 @@
 //! orders, which sets the plan log's threshold. The scratch database is dropped afterwards.
 
 use crate::databases::pg_session;
-use crate::model::plans::{PlanProbe, ProbeRow};
 use anyhow::{Context, Result};
+use orders_bench_model::plans::{PlanProbe, ProbeRow};
 use orders_pg::admin;
 use serde_json::Value;
 use std::time::Instant;

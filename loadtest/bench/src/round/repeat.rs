@@ -7,21 +7,22 @@
 
 use super::drive::{self, Driven};
 use super::fairness;
-use super::limit;
-use super::load_generator::GeneratorSummary;
-use super::verdict::{drops_per_step, judge_target, max_passing_rate};
-use super::{RoundSpec, Setup, counts, explain, plan_log, stall};
+use super::{RoundSpec, Setup, plan_log};
+use crate::backend::postgres;
 use crate::budget::record;
-use crate::diagnostics::snapshot::{MongoSnapshot, PgSnapshot};
-use crate::diagnostics::{self, Pair};
-use crate::k6::summary::{LoadGenerator, Summary};
-use crate::model::fairness::Fairness;
-use crate::model::plans::ScanAttribution;
-use crate::model::result::{RepeatResult, TargetResult};
-use crate::target::Target;
-use crate::{fresh, manifest};
+use crate::diagnostics::{self, Snapshot};
+use crate::fresh;
 use anyhow::{Context, Result, bail};
+use orders_bench_model::explain::Explain;
+use orders_bench_model::fairness::Fairness;
+use orders_bench_model::limit;
+use orders_bench_model::plans::ScanAttribution;
+use orders_bench_model::result::{RepeatResult, TargetResult};
 use orders_core::Timestamp;
+use orders_dataset::manifest;
+use orders_loadgen::stall;
+use orders_loadgen::summary::{LoadGenerator, Summary};
+use orders_loadgen::verdict::{drops_per_step, judge_target, max_passing_rate};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
@@ -41,20 +42,16 @@ async fn gate(
     setup: &Setup,
     prefilled: u64,
     settle: Duration,
-) -> Result<(Pair, Fairness)> {
+) -> Result<(Snapshot, Fairness)> {
     let mut attempt = 0;
     loop {
-        // Counted first: the count's own sequential scan must not land inside the run's figures.
-        let exact =
-            counts::exact(&setup.databases.database_url, &setup.databases.mongodb_uri, &setup.databases.mongodb_db)
-                .await;
-        let pair = client.settled_pair(0.0, settle).await?;
         let manifest = manifest::read(&setup.manifest).ok();
-        let (pg, mongo) = (PgSnapshot::from_json(&pair.pg), MongoSnapshot::from_json(&pair.mongo));
-        let verdict = fairness::check(manifest.as_ref(), prefilled, &pg, &mongo, exact);
+        let snapshot = client.settled(0.0, settle).await?;
+        let seen = fairness::look(&setup.targets, &snapshot, manifest.as_ref()).await;
+        let verdict = fairness::check_all(manifest.as_ref(), prefilled, &seen);
         attempt += 1;
         if verdict.ok || attempt >= 4 {
-            return Ok((pair, verdict));
+            return Ok((snapshot, verdict));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
@@ -67,23 +64,29 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let started_at = Timestamp::now().to_string();
     let mut notes = Vec::new();
-    let mut start_state = fresh::reset(&spec.reset, &setup.databases, &label).await?;
-    if let Some(threshold) = spec.plan_log_ms
-        && let Err(error) = plan_log::enable(&setup.databases.database_url, threshold).await
-    {
-        notes.push(format!("no plan log: {error:#}"));
-    }
-    let client = diagnostics::Client::new(&setup.pg_url, &setup.mongo_url)?;
+    let mut start_state = fresh::reset(&spec.reset, &setup.targets, &label).await?;
+    // The plan log's threshold in effect: the one asked for, or the server's own.
+    let plan_log_ms = match spec.plan_log_ms {
+        Some(threshold) => match plan_log::enable(&setup.databases.database_url, threshold).await {
+            Ok(in_effect) => Some(in_effect),
+            Err(error) => {
+                notes.push(format!("no plan log: {error:#}"));
+                None
+            }
+        },
+        None => None,
+    };
+    let client = diagnostics::Client::new(&setup.targets)?;
     client.wait_ready(spec.settle).await?;
     if spec.warm_pools {
-        super::launch::fill_pools(setup, &dir, pool_clients(&client).await).await?;
+        super::launch::fill_pools(setup, &dir, pool_clients(&client, setup).await).await?;
     }
-    fresh::wait_quiet(&setup.databases, spec.quiet_wait, &mut start_state, &label).await;
+    fresh::wait_quiet(&setup.targets, spec.quiet_wait, &mut start_state, &label).await;
     if spec.prefill > 0 {
         super::launch::prefill(spec, setup, &dir, spec.prefill).await?;
     }
     let (before, fairness) = gate(&client, setup, u64::from(spec.prefill), spec.settle).await?;
-    let wal_before = counts::wal_stats(&setup.databases.database_url).await;
+    let wal_before = postgres::wal_stats(&setup.databases.database_url).await;
     write_json(&dir.join("diagnostics-before.json"), &before)?;
     if !fairness.ok {
         let list = fairness.mismatches().join("\n  ");
@@ -100,7 +103,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         (format!("{}-summary.json", spec.generator.file_prefix()), format!("{}.log", spec.generator.file_prefix()));
     let summary_path = dir.join(&summary_file);
     let log_path = dir.join(&log_file);
-    let log_position = match spec.plan_log_ms {
+    let log_position = match plan_log_ms {
         Some(_) => plan_log::position(&setup.databases.database_url)
             .await
             .map_err(|error| notes.push(format!("no plan log: {error:#}")))
@@ -123,8 +126,8 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     } = driven;
     // PostgreSQL backends report their counters at most once a second: let the last second land.
     tokio::time::sleep(STATS_LAG).await;
-    let wal_after = counts::wal_stats(&setup.databases.database_url).await;
-    let mut after = match client.settled_pair(origin.elapsed().as_secs_f64(), spec.settle).await {
+    let wal_after = postgres::wal_stats(&setup.databases.database_url).await;
+    let mut after = match client.settled(origin.elapsed().as_secs_f64(), spec.settle).await {
         Ok(after) => after,
         Err(error) => {
             let last = polled.last().cloned().with_context(|| format!("no diagnostics after the run: {error:#}"))?;
@@ -140,7 +143,11 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         }
     };
     match flushed_counters(&setup.databases.database_url).await {
-        Ok(table) => after.pg["table"] = table,
+        Ok(table) => {
+            if let Some(pg) = after.services.get_mut("pg") {
+                pg["table"] = table;
+            }
+        }
         Err(error) => notes.push(format!(
             "the table counters after the run may miss its last seconds (backends send them up to 10 s late, and \
              their sessions could not be ended: {error:#})"
@@ -148,8 +155,8 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     }
     write_json(&dir.join("diagnostics-after.json"), &after)?;
     let mut lines = std::fs::File::create(dir.join("diagnostics-polled.jsonl")).context("diagnostics-polled.jsonl")?;
-    for pair in &polled {
-        writeln!(lines, "{}", serde_json::to_string(pair).context("JSON")?).context("diagnostics-polled.jsonl")?;
+    for snapshot in &polled {
+        writeln!(lines, "{}", serde_json::to_string(snapshot).context("JSON")?).context("diagnostics-polled.jsonl")?;
     }
     for (key, file) in [
         ("load_summary", summary_file.as_str()),
@@ -203,30 +210,34 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             },
         );
     }
-    notes.extend(target_results.iter().filter_map(|(name, t)| retirement_note(name, t)));
-    let mut explain = explain::from_pairs(
-        &before,
-        &polled,
-        &after,
-        summary.write_requests(Target::Pg),
-        summary.write_requests(Target::Mongo),
-    );
-    if let (Some(b), Some(a)) = (wal_before, wal_after) {
-        explain.pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi, a.flushes.zip(b.flushes).map(|(a, b)| a - b));
+    let labels: BTreeMap<String, String> = setup.targets.info().into_iter().map(|t| (t.name, t.label)).collect();
+    notes.extend(target_results.iter().filter_map(|(name, t)| retirement_note(&labels, name, t)));
+    let mut explain = Explain::default();
+    for target in setup.targets.iter() {
+        let name = target.name();
+        let polled: Vec<&serde_json::Value> = polled.iter().map(|p| p.get(&name)).collect();
+        let figures =
+            target.backend.explain(before.get(&name), &polled, after.get(&name), summary.write_requests(&name));
+        explain.0.insert(name, figures);
     }
-    if let (Some(threshold), Some(position)) = (spec.plan_log_ms, &log_position) {
+    if let (Some(b), Some(a), Some(pg)) = (wal_before, wal_after, explain.pg_mut()) {
+        pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi, a.flushes.zip(b.flushes).map(|(a, b)| a - b));
+    }
+    if let (Some(threshold), Some(position)) = (plan_log_ms, &log_position) {
         let mut scans = plan_log::read(&setup.databases.database_url, position, threshold)
             .await
             .unwrap_or_else(|error| ScanAttribution::failed(threshold, format!("{error:#}")));
-        scans.unattributed = explain.pg.seq_scans.map(|counted| counted - scans.seq_scans() as f64);
-        explain.pg.scans = Some(scans);
+        if let Some(pg) = explain.pg_mut() {
+            scans.unattributed = pg.seq_scans.map(|counted| counted - scans.seq_scans() as f64);
+            pg.scans = Some(scans);
+        }
     }
     let requests: BTreeMap<String, u64> =
-        Target::ALL.iter().map(|t| (t.name().to_owned(), summary.requests(*t))).collect();
-    let generator_figures = GeneratorSummary::read(&summary_path);
-    let mut cpu = sampler.report(load_seconds, start, &summary.offered.steps, &requests, generator_figures.as_ref());
+        setup.targets.names().into_iter().map(|n| (n.clone(), summary.requests(&n))).collect();
+    let mut cpu =
+        sampler.report(load_seconds, start, &summary.offered.steps, &requests, summary.load_generator.as_ref());
     cpu.probe = Some(probe);
-    record::add_engine_caches(&mut cpu.budgets, &after);
+    record::add_engine_caches(&mut cpu.budgets, &after, &setup.targets);
     for (name, target) in &target_results {
         // The step that set the limit: the first failure the rate search did not step over.
         let failed = target
@@ -268,13 +279,12 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     })
 }
 
-/// Clients enough to open every pooled connection of both services: the larger pool, at least 16.
-async fn pool_clients(client: &diagnostics::Client) -> u32 {
-    let pair = client.pair(0.0).await.ok();
-    let pools = pair.map(|p| {
-        let pg = PgSnapshot::from_json(&p.pg).settings.pool_size.map(|n| n as f64);
-        let mongo = MongoSnapshot::from_json(&p.mongo).pool_size;
-        pg.into_iter().chain(mongo).fold(0.0, f64::max)
+/// Clients enough to open every pooled connection of every service: the largest pool, at least 16.
+async fn pool_clients(client: &diagnostics::Client, setup: &Setup) -> u32 {
+    let snapshot = client.snapshot(0.0).await.ok();
+    let pools = snapshot.map(|s| {
+        let pools = setup.targets.iter().filter_map(|t| t.backend.facts(s.get(&t.name()), None).pool_size);
+        pools.filter_map(|p| p.parse::<f64>().ok()).fold(0.0, f64::max)
     });
     (pools.unwrap_or(0.0) as u32).max(16)
 }
@@ -293,9 +303,9 @@ async fn flushed_counters(database_url: &str) -> Result<serde_json::Value> {
 }
 
 /// "MongoDB got no more load from step 6 (3,600 req/s) on: ..." for a retired target.
-fn retirement_note(name: &str, target: &TargetResult) -> Option<String> {
+fn retirement_note(labels: &BTreeMap<String, String>, name: &str, target: &TargetResult) -> Option<String> {
     let retired = target.retired?;
-    let label = Target::from_name(name).map_or(name.to_owned(), |t| t.label().to_owned());
+    let label = labels.get(name).cloned().unwrap_or_else(|| name.to_owned());
     let rate = target.steps.get(retired.step).map_or(String::new(), |s| format!(" ({} req/s)", s.rate));
     Some(format!(
         "{label} got no more load from step {}{rate} on, {:.1} s into the staircase: it had failed three steps in \

@@ -2,9 +2,9 @@
 //! a database takes (JSON for `COPY`, BSON documents for `insert_many`), in batches sent over a
 //! bounded channel, so generating overlaps with the database's work and never runs far ahead.
 
-use crate::dataset::Profile;
 use anyhow::Result;
 use orders_core::Order;
+use orders_dataset::Profile;
 use tokio::sync::mpsc;
 
 /// Batches generated ahead of the writer.

@@ -4,19 +4,18 @@
 //! `--target both`, then records the data set in the manifest. A target that already holds
 //! orders is refused unless `--reset` is given, so the two databases never silently differ.
 
-mod feed;
-mod mongo;
-mod postgres;
+pub mod feed;
 mod progress;
 
-use crate::dataset::Profile;
-use crate::manifest::{Manifest, TargetRecord};
-use crate::target::Target;
+use crate::backend::{self, Backend, Loaded};
 use anyhow::{Result, bail};
 use clap::Args;
 use orders_core::Timestamp;
+use orders_dataset::Profile;
+use orders_dataset::manifest::{Manifest, TargetRecord};
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Args)]
 pub struct SeedArgs {
@@ -42,7 +41,7 @@ pub struct SeedArgs {
     pub note_bytes: u32,
     /// Which database(s) to seed: pg, mongo, or both (loaded at the same time).
     #[arg(long, default_value = "both")]
-    pub target: Targets,
+    pub target: Selection,
     /// Empty the table / drop the collection first (otherwise a target holding orders is refused).
     #[arg(long)]
     pub reset: bool,
@@ -53,35 +52,28 @@ pub struct SeedArgs {
     pub manifest: PathBuf,
 }
 
-/// `--target`: one target by its name, or `both` (also `all`).
+/// `--target`: one database by its target's name, or `both` (also `all`) for every one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Targets(Vec<Target>);
+pub struct Selection(Option<String>);
 
-impl Targets {
+impl Selection {
     pub fn all() -> Self {
-        Self(Target::ALL.to_vec())
+        Self(None)
     }
 
-    pub fn includes(&self, target: Target) -> bool {
-        self.0.contains(&target)
-    }
-
-    fn label(&self) -> String {
-        let labels: Vec<&str> = self.0.iter().map(|t| t.label()).collect();
-        if labels.len() > 1 { format!("{} at once", labels.join(" and ")) } else { labels.concat() }
+    fn includes(&self, name: &str) -> bool {
+        self.0.as_deref().is_none_or(|chosen| chosen == name)
     }
 }
 
-impl FromStr for Targets {
+impl FromStr for Selection {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
         match text {
             "both" | "all" => Ok(Self::all()),
-            name => Target::from_name(name).map(|t| Self(vec![t])).ok_or_else(|| {
-                let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
-                format!("expected {} or both", names.join(", "))
-            }),
+            name if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric()) => Ok(Self(Some(name.into()))),
+            _ => Err("expected a target's name (pg, mongo) or both".into()),
         }
     }
 }
@@ -100,47 +92,33 @@ impl SeedArgs {
     }
 }
 
-/// What one target's load did, for the final line and the manifest.
-pub struct Loaded {
-    pub target: Target,
-    pub database: String,
-    pub orders: u64,
-    pub seconds: f64,
-    /// (phase, seconds), in the order they ran.
-    pub phases: Vec<(&'static str, f64)>,
-    pub bytes_on_disk: u64,
-    /// How `bytes_on_disk` was measured.
-    pub size_source: String,
+/// The seeder's line for one database: "pg    2000 orders in 1.2 s = ...".
+fn line(name: &str, loaded: &Loaded) -> String {
+    let phases: Vec<String> = loaded.phases.iter().map(|(name, s)| format!("{name} {s:.1} s")).collect();
+    format!(
+        "{:<5} {} orders in {:.1} s = {:.0} docs/s ({}); on disk {:.1} MiB ({}) [{}]",
+        name,
+        loaded.orders,
+        loaded.seconds,
+        docs_per_sec(loaded),
+        phases.join(", "),
+        loaded.bytes_on_disk as f64 / 1_048_576.0,
+        loaded.size_source,
+        loaded.database,
+    )
 }
 
-impl Loaded {
-    fn docs_per_sec(&self) -> f64 {
-        self.orders as f64 / self.seconds.max(1e-9)
-    }
+fn docs_per_sec(loaded: &Loaded) -> f64 {
+    loaded.orders as f64 / loaded.seconds.max(1e-9)
+}
 
-    fn line(&self) -> String {
-        let phases: Vec<String> = self.phases.iter().map(|(name, s)| format!("{name} {s:.1} s")).collect();
-        format!(
-            "{:<5} {} orders in {:.1} s = {:.0} docs/s ({}); on disk {:.1} MiB ({}) [{}]",
-            self.target,
-            self.orders,
-            self.seconds,
-            self.docs_per_sec(),
-            phases.join(", "),
-            self.bytes_on_disk as f64 / 1_048_576.0,
-            self.size_source,
-            self.database,
-        )
-    }
-
-    fn record(&self) -> TargetRecord {
-        TargetRecord {
-            database: self.database.clone(),
-            seeded_at: Timestamp::now(),
-            seconds: self.seconds,
-            docs_per_sec: self.docs_per_sec(),
-            bytes_on_disk: self.bytes_on_disk,
-        }
+fn record(loaded: &Loaded) -> TargetRecord {
+    TargetRecord {
+        database: loaded.database.clone(),
+        seeded_at: Timestamp::now(),
+        seconds: loaded.seconds,
+        docs_per_sec: docs_per_sec(loaded),
+        bytes_on_disk: loaded.bytes_on_disk,
     }
 }
 
@@ -148,68 +126,57 @@ pub async fn run(args: SeedArgs) -> Result<()> {
     let profile = args.profile();
     profile.check()?;
     let approx_doc_bytes = profile.approx_doc_bytes()?;
-    let wants_pg = args.target.includes(Target::Pg);
-    let wants_mongo = args.target.includes(Target::Mongo);
+    let chosen: Vec<Arc<dyn Backend>> =
+        backend::all(&args.databases).into_iter().filter(|b| args.target.includes(&b.info().name)).collect();
+    if chosen.is_empty() {
+        let names: Vec<String> = backend::all(&args.databases).iter().map(|b| b.info().name).collect();
+        bail!("--target: no database is called that (known: {}, or both)", names.join(", "));
+    }
 
     // Connect to every target and check it before loading any, so a refusal changes nothing.
-    let pg = if wants_pg { Some(postgres::PgTarget::connect(&args.databases.database_url).await?) } else { None };
-    let mongo = if wants_mongo {
-        Some(mongo::MongoTarget::connect(&args.databases.mongodb_uri, &args.databases.mongodb_db).await?)
-    } else {
-        None
-    };
+    let mut seeders = Vec::new();
+    for backend in &chosen {
+        seeders.push((backend.info(), backend.seeder().await?));
+    }
     if !args.reset {
         let mut refusals = Vec::new();
-        if let Some(pg) = &pg {
-            refusals.extend(pg.refusal().await?);
-        }
-        if let Some(mongo) = &mongo {
-            refusals.extend(mongo.refusal().await?);
+        for (_, seeder) in &seeders {
+            refusals.extend(seeder.refusal().await?);
         }
         if !refusals.is_empty() {
             bail!("refusing to seed: {}", refusals.join("; "));
         }
     }
 
+    let labels: Vec<&str> = seeders.iter().map(|(info, _)| info.label.as_str()).collect();
     eprintln!(
         "seeding {} orders (seed {}, {} items, note {} bytes, ~{approx_doc_bytes} bytes each) into {}",
         profile.orders,
         profile.seed,
         profile.items,
         profile.note_bytes,
-        args.target.label()
+        if labels.len() > 1 { format!("{} at once", labels.join(" and ")) } else { labels.concat() }
     );
     let bars = progress::Bars::new();
-    let pg_load = async {
-        match pg {
-            Some(pg) => pg.load(profile, args.reset, bars.add(Target::Pg.name(), profile.orders)).await.map(Some),
-            None => Ok(None),
-        }
-    };
-    let mongo_load = async {
-        match mongo {
-            Some(mongo) => {
-                mongo.load(profile, args.reset, bars.add(Target::Mongo.name(), profile.orders)).await.map(Some)
-            }
-            None => Ok(None),
-        }
-    };
-    let (pg_loaded, mongo_loaded) = tokio::join!(pg_load, mongo_load);
+    let loads = seeders.into_iter().map(|(info, seeder)| {
+        let bar = bars.add(&info.name, profile.orders);
+        async move { (info.name, seeder.load(profile, args.reset, bar).await) }
+    });
+    let loaded = futures_util::future::join_all(loads).await;
 
     // The manifest lists the targets that now hold the data set; a failed one is dropped from it.
     let mut manifest = Manifest::new(&profile, approx_doc_bytes);
     let mut failures = Vec::new();
     let mut failed_targets = Vec::new();
-    for (target, result) in [(Target::Pg, pg_loaded), (Target::Mongo, mongo_loaded)] {
+    for (name, result) in &loaded {
         match result {
-            Ok(Some(loaded)) => {
-                println!("{}", loaded.line());
-                manifest.targets.insert(loaded.target.name().to_owned(), loaded.record());
+            Ok(loaded) => {
+                println!("{}", line(name, loaded));
+                manifest.targets.insert(name.clone(), record(loaded));
             }
-            Ok(None) => {}
             Err(error) => {
-                failures.push(format!("{target}: {error:#}"));
-                failed_targets.push(target.name());
+                failures.push(format!("{name}: {error:#}"));
+                failed_targets.push(name.as_str());
             }
         }
     }
@@ -220,12 +187,4 @@ pub async fn run(args: SeedArgs) -> Result<()> {
         bail!("seeding failed: {}", failures.join("; "));
     }
     Ok(())
-}
-
-/// The refusal of one target, in the words the user needs.
-fn refusal_message(what: &str, database: &str) -> String {
-    format!(
-        "{what} in {database} already holds orders; seeding on top of them would leave data the manifest does not \
-         describe, so pass --reset to empty it first"
-    )
 }

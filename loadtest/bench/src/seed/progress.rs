@@ -15,7 +15,7 @@ impl Bars {
     }
 
     /// A bar for `target` counting to `orders`.
-    pub fn add(&self, target: &'static str, orders: u64) -> ProgressBar {
+    pub fn add(&self, target: &str, orders: u64) -> ProgressBar {
         let style = ProgressStyle::with_template(
             "{prefix:>5} [{bar:32.cyan/blue}] {human_pos}/{human_len} {docs_per_sec} eta {eta} {wide_msg}",
         )
@@ -24,7 +24,7 @@ impl Bars {
             let _ = write!(out, "{:.0} docs/s", state.per_sec());
         })
         .progress_chars("=> ");
-        let bar = self.multi.add(ProgressBar::new(orders).with_style(style).with_prefix(target));
+        let bar = self.multi.add(ProgressBar::new(orders).with_style(style).with_prefix(target.to_owned()));
         bar.set_message("starting");
         bar
     }

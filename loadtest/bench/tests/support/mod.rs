@@ -1,5 +1,5 @@
 //! Test support for the seeder's end-to-end tests: a new, empty PostgreSQL database per test
-//! (dropping those left by test processes that have exited, as `orders-pg`'s tests do), a MongoDB
+//! (`orders_pg::testing`, shared with the services' tests), a MongoDB
 //! database of its own that is dropped when the test is done, the `orders-bench` binary run
 //! against both, and both services started in-process on loopback ports over those databases.
 
@@ -16,22 +16,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio_postgres::NoTls;
 
-const PG_PREFIX: &str = "bench_test_";
-
 /// The PostgreSQL server the tests use: `DATABASE_URL` (as `infra/local/stack.sh env` prints it).
 pub fn pg_server_url() -> String {
-    std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:55432/orders".into())
+    orders_pg::testing::server_url()
 }
 
 pub fn mongodb_uri() -> String {
     std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:57017".into())
-}
-
-fn pg_url_for(database: &str) -> String {
-    let url = pg_server_url();
-    let base = url.split('?').next().unwrap_or(&url);
-    let (server, _) = base.rsplit_once('/').expect("DATABASE_URL has a database name");
-    format!("{server}/{database}")
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -41,26 +32,10 @@ fn unique_suffix() -> String {
     format!("{}_{}_{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst))
 }
 
-/// Creates an empty PostgreSQL database and returns its URL.
+/// Creates an empty PostgreSQL database and returns its URL (the one helper every crate's tests
+/// share: `orders_pg::testing`, which also drops those of test processes that have exited).
 pub async fn fresh_pg_database() -> String {
-    let (admin, connection) = tokio_postgres::connect(&pg_url_for("postgres"), NoTls)
-        .await
-        .expect("PostgreSQL is running (start it with infra/local/stack.sh start)");
-    tokio::spawn(connection);
-    let rows = admin
-        .query("SELECT datname FROM pg_database WHERE datname LIKE $1", &[&format!("{PG_PREFIX}%")])
-        .await
-        .expect("list test databases");
-    for row in rows {
-        let name: String = row.get(0);
-        let pid = name.trim_start_matches(PG_PREFIX).split('_').next().unwrap_or("");
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
-        }
-    }
-    let name = format!("{PG_PREFIX}{}", unique_suffix());
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.expect("create test database");
-    pg_url_for(&name)
+    orders_pg::testing::fresh_database().await
 }
 
 /// A client of the test's PostgreSQL database.

@@ -3,8 +3,8 @@
 //! dashed beside ours.
 
 use super::SizeResult;
-use crate::charts::{self, Chart, MONGO_COLOR, PG_COLOR, Point, Series};
 use crate::experiment::studies::{self, Figure, Reference};
+use orders_bench_report::charts::{self, Chart, MONGO_COLOR, PG_COLOR, Point, Series};
 
 const S2_PG_COLOR: &str = "#8fb3d9";
 const S2_MONGO_COLOR: &str = "#9fd39a";

@@ -18,11 +18,11 @@ use super::output::{Outcome, RoundRef};
 use super::rounds::{self, Data, RoundPlan};
 use super::studies;
 use super::variant;
-use crate::dataset::Profile;
-use crate::report::doc::Block;
-use crate::report::format::{self, NONE};
-use crate::target::Target;
+use crate::experiment::engine::Target;
 use anyhow::{Result, bail};
+use orders_bench_report::doc::Block;
+use orders_bench_report::format::{self, NONE};
+use orders_dataset::Profile;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,8 +6,8 @@ use super::SizeResult;
 use crate::experiment::compare::Comparison;
 use crate::experiment::figures::RoundFigures;
 use crate::experiment::studies::{self, Reference};
-use crate::report::doc::Block;
-use crate::report::format::{self, NONE};
+use orders_bench_report::doc::Block;
+use orders_bench_report::format::{self, NONE};
 
 fn growth_text(f: &RoundFigures) -> String {
     let p = &f.pg_figures;

@@ -1,0 +1,238 @@
+//! A database engine as the runner sees it: one trait, `Backend`, for everything the runner asks
+//! of an engine besides its service's own HTTP requests, and one implementation per engine beside
+//! this file (`postgres`, `mongo`), whose statements and commands live in the engine's service
+//! crate (`orders_pg::admin`, `orders_mongo::admin`). The runner holds its systems under test as
+//! `Targets`: each a backend and its service's URL, in the order every report shows them, keyed by
+//! name (`pg`, `mongo`: the key in result.json, the manifest and the load generators).
+//!
+//! Adding an engine is a module here with one `impl Backend`, one line in `all` (its database's
+//! URL comes from `--database NAME=URL`), and its service's crate and infra folder (loadtest/README.md, "Adding a
+//! backend").
+
+mod figures;
+pub mod mongo;
+pub mod postgres;
+
+use crate::databases::Databases;
+use crate::stack::Stack;
+use anyhow::{Result, bail};
+use async_trait::async_trait;
+use indicatif::ProgressBar;
+use orders_bench_model::explain::EngineExplain;
+use orders_bench_model::start::DatabaseStart;
+use orders_bench_model::target::TargetInfo;
+use orders_dataset::Profile;
+use orders_dataset::manifest::Manifest;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Everything the runner asks of one engine. Methods that reach the database are async and say
+/// why they failed in words (the runner records it and goes on where it can).
+#[async_trait]
+pub trait Backend: Send + Sync {
+    /// The key of its figures (`pg`), its name in prose (`PostgreSQL`), its service's and its
+    /// server's process names.
+    fn info(&self) -> TargetInfo;
+    /// Where its database listens (seeding, counts, the CPU sampler: the URL's port).
+    fn database_url(&self) -> &str;
+    /// Its service's default base URL (what `round` drives without `--target`).
+    fn default_service_url(&self) -> &'static str;
+    /// The environment variable that sets its service's pool size (for the fairness gate's words).
+    fn pool_setting(&self) -> &'static str;
+
+    /// Its service's environment for reaching its database (what `demo` starts it with).
+    fn service_env(&self) -> Vec<(String, String)>;
+    /// Creates its database on the local stack when the engine does not create one on first use
+    /// (`admin_url`: the PostgreSQL server's `postgres` database).
+    async fn create_database(&self, admin_url: &str) -> Result<()>;
+
+    /// Connects for seeding (creating the schema as the service does) and checks the database.
+    async fn seeder(&self) -> Result<Box<dyn Seeder>>;
+    /// The exact number of orders it holds, when it can be asked.
+    async fn count_orders(&self) -> Option<u64>;
+    /// Reads every page of the orders and their indexes once, and records the data's fingerprint,
+    /// count and size on disk.
+    async fn warm_and_fingerprint(&self, entry: &mut DatabaseStart) -> Result<()>;
+    /// Flushes what is dirty (PostgreSQL `CHECKPOINT`, MongoDB `fsync`).
+    async fn checkpoint(&self) -> Result<(), String>;
+    /// What else runs on its database now (background work, other clients), one line each.
+    async fn busy(&self) -> Result<Vec<String>, String>;
+    /// Takes a snapshot of the data set on the local stack, to restore before every repeat.
+    async fn snapshot(&self, local: &Local<'_>) -> Result<()>;
+    async fn restore(&self, local: &Local<'_>) -> Result<()>;
+    /// Drops what `snapshot` kept, where that is worth it.
+    async fn drop_snapshot(&self, local: &Local<'_>);
+    /// A connection of the runner's own for the per-step samples; why not, when it cannot reach the
+    /// database (it is then read through its service's `/diagnostics`).
+    async fn sampler(&self) -> Result<Box<dyn Sampler>, String>;
+
+    /// What its database did during a run, from its `/diagnostics` (or samples) before, during and
+    /// after it, and the write requests its service was sent.
+    fn explain(&self, before: &Value, polled: &[&Value], after: &Value, write_requests: u64) -> EngineExplain;
+    /// The facts the fairness gate compares, from its service's `/diagnostics`.
+    fn facts(&self, diagnostics: &Value, manifest: Option<&Manifest>) -> Facts;
+    /// Its engine's cache (PostgreSQL `shared_buffers`, the WiredTiger cache), from `/diagnostics`.
+    fn cache_bytes(&self, diagnostics: &Value) -> Option<u64>;
+}
+
+/// Where the local stack keeps the snapshots of one data set.
+pub struct Local<'a> {
+    pub stack: &'a Stack,
+    /// A connection URL to the PostgreSQL server's `postgres` database.
+    pub admin_url: &'a str,
+    /// The data set's name among the snapshots (letters, digits, `_`).
+    pub label: &'a str,
+}
+
+/// Loads the data set into one database.
+#[async_trait]
+pub trait Seeder: Send {
+    /// Why it must not be seeded without `--reset`, if it must not.
+    async fn refusal(&self) -> Result<Option<String>>;
+    async fn load(self: Box<Self>, profile: Profile, reset: bool, bar: ProgressBar) -> Result<Loaded>;
+}
+
+/// What one database's load did, for the seeder's last line and the manifest.
+pub struct Loaded {
+    /// Where it went (`postgres://host/orders`), for people.
+    pub database: String,
+    pub orders: u64,
+    pub seconds: f64,
+    /// (phase, seconds), in the order they ran.
+    pub phases: Vec<(&'static str, f64)>,
+    pub bytes_on_disk: u64,
+    /// How `bytes_on_disk` was measured.
+    pub size_source: String,
+}
+
+/// The runner's own connection to one database during a run.
+#[async_trait]
+pub trait Sampler: Send + Sync {
+    /// One sample, as the service's `/diagnostics` with only the sampled sections filled.
+    async fn sample(&self) -> Value;
+    /// What one sample sends (`1`, `queries`), for the cost the report gives.
+    fn cost(&self) -> (u64, &'static str);
+}
+
+/// What the fairness gate compares of one database.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    /// Whether its service's writes are acknowledged only once on disk.
+    pub waits_for_disk: Option<bool>,
+    /// The settings that decide it, in words (`synchronous_commit=on, fsync=on`).
+    pub durability: String,
+    /// The orders it holds by its own statistics (for when they cannot be counted), and what
+    /// that figure is (`n_live_tup`).
+    pub estimated_orders: Option<f64>,
+    pub estimate_source: &'static str,
+    /// `rows`, `documents`.
+    pub unit: &'static str,
+    pub pool_size: Option<String>,
+    /// Its service's runtime, in words.
+    pub runtime: Option<String>,
+    /// Checks of its own: (name, value, ok, note).
+    pub own_checks: Vec<(String, String, bool, String)>,
+}
+
+/// Every engine the runner knows, over the databases `databases` names, in report order.
+pub fn all(databases: &Databases) -> Vec<Arc<dyn Backend>> {
+    vec![Arc::new(postgres::Postgres::new(databases)), Arc::new(mongo::Mongo::new(databases))]
+}
+
+/// One system under test: an engine and its service.
+#[derive(Clone)]
+pub struct Target {
+    pub backend: Arc<dyn Backend>,
+    /// Its service's base URL, without a trailing `/`.
+    pub url: String,
+}
+
+impl Target {
+    pub fn name(&self) -> String {
+        self.backend.info().name
+    }
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target").field("name", &self.name()).field("url", &self.url).finish()
+    }
+}
+
+/// The systems under test of a run, in report order.
+#[derive(Clone, Debug)]
+pub struct Targets(pub Vec<Target>);
+
+impl Targets {
+    /// Every engine of `all`, each at its service's default URL unless `urls` names another
+    /// (`name=URL`, from `--target` and its aliases).
+    pub fn new(databases: &Databases, urls: &[(String, String)]) -> Result<Self> {
+        let backends = all(databases);
+        for (name, _) in urls {
+            if !backends.iter().any(|b| &b.info().name == name) {
+                let known: Vec<String> = backends.iter().map(|b| b.info().name).collect();
+                bail!("--target {name}=...: no such target (known: {})", known.join(", "));
+            }
+        }
+        Ok(Self(
+            backends
+                .into_iter()
+                .map(|backend| {
+                    let name = backend.info().name;
+                    let url = urls
+                        .iter()
+                        .rev()
+                        .find(|(n, _)| *n == name)
+                        .map_or(backend.default_service_url(), |(_, url)| url.as_str());
+                    Target { url: url.trim_end_matches('/').to_owned(), backend }
+                })
+                .collect(),
+        ))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Target> {
+        self.0.iter()
+    }
+
+    /// The targets as result.json records them.
+    pub fn info(&self) -> Vec<TargetInfo> {
+        self.0.iter().map(|t| t.backend.info()).collect()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.0.iter().map(Target::name).collect()
+    }
+
+    /// `pg=http://...,mongo=http://...`: the targets as both load generators take them.
+    pub fn generator_arg(&self) -> String {
+        self.0.iter().map(|t| format!("{}={}", t.name(), t.url)).collect::<Vec<_>>().join(",")
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Target> {
+        self.0.iter().find(|t| t.name() == name)
+    }
+}
+
+/// `NAME=URL`, as `--target` takes it.
+pub fn parse_target(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, url)) if !name.is_empty() && url.starts_with("http") => Ok((name.to_owned(), url.to_owned())),
+        _ => Err(format!("\"{text}\" is not NAME=URL, like pg=http://127.0.0.1:8080")),
+    }
+}
+
+/// `NAME=URL`, as `--database` takes it.
+pub fn parse_database(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, url)) if !name.is_empty() && url.contains("://") => Ok((name.to_owned(), url.to_owned())),
+        _ => Err(format!("\"{text}\" is not NAME=URL, like pg2=postgres://127.0.0.1:5432/orders")),
+    }
+}
+
+/// The refusal of one database, in the words the user needs.
+pub fn refusal_message(what: &str, database: &str) -> String {
+    format!(
+        "{what} in {database} already holds orders; seeding on top of them would leave data the manifest does not \
+         describe, so pass --reset to empty it first"
+    )
+}

@@ -1,0 +1,296 @@
+//! PostgreSQL as a backend of the runner (`pg`, orders-pg over `postgres`). Its statements live in
+//! `orders_pg::admin`; here is what the runner does with them: seeding (`seed`: binary `COPY`),
+//! counts, the warm-up and fingerprint of a repeat's start, checkpoints and what else runs, the
+//! snapshot of the data set as a template database, the per-step sample (one query), the
+//! explaining figures of a run (`explain`, from `/diagnostics` read by `snapshot`), and the facts
+//! the fairness gate compares.
+
+pub mod explain;
+pub mod seed;
+pub mod snapshot;
+
+use super::{Backend, Facts, Local, Sampler, Seeder};
+use crate::databases::{Databases, pg_session};
+use anyhow::{Context, Result};
+use async_trait::async_trait;
+use orders_bench_model::explain::EngineExplain;
+use orders_bench_model::start::DatabaseStart;
+use orders_bench_model::target::TargetInfo;
+use orders_dataset::manifest::Manifest;
+use orders_pg::admin;
+use serde_json::{Value, json};
+use snapshot::PgSnapshot;
+use std::time::Duration;
+
+const COUNT_LIMIT: Duration = Duration::from_secs(15);
+const CONNECT_LIMIT: Duration = Duration::from_secs(5);
+/// What the runner's own samples say they are.
+pub const SAMPLE_SOURCE: &str = "orders-bench";
+
+#[derive(Debug, Clone)]
+pub struct Postgres {
+    url: String,
+}
+
+impl Postgres {
+    pub fn new(databases: &Databases) -> Self {
+        Self { url: databases.database_url.clone() }
+    }
+}
+
+/// The PostgreSQL database named in `url`.
+pub fn database_of(url: &str) -> Result<String> {
+    let config: tokio_postgres::Config = url.parse().context("the PostgreSQL URL")?;
+    config.get_dbname().map(str::to_owned).context("the PostgreSQL URL names no database")
+}
+
+/// Whether Postgres makes a commit wait for the WAL flush: `fsync` on and `synchronous_commit`
+/// anything but `off` (`local`, `remote_write`, `remote_apply` all flush locally first).
+pub fn waits_for_disk(pg: &PgSnapshot) -> Option<bool> {
+    let fsync = pg.settings.fsync.as_ref()?;
+    let commit = pg.settings.synchronous_commit.as_ref()?;
+    Some(fsync == "on" && commit != "off")
+}
+
+/// `shared_buffers` as PostgreSQL prints it (`512MB`, `1GB`, `128kB`, `8192` pages of 8 kB).
+pub fn size_setting(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = (text[..digits].parse::<u64>().ok()?, &text[digits..]);
+    let factor = match unit {
+        "" => 8192,
+        "kB" => 1 << 10,
+        "MB" => 1 << 20,
+        "GB" => 1 << 30,
+        "TB" => 1 << 40,
+        _ => return None,
+    };
+    Some(number * factor)
+}
+
+/// The name of the template database that holds the snapshot of data set `label`.
+fn snapshot_name(url: &str, label: &str) -> Result<String> {
+    Ok(format!("{}_snap_{label}", database_of(url)?))
+}
+
+/// The template database holding the snapshot of data set `label` of the database at `url`.
+pub fn template(url: &str, label: &str) -> String {
+    snapshot_name(url, label).unwrap_or_default()
+}
+
+/// `pg_stat_wal`: server-wide WAL records and full-page images since the last reset, and the WAL
+/// flushes (fsyncs of the WAL: with `synchronous_commit = on` a commit waits for one, and several
+/// commits may share it; PostgreSQL 18 counts them in `pg_stat_io`, 14 to 17 in
+/// `pg_stat_wal.wal_sync`; a synchronous `wal_sync_method` makes none).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WalStats {
+    pub records: f64,
+    pub fpi: f64,
+    pub flushes: Option<f64>,
+}
+
+pub async fn wal_stats(database_url: &str) -> Option<WalStats> {
+    let query = async {
+        let (client, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await.ok()?;
+        let connection = tokio::spawn(connection);
+        let figures = admin::wal_records_and_fpi(&client).await.ok();
+        let flushes = admin::wal_flushes(&client).await;
+        drop(client);
+        let _ = connection.await;
+        figures.map(|(records, fpi)| WalStats { records, fpi, flushes })
+    };
+    tokio::time::timeout(COUNT_LIMIT, query).await.ok().flatten()
+}
+
+struct PgSampler {
+    client: tokio_postgres::Client,
+    connection: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for PgSampler {
+    fn drop(&mut self) {
+        self.connection.abort();
+    }
+}
+
+#[async_trait]
+impl Sampler for PgSampler {
+    async fn sample(&self) -> Value {
+        match admin::sample(&self.client).await {
+            Ok(sample) => serde_json::to_value(orders_pg::diagnostics::Diagnostics {
+                source: Some(SAMPLE_SOURCE.into()),
+                ..sample
+            })
+            .unwrap_or_else(|e| json!({"source": SAMPLE_SOURCE, "error": e.to_string()})),
+            Err(error) => json!({"source": SAMPLE_SOURCE, "error": error.to_string()}),
+        }
+    }
+
+    fn cost(&self) -> (u64, &'static str) {
+        (1, "queries")
+    }
+}
+
+#[async_trait]
+impl Backend for Postgres {
+    fn info(&self) -> TargetInfo {
+        TargetInfo::new("pg", "PostgreSQL", "orders-pg", "postgres")
+    }
+
+    fn database_url(&self) -> &str {
+        &self.url
+    }
+
+    fn default_service_url(&self) -> &'static str {
+        "http://127.0.0.1:8080"
+    }
+
+    fn pool_setting(&self) -> &'static str {
+        "PG_POOL_SIZE"
+    }
+
+    fn service_env(&self) -> Vec<(String, String)> {
+        vec![("DATABASE_URL".into(), self.url.clone())]
+    }
+
+    async fn create_database(&self, admin_url: &str) -> Result<()> {
+        let name = database_of(&self.url)?;
+        let (client, _connection) = pg_session(admin_url).await?;
+        admin::create_database(&client, &name).await.with_context(|| format!("creating database {name}"))
+    }
+
+    async fn seeder(&self) -> Result<Box<dyn Seeder>> {
+        Ok(Box::new(seed::PgTarget::connect(&self.url).await?))
+    }
+
+    async fn count_orders(&self) -> Option<u64> {
+        let count = async {
+            let (client, _connection) = pg_session(&self.url).await.ok()?;
+            admin::count_orders(&client).await.ok().and_then(|c| u64::try_from(c).ok())
+        };
+        tokio::time::timeout(COUNT_LIMIT, count).await.ok().flatten()
+    }
+
+    async fn warm_and_fingerprint(&self, entry: &mut DatabaseStart) -> Result<()> {
+        let (client, _connection) = pg_session(&self.url).await?;
+        if let Err(error) = admin::prewarm_orders(&client).await {
+            entry.notes.push(format!("pg_prewarm: {error}"));
+        }
+        let (fingerprint, count) = admin::fingerprint(&client).await?;
+        entry.data_fingerprint = Some(fingerprint);
+        entry.orders = u64::try_from(count).ok();
+        entry.bytes_on_disk = Some(admin::database_size(&client).await? as f64);
+        Ok(())
+    }
+
+    async fn checkpoint(&self) -> Result<(), String> {
+        let (client, _connection) = pg_session(&self.url).await.map_err(|e| format!("{e:#}"))?;
+        admin::checkpoint(&client).await.map_err(|e| e.to_string())
+    }
+
+    async fn busy(&self) -> Result<Vec<String>, String> {
+        let (client, _connection) = pg_session(&self.url).await.map_err(|e| format!("{e:#}"))?;
+        let name = database_of(&self.url).map_err(|e| format!("{e:#}"))?;
+        admin::busy_sessions(&client, &name).await.map_err(|e| e.to_string())
+    }
+
+    /// The orders database copied as a template database (`CREATE DATABASE ... TEMPLATE ...
+    /// STRATEGY FILE_COPY`: its files at a checkpoint, no WAL).
+    async fn snapshot(&self, local: &Local<'_>) -> Result<()> {
+        let (database, snapshot) = (database_of(&self.url)?, snapshot_name(&self.url, local.label)?);
+        let (client, _connection) = pg_session(local.admin_url).await?;
+        admin::snapshot_database(&client, &database, &snapshot)
+            .await
+            .with_context(|| format!("copying database {database} as {snapshot}"))
+    }
+
+    /// Keeps what a running service set on the index since the snapshot (`fastupdate`), and ends
+    /// every session on the database: the services' pools reconnect on their next request.
+    async fn restore(&self, local: &Local<'_>) -> Result<()> {
+        let (database, snapshot) = (database_of(&self.url)?, snapshot_name(&self.url, local.label)?);
+        let options = {
+            let (client, _connection) = pg_session(&self.url).await?;
+            admin::index_options(&client, "orders_items").await?
+        };
+        let (client, _connection) = pg_session(local.admin_url).await?;
+        admin::restore_database(&client, &database, &snapshot)
+            .await
+            .with_context(|| format!("restoring database {database} from {snapshot}"))?;
+        let (orders, _connection) = pg_session(&self.url).await?;
+        admin::set_index_options(&orders, "orders_items", &options).await?;
+        Ok(())
+    }
+
+    async fn drop_snapshot(&self, local: &Local<'_>) {
+        let Ok(snapshot) = snapshot_name(&self.url, local.label) else { return };
+        if let Ok((client, _connection)) = pg_session(local.admin_url).await {
+            let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS \"{snapshot}\" WITH (FORCE)")).await;
+        }
+    }
+
+    /// One query per sample: the GIN pending list (`pgstatginindex`), the `pg_stat_user_tables`
+    /// counters of `orders` and the WAL position (`orders_pg::admin::sample`).
+    async fn sampler(&self) -> Result<Box<dyn Sampler>, String> {
+        match tokio::time::timeout(CONNECT_LIMIT, tokio_postgres::connect(&self.url, tokio_postgres::NoTls)).await {
+            Ok(Ok((client, connection))) => {
+                let connection = tokio::spawn(async move { drop(connection.await) });
+                Ok(Box::new(PgSampler { client, connection }))
+            }
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err("no answer within 5 s".into()),
+        }
+    }
+
+    fn explain(&self, before: &Value, polled: &[&Value], after: &Value, write_requests: u64) -> EngineExplain {
+        let polled: Vec<PgSnapshot> = polled.iter().map(|p| PgSnapshot::from_json(p)).collect();
+        let explain =
+            explain::pg(&PgSnapshot::from_json(before), &polled, &PgSnapshot::from_json(after), write_requests);
+        EngineExplain::Pg(Box::new(explain))
+    }
+
+    fn facts(&self, diagnostics: &Value, _manifest: Option<&Manifest>) -> Facts {
+        let pg = PgSnapshot::from_json(diagnostics);
+        Facts {
+            waits_for_disk: waits_for_disk(&pg),
+            durability: format!(
+                "synchronous_commit={}, fsync={}",
+                pg.settings.synchronous_commit.as_deref().unwrap_or("?"),
+                pg.settings.fsync.as_deref().unwrap_or("?")
+            ),
+            estimated_orders: pg.counter(|t| t.n_live_tup),
+            estimate_source: "n_live_tup",
+            unit: "rows",
+            pool_size: pg.settings.pool_size.map(|p| p.to_string()),
+            runtime: pg.runtime.clone(),
+            own_checks: Vec::new(),
+        }
+    }
+
+    fn cache_bytes(&self, diagnostics: &Value) -> Option<u64> {
+        match diagnostics.pointer("/settings/shared_buffers")? {
+            Value::String(text) => size_setting(text),
+            Value::Number(pages) => size_setting(&pages.to_string()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_database_comes_from_the_url() {
+        assert_eq!(database_of("postgres://postgres@127.0.0.1:55432/orders_demo").expect("name"), "orders_demo");
+        assert!(database_of("postgres://postgres@127.0.0.1:55432").is_err());
+        assert_eq!(template("postgres://h/orders_demo", "demo"), "orders_demo_snap_demo");
+    }
+
+    #[test]
+    fn shared_buffers_read_in_postgres_units() {
+        assert_eq!(size_setting("512MB"), Some(512 << 20));
+        assert_eq!(size_setting("1GB"), Some(1 << 30));
+        assert_eq!(size_setting("16384"), Some(16384 * 8192));
+        assert_eq!(size_setting("lots"), None);
+    }
+}

@@ -1,0 +1,388 @@
+//! The report (`orders-bench-report`) end to end on rounds built as `round` builds them, from the
+//! real k6 summary fixture and sample diagnostics: every file is written, the table and findings are there, the charts are well-formed, an unfair
+//! round is named at the top, and the combined result.json reads back.
+
+use super::fairness;
+use crate::backend::Targets;
+use crate::databases::Databases;
+use crate::diagnostics::{Snapshot, samples};
+use orders_bench_model::cpu::CpuReport;
+use orders_bench_model::explain::Explain;
+use orders_bench_model::result::{self, RoundResult};
+use orders_bench_model::result::{DataSet, Machine, RatePlan, RepeatResult, TargetResult};
+use orders_bench_model::verdict::PassMark;
+use orders_bench_report::charts::tests::assert_well_formed;
+use orders_bench_report::{doc, findings, max_rate_table, summary, write};
+use orders_loadgen::summary::{FIXTURE, Summary};
+use orders_loadgen::verdict::{judge_target, max_passing_rate, summarize};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// Every target's explaining figures, as `round` records them.
+fn explain(before: &Snapshot, polled: &[Snapshot], after: &Snapshot, writes: u64) -> Explain {
+    let databases = Databases {
+        database_url: "postgres://h/o".into(),
+        mongodb_uri: "mongodb://h".into(),
+        mongodb_db: "o".into(),
+        ..Databases::default()
+    };
+    let targets = Targets::new(&databases, &[]).expect("targets");
+    let mut explain = Explain::default();
+    for target in targets.iter() {
+        let name = target.name();
+        let polled: Vec<&serde_json::Value> = polled.iter().map(|p| p.get(&name)).collect();
+        explain.0.insert(name.clone(), target.backend.explain(before.get(&name), &polled, after.get(&name), writes));
+    }
+    explain
+}
+
+fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
+    let summary = Summary::parse(FIXTURE).expect("fixture");
+    let targets = summary
+        .targets
+        .iter()
+        .map(|(name, t)| {
+            let steps = judge_target(t, summary.run_seconds, &PassMark::default(), None);
+            let result = TargetResult {
+                max_rate: max_passing_rate(&steps),
+                requests: t.figures.count,
+                failures: t.figures.failures,
+                dropped_iterations: t.dropped_iterations,
+                latency_ms: t.figures.latency_ms,
+                endpoints: BTreeMap::new(),
+                steps,
+                retired: None,
+            };
+            (name.clone(), result)
+        })
+        .collect();
+    let mut after_pg = samples::pg(if mix == "shop" { 40 } else { 0 }, 3_000_000, 2, 5000);
+    after_pg["table"]["seq_tup_read"] = json!(if mix == "shop" { 40 * 30_000 } else { 0 });
+    if mix == "status" {
+        after_pg["table"]["n_tup_upd"] = json!(900);
+        after_pg["sizes"]["index_bytes"]["orders_items"] = json!(900_000);
+    }
+    let mut before_mongo = samples::mongo(5000, json!(true), "orders");
+    if !fair {
+        before_mongo["settings"]["write_concern"]["sent_with_every_write"]["j"] = json!(null);
+    }
+    let polled = [samples::both(2.0, samples::pg(10, 2_000_000, 60, 5000), before_mongo.clone())];
+    let before = samples::both(0.0, samples::pg(0, 1_000_000, 0, 5000), before_mongo);
+    let after = samples::both(7.0, after_pg, samples::mongo(5000, json!(true), "orders"));
+    let writes = if mix == "read" { 0 } else { 1000 };
+    let mut manifest = orders_dataset::manifest::Manifest::new(
+        &orders_dataset::Profile { seed: 1, orders: 5000, customers: 500, products: 500, items: 3, note_bytes: 0 },
+        634,
+    );
+    for target in ["pg", "mongo"] {
+        manifest.targets.insert(
+            target.into(),
+            orders_dataset::manifest::TargetRecord {
+                database: "mongodb://127.0.0.1:57017/orders".into(),
+                seeded_at: orders_core::Timestamp::from_millis(0),
+                seconds: 1.0,
+                docs_per_sec: 1.0,
+                bytes_on_disk: 1,
+            },
+        );
+    }
+    RepeatResult {
+        index,
+        reseeded: true,
+        start: None,
+        started_at: "2026-11-30T10:00:00.000Z".into(),
+        fairness: fairness::check_all(
+            Some(&manifest),
+            0,
+            &fairness::tests::seen(
+                Some(&manifest),
+                before.get("pg").clone(),
+                before.get("mongo").clone(),
+                [None, None],
+            ),
+        ),
+        run_seconds: summary.run_seconds,
+        stopped_early: false,
+        targets,
+        explain: explain(&before, &polled, &after, writes),
+        cpu: CpuReport::default(),
+        files: BTreeMap::new(),
+        notes: Vec::new(),
+        load_generator: summary.load_generator.clone(),
+        fleet: None,
+    }
+}
+
+fn round(mix: &str, weights: &[(&str, u32)], fair: bool) -> RoundResult {
+    let repeats = vec![repeat(1, mix, fair), repeat(2, mix, true)];
+    let max_rate = ["pg", "mongo"]
+        .iter()
+        .filter_map(|t| {
+            let rates: Vec<_> = repeats.iter().map(|r| r.targets[*t].max_rate).collect();
+            Some(((*t).to_owned(), summarize(&rates)?))
+        })
+        .collect();
+    RoundResult {
+        name: mix.into(),
+        mix: mix.into(),
+        mix_weights: weights.iter().map(|(e, w)| ((*e).to_owned(), *w)).collect(),
+        started_at: "2026-11-30T10:00:00.000Z".into(),
+        finished_at: "2026-11-30T10:01:00.000Z".into(),
+        plan: RatePlan { start_rate: 100, step: 1000, max_rate: 1100, step_seconds: 3.0, factor: None },
+        plan_probe: None,
+        targets: Vec::new(),
+        pass_mark: PassMark::default(),
+        data_set: Some(DataSet {
+            seed: 1,
+            orders: 5000,
+            customers: 500,
+            products: 500,
+            items_per_order: 3,
+            note_bytes: 0,
+            approx_doc_bytes: 634,
+        }),
+        machine: Machine { cores: 2, os: "Linux test".into() },
+        fairness_overridden: !fair,
+        budget: None,
+        repeats,
+        max_rate,
+        dir: ".".into(),
+    }
+}
+
+#[test]
+fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() {
+    let out = std::env::temp_dir().join(format!("orders-bench-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    for repeat in &mut shop.repeats {
+        repeat.explain.pg_mut().expect("pg").scans = Some(attribution(30, 10));
+    }
+    let rounds = vec![
+        (out.join("shop"), shop),
+        (out.join("status"), round("status", &[("status", 100)], true)),
+        (out.join("insert"), round("insert", &[("insert", 100)], false)),
+    ];
+    write(&out, &rounds).expect("report");
+
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(md.contains("| mix | PostgreSQL max rate | MongoDB max rate | ratio |"), "{md}");
+    assert!(md.contains("| shop | 100 req/s (100–100, 2 runs) | 100 req/s (100–100, 2 runs) | 1.00 |"), "{md}");
+    let unfair = md.find("UNFAIR COMPARISON").expect("unfair round named");
+    assert!(unfair < md.find("## Maximum passing rate").expect("table"), "named at the top");
+    assert!(md.contains("`insert` repeat 1: durability"), "{md}");
+    assert!(md.contains("**F1 seen** in `shop`: 60 of the sequential scans ran on the product search's generic plan, 20 on custom plans"), "{md}");
+    assert!(md.contains("**Custom-plan scans** in `shop` (not F1): 20 sequential scans"), "{md}");
+    assert!(md.contains("60 pages"), "the pending list seen while polling: {md}");
+    assert!(
+        md.contains("**F2 seen**: Postgres wrote 2.0 KiB of WAL per status update of an order of about 634 B"),
+        "{md}"
+    );
+    assert!(md.contains("**F3 seen** in `status`: 1,800 status updates, 0 of them HOT (0.0%)"), "{md}");
+    assert!(md.contains("![shop: p95 latency"), "{md}");
+
+    for file in ["shop-p95", "shop-achieved", "status-p95", "insert-achieved"] {
+        let svg = std::fs::read_to_string(out.join(format!("charts/{file}.svg"))).expect(file);
+        assert_well_formed(&svg);
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert_eq!(html.matches("<svg").count(), 7, "every chart inline, the answer's first");
+    assert_well_formed(&std::fs::read_to_string(out.join("charts/answer.svg")).expect("answer chart"));
+    assert!(md.contains("| shop | 100 (100 / 100) | – | 100 (100 / 100) | – | 1.00 | no clear winner |"), "{md}");
+
+    let (_, back) = result::read(&out).expect("combined result.json");
+    assert_eq!(back.iter().map(|r| r.dir.as_str()).collect::<Vec<_>>(), ["shop", "status", "insert"]);
+    assert_eq!(max_rate_table(&back).lines().count(), 5);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+fn attribution(generic: u64, custom: u64) -> orders_bench_model::plans::ScanAttribution {
+    orders_bench_model::plans::ScanAttribution {
+        threshold_ms: 5.0,
+        plans_logged: generic + custom,
+        generic_seq_scans: generic,
+        custom_seq_scans: custom,
+        custom_scan_products: vec![(680, custom)],
+        unattributed: Some(0.0),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn sequential_scans_of_custom_plans_are_not_f1_and_without_a_plan_log_f1_is_undetermined() {
+    let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    let refs = |round: &RoundResult| findings::f1(&[round]).join("\n");
+    let undetermined = refs(&shop);
+    assert!(undetermined.starts_with("**F1 undetermined** in `shop`"), "{undetermined}");
+    assert!(!undetermined.contains("F1 seen"), "scans alone prove nothing: {undetermined}");
+    for repeat in &mut shop.repeats {
+        repeat.explain.pg_mut().expect("pg").scans = Some(attribution(0, 40));
+    }
+    let custom = refs(&shop);
+    assert!(custom.starts_with("**F1 not seen** in `shop`: 0 of the sequential scans ran on"), "{custom}");
+    assert!(custom.contains("**Custom-plan scans** in `shop` (not F1): 80 sequential scans"), "{custom}");
+    assert!(custom.contains("680 (80×)"), "{custom}");
+}
+
+#[test]
+fn the_generator_is_compared_with_the_cheaper_database() {
+    use orders_bench_model::cpu::{ComponentCpu, Role};
+    let component = |name: &str, role, per_1k| ComponentCpu {
+        name: name.into(),
+        role,
+        target: None,
+        note: None,
+        cpu_seconds: Some(1.0),
+        cores_used: None,
+        per_1k_requests: Some(per_1k),
+    };
+    let mut read = round("read", &[("read", 100)], true);
+    for (repeat, generator) in read.repeats.iter_mut().zip([0.010, 0.014]) {
+        repeat.cpu.components = vec![
+            component("postgres", Role::Database, 0.040),
+            component("mongod", Role::Database, 0.080),
+            component("orders-bench load", Role::LoadGenerator, generator),
+        ];
+    }
+    let (share, cheaper) = summary::generator_share(&read).expect("share");
+    assert_eq!(cheaper.name, "pg");
+    assert!((share - 0.3).abs() < 1e-9, "median 0.012 of 0.040: {share}");
+    let table = doc::markdown(&[summary::cpu_table(&[&read])]);
+    assert!(table.contains("| 0.30 of postgres |"), "{table}");
+}
+
+#[test]
+fn rounds_limited_by_the_shared_machine_are_called_out() {
+    use orders_bench_model::cpu::{Limit, LimitKind};
+    let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new(), evidence: None };
+    let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    for repeat in &mut shop.repeats {
+        repeat.cpu.limits.insert("pg".into(), limit(LimitKind::LoadGenerator));
+        repeat.cpu.limits.insert("mongo".into(), limit(LimitKind::Service));
+    }
+    assert_eq!(summary::shared_limit(&[&shop]), ["`shop`"], "both failed at 1,100 in the fixture");
+    let table = doc::markdown(&[summary::cpu_table(&[&shop])]);
+    assert!(table.contains("| load generator ×2 / service ×2 |"), "{table}");
+    assert!(table.contains("| load generator ÷ cheaper database |"), "{table}");
+    shop.repeats[1].cpu.limits.insert("pg".into(), limit(LimitKind::Database));
+    assert!(summary::shared_limit(&[&shop]).is_empty(), "a database limit is a real result");
+}
+
+#[test]
+fn the_headline_says_in_words_which_rows_are_not_database_limited() {
+    use orders_bench_model::cpu::{Limit, LimitKind};
+    let limit = |kind| Limit { step: 1, rate: 1100, kind, text: String::new(), evidence: None };
+    let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    shop.budget = Some("0.25 CPU and 4.0 GiB each (cgroup v1, 10 ms quota period)".into());
+    for repeat in &mut shop.repeats {
+        repeat.cpu.limits.insert("pg".into(), limit(LimitKind::Database));
+        repeat.cpu.limits.insert("mongo".into(), limit(LimitKind::Database));
+    }
+    assert_eq!(summary::limit_words(&shop), "both databases, at their budgets");
+    let table = max_rate_table(std::slice::from_ref(&shop));
+    assert!(table.contains("| ratio | what set the limits |"), "{table}");
+    assert!(table.contains("| 1.00 | both databases, at their budgets |"), "{table}");
+
+    shop.repeats[0].cpu.limits.insert("pg".into(), limit(LimitKind::Machine));
+    assert_eq!(
+        summary::limit_words(&shop),
+        "**not database-limited**: PostgreSQL: database ×1, machine ×1 (the MongoDB database was)",
+        "a database limit in half the repeats is not a majority"
+    );
+    for repeat in &mut shop.repeats {
+        repeat.cpu.limits.clear();
+    }
+    assert_eq!(
+        summary::limit_words(&shop),
+        "**not database-limited**: PostgreSQL never failed (the staircase ended first); MongoDB never failed (the \
+         staircase ended first)"
+    );
+
+    let head = doc::markdown(&summary::budget_paragraph(&[&shop]).into_iter().collect::<Vec<_>>());
+    assert!(head.contains("**Database budgets**: 0.25 CPU and 4.0 GiB each"), "{head}");
+    shop.budget = Some("no budgets (not root)".into());
+    let head = doc::markdown(&summary::budget_paragraph(&[&shop]).into_iter().collect::<Vec<_>>());
+    assert!(head.starts_with("**No budgets**: no budgets (not root)."), "{head}");
+}
+
+/// `round` with each target's maximum passing rate per repeat set, and (when given) a CPU step
+/// per repeat at the top passing step: the database used `cores` of a 0.25-core budget there.
+fn answered(pg: &[u32], mongo: &[u32], cores: Option<(f64, f64)>) -> RoundResult {
+    use orders_bench_model::cpu::{DbStep, StepCpu};
+    let mut round = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    round.plan = RatePlan { start_rate: 1000, step: 1, max_rate: 2000, step_seconds: 4.0, factor: Some(1.1) };
+    round.repeats = (0..pg.len()).map(|i| round.repeats[i % round.repeats.len()].clone()).collect();
+    for (i, repeat) in round.repeats.iter_mut().enumerate() {
+        for (target, rates) in [("pg", pg), ("mongo", mongo)] {
+            let t = repeat.targets.get_mut(target).expect("target");
+            t.max_rate.rate = rates[i];
+            t.max_rate.first_failed_rate = Some(rates[i] * 2);
+            for step in &mut t.steps {
+                step.passed = true;
+                step.complete = true;
+                step.rate = rates[i];
+                step.achieved_rate = f64::from(rates[i]);
+            }
+            t.steps.truncate(1);
+        }
+        repeat.cpu.steps = cores.map_or_else(Vec::new, |(pg_cores, mongo_cores)| {
+            let db = |cores| DbStep {
+                cores: Some(cores),
+                budget_cores: Some(0.25),
+                periods: None,
+                throttled_share: None,
+                throttled_seconds: None,
+                memory_peak_bytes: None,
+                memory_limit_bytes: None,
+            };
+            vec![StepCpu {
+                step: 0,
+                rate: 0,
+                machine_busy_cores: None,
+                components_cores: None,
+                cores: BTreeMap::new(),
+                databases: BTreeMap::from([
+                    ("postgres".to_owned(), db(pg_cores)),
+                    ("mongod".to_owned(), db(mongo_cores)),
+                ]),
+                generator: None,
+            }]
+        });
+    }
+    round
+}
+
+#[test]
+fn a_winner_is_named_only_beyond_the_spread_and_the_least_difference() {
+    use orders_bench_model::mix_verdict::judge;
+    let clear = judge(&answered(&[1500, 1500, 1600], &[1100, 1100, 1100], None));
+    assert_eq!((clear.winner.map(|t| t.name), clear.stable), (Some("pg".to_owned()), true), "{:?}", clear.reasons);
+    let overlapping = judge(&answered(&[1500, 1000, 1600], &[1100, 1100, 1200], None));
+    assert_eq!(overlapping.winner, None);
+    assert!(!overlapping.stable, "1,000 is more than 25% below 1,500");
+    assert!(overlapping.reasons.iter().any(|r| r.contains("overlap")), "{:?}", overlapping.reasons);
+    let close = judge(&answered(&[1700, 1700, 1700], &[1900, 1900, 1800], None));
+    assert_eq!(close.winner, None, "11% apart is within the least difference: {:?}", close.reasons);
+    assert!(close.reasons.iter().any(|r| r.contains("less than 15%")));
+    let mut coarse = answered(&[1300, 1300], &[1000, 1000], None);
+    coarse.plan = RatePlan { start_rate: 100, step: 1, max_rate: 3000, step_seconds: 2.0, factor: Some(1.3) };
+    let one_step = judge(&coarse);
+    assert_eq!(one_step.winner, None, "one step of a 1.3x staircase apart: {:?}", one_step.reasons);
+}
+
+#[test]
+fn the_cpu_capacity_can_veto_a_winner() {
+    use orders_bench_model::capacity::of_repeat;
+    use orders_bench_model::mix_verdict::judge;
+    // PostgreSQL passed more, but at 0.25 cores for 1,500 req/s; MongoDB at 0.125 for 1,100.
+    let round = answered(&[1500, 1500], &[1100, 1100], Some((0.25, 0.125)));
+    let [pg, mongo] = [0, 1].map(|i| round.targets()[i].clone());
+    let capacity = of_repeat(&round.repeats[0], &mongo).expect("half the budget is enough");
+    assert!((capacity.rate - 2200.0).abs() < 1e-6, "{capacity:?}");
+    assert!((capacity.cpu_us_per_request - 0.125 / 1100.0 * 1e6).abs() < 1e-6);
+    let verdict = judge(&round);
+    assert_eq!(verdict.winner, None, "{:?}", verdict.reasons);
+    assert!(verdict.reasons.iter().any(|r| r.contains("the CPU capacities MongoDB")), "{:?}", verdict.reasons);
+    let below_half = answered(&[1500], &[1100], Some((0.1, 0.1)));
+    assert!(of_repeat(&below_half.repeats[0], &pg).is_none(), "a step at under half the budget says little");
+}

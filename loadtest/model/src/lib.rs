@@ -1,0 +1,26 @@
+//! `orders-bench-model`: what `result.json` is made of, and nothing else. A round's orchestration
+//! fills it, the report renders it, `compare` reads two of them; it depends on none of them (no
+//! workspace crate at all, no driver, no runtime), so a reader of result.json needs only this.
+//!
+//! `result` is the file and its rounds and repeats; `verdict`, `explain`, `fairness`, `start`,
+//! `cpu` (with the databases' `budget`), `generator` and `fleet` the parts of a repeat; `plans`
+//! the planner's evidence for finding F1. `limit`, `capacity` and `mix_verdict` are the rules that turn
+//! figures into words and an answer (what limited a target where it first failed, a second
+//! estimate from the databases' CPU, a winner only beyond the spread): they read nothing but the
+//! model. `target` names the systems under test.
+
+pub mod budget;
+pub mod capacity;
+pub mod cpu;
+pub mod explain;
+pub mod fairness;
+pub mod fleet;
+pub mod generator;
+pub mod limit;
+pub mod mix_verdict;
+pub mod plans;
+pub mod result;
+pub mod start;
+pub mod stats;
+pub mod target;
+pub mod verdict;

@@ -1,0 +1,283 @@
+//! `result.json`: what a round folder records, and what `orders-bench report` reads back. The
+//! schema is documented in loadtest/RESULTS.md; `SCHEMA` names its version, bumped on any change
+//! that an older reader would misread. A round folder holds one round; a demo or report folder
+//! holds every round it aggregates.
+
+use super::cpu::CpuReport;
+use super::explain::Explain;
+use super::fairness::Fairness;
+use super::generator::{Latency, LoadGenerator, Retired};
+use super::target::TargetInfo;
+use super::verdict::{MaxRate, PassMark, RateSummary, StepResult};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA: &str = "orders-bench/result/2";
+/// Older schemas this version still reads (their new fields are empty).
+const READS: [&str; 2] = [SCHEMA, "orders-bench/result/1"];
+pub const FILE: &str = "result.json";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultFile {
+    pub schema: String,
+    pub rounds: Vec<RoundResult>,
+}
+
+/// The staircase of offered rates, per target: from `start_rate` up by `step`, or, with a
+/// `factor`, each rate that much above the one before (rounded to two significant digits), which
+/// keeps the same relative resolution for a target that gives up at 500 req/s and one that gives
+/// up at 5,000; never above `max_rate`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RatePlan {
+    pub start_rate: u32,
+    pub step: u32,
+    pub max_rate: u32,
+    pub step_seconds: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+}
+
+/// `x` rounded to two significant digits: 1234 → 1200, 567 → 570.
+pub fn two_digits(x: f64) -> u32 {
+    if x < 100.0 {
+        return x.round() as u32;
+    }
+    let unit = 10f64.powi(x.log10().floor() as i32 - 1);
+    ((x / unit).round() * unit) as u32
+}
+
+impl RatePlan {
+    pub fn rates(&self) -> Vec<u32> {
+        if let Some(factor) = self.factor.filter(|f| *f > 1.0) {
+            let mut rates = vec![self.start_rate];
+            let mut rate = self.start_rate;
+            loop {
+                rate = two_digits(f64::from(rate) * factor).max(rate + 1);
+                if rate > self.max_rate {
+                    return rates;
+                }
+                rates.push(rate);
+            }
+        }
+        let mut rates = Vec::new();
+        let mut rate = self.start_rate;
+        while rate <= self.max_rate && self.step > 0 {
+            rates.push(rate);
+            rate += self.step;
+        }
+        if self.step == 0 {
+            rates.push(self.start_rate);
+        }
+        rates
+    }
+}
+
+/// The data set both databases held (from the seeder's manifest).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataSet {
+    pub seed: u64,
+    pub orders: u64,
+    pub customers: u64,
+    pub products: u64,
+    pub items_per_order: u32,
+    pub note_bytes: u32,
+    pub approx_doc_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundResult {
+    pub name: String,
+    pub mix: String,
+    pub mix_weights: BTreeMap<String, u32>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub plan: RatePlan,
+    pub pass_mark: PassMark,
+    pub data_set: Option<DataSet>,
+    pub machine: Machine,
+    /// The systems under test, in the order the report shows them (empty in files written before
+    /// they were recorded: `targets()` then gives the two original ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetInfo>,
+    /// True when a fairness check failed and `--allow-mismatch` let the round run anyway.
+    pub fairness_overridden: bool,
+    /// The databases' resource budgets in words ("0.25 CPU and 4.0 GiB each (cgroup v1, ...)",
+    /// "no budgets (...)"), from the first repeat's kernel readings.
+    #[serde(default)]
+    pub budget: Option<String>,
+    /// What the planner did with the product search on a copy of the data before any load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_probe: Option<crate::plans::PlanProbe>,
+    pub repeats: Vec<RepeatResult>,
+    /// Per target (`pg`, `mongo`): median and range of the repeats' maximum passing rates.
+    pub max_rate: BTreeMap<String, RateSummary>,
+    /// Folder of this round's files, relative to the folder holding this result.json.
+    #[serde(default)]
+    pub dir: String,
+}
+
+impl RoundResult {
+    /// The round's targets in report order: as recorded, else (older files) the original two, then
+    /// any other name the figures carry.
+    pub fn targets(&self) -> Vec<TargetInfo> {
+        if !self.targets.is_empty() {
+            return self.targets.clone();
+        }
+        let named: std::collections::BTreeSet<&String> =
+            self.max_rate.keys().chain(self.repeats.iter().flat_map(|r| r.targets.keys())).collect();
+        let mut targets: Vec<TargetInfo> = TargetInfo::legacy();
+        targets.extend(
+            named
+                .into_iter()
+                .filter(|n| !targets.iter().any(|t| &t.name == *n))
+                .map(|n| TargetInfo::unnamed(n))
+                .collect::<Vec<_>>(),
+        );
+        targets
+    }
+
+    /// The label of target `name` (its name when the round does not describe it).
+    pub fn label(&self, name: &str) -> String {
+        self.targets().into_iter().find(|t| t.name == name).map_or_else(|| name.to_owned(), |t| t.label)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub cores: usize,
+    pub os: String,
+}
+
+impl Machine {
+    pub fn this() -> Self {
+        let os = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|r| format!("Linux {}", r.trim()))
+            .unwrap_or_else(|_| std::env::consts::OS.to_owned());
+        Self { cores: std::thread::available_parallelism().map_or(1, usize::from), os }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepeatResult {
+    pub index: u32,
+    pub reseeded: bool,
+    pub started_at: String,
+    pub fairness: Fairness,
+    /// The state the repeat started from: how the data were reset, whether the databases were
+    /// quiet, the data's fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<crate::start::StartState>,
+    /// Seconds the load ran; shorter than planned when stopped early.
+    pub run_seconds: f64,
+    pub stopped_early: bool,
+    pub targets: BTreeMap<String, TargetResult>,
+    pub explain: Explain,
+    pub cpu: CpuReport,
+    /// Raw files of this repeat, relative to the round folder.
+    pub files: BTreeMap<String, String>,
+    /// Anything that makes this repeat's figures less complete than usual.
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// The load generator (`kind` native or k6) and, for the native one, its schedule lag and CPU
+    /// time per step.
+    #[serde(default)]
+    pub load_generator: Option<LoadGenerator>,
+    /// With several load machines (`round --followers`): what each offered, achieved and used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<crate::fleet::FleetReport>,
+}
+
+impl RepeatResult {
+    /// The run stopped early although no target failed a step the verdict counts: the steps that
+    /// stopped it were stalls of the shared machine (every target slow at once), so the repeat
+    /// measured neither database's limit.
+    pub fn spoiled_by_stalls(&self) -> bool {
+        self.stopped_early
+            && !self.targets.is_empty()
+            && self.targets.values().all(|t| t.max_rate.first_failed_rate.is_none() && t.retired.is_none())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetResult {
+    pub steps: Vec<StepResult>,
+    pub max_rate: MaxRate,
+    pub requests: u64,
+    pub failures: u64,
+    /// The generator's own count for the whole run.
+    pub dropped_iterations: u64,
+    pub latency_ms: Latency,
+    /// Requests per endpoint (read, product, insert, ...).
+    pub endpoints: BTreeMap<String, u64>,
+    /// Where the runner stopped loading this target because it had failed three steps in a row
+    /// while the other was still being measured (native generator); its later steps did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired: Option<Retired>,
+}
+
+/// Why a `result.json` could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("writing {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("reading {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path} is not a result.json: {source}")]
+    Parse { path: PathBuf, source: serde_json::Error },
+    #[error("{path}: schema {schema} (this orders-bench reads {SCHEMA})")]
+    Schema { path: PathBuf, schema: String },
+}
+
+pub fn write(dir: &Path, rounds: Vec<RoundResult>) -> Result<(), FileError> {
+    let file = ResultFile { schema: SCHEMA.into(), rounds };
+    let path = dir.join(FILE);
+    // A tree of plain structs and maps with string keys: it always serializes.
+    let text = serde_json::to_string_pretty(&file).unwrap_or_default();
+    std::fs::write(&path, text + "\n").map_err(|source| FileError::Write { path, source })
+}
+
+/// The rounds of `dir/result.json` (or of `dir` itself when it is a file), each with `dir`
+/// resolved against the folder it was read from.
+pub fn read(path: &Path) -> Result<(PathBuf, Vec<RoundResult>), FileError> {
+    let file = if path.is_dir() { path.join(FILE) } else { path.to_path_buf() };
+    let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let text = std::fs::read_to_string(&file).map_err(|source| FileError::Read { path: file.clone(), source })?;
+    let parsed: ResultFile =
+        serde_json::from_str(&text).map_err(|source| FileError::Parse { path: file.clone(), source })?;
+    if !READS.contains(&parsed.schema.as_str()) {
+        return Err(FileError::Schema { path: file, schema: parsed.schema });
+    }
+    Ok((base, parsed.rounds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_1_files_still_read_and_unknown_versions_do_not() {
+        let dir = std::env::temp_dir().join(format!("orders-bench-schema-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        for (schema, readable) in [("orders-bench/result/1", true), (SCHEMA, true), ("orders-bench/result/9", false)] {
+            std::fs::write(dir.join(FILE), format!(r#"{{"schema": "{schema}", "rounds": []}}"#)).expect("write");
+            assert_eq!(read(&dir).is_ok(), readable, "{schema}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_plan_lists_every_rate_up_to_the_maximum() {
+        let plan = RatePlan { start_rate: 100, step: 150, max_rate: 500, step_seconds: 5.0, factor: None };
+        assert_eq!(plan.rates(), [100, 250, 400]);
+        assert_eq!(RatePlan { step: 0, ..plan }.rates(), [100]);
+    }
+
+    #[test]
+    fn a_factor_makes_every_step_that_much_higher_in_round_numbers() {
+        let plan = RatePlan { start_rate: 500, step: 1, max_rate: 3000, step_seconds: 4.0, factor: Some(1.2) };
+        assert_eq!(plan.rates(), [500, 600, 720, 860, 1000, 1200, 1400, 1700, 2000, 2400, 2900]);
+        let slow = RatePlan { start_rate: 10, max_rate: 14, factor: Some(1.01), ..plan };
+        assert_eq!(slow.rates(), [10, 11, 12, 13, 14], "at least one more each step");
+    }
+}

@@ -1,0 +1,446 @@
+//! The section of one round in a report: what was offered and with which settings, the two charts,
+//! the steps of every repeat, the figures that explain the result (PostgreSQL, MongoDB) and who
+//! used the CPU, with what limited each target where it first failed and the per-step figures that
+//! verdict rests on (`evidence`). Values of several repeats
+//! share a cell, separated by " / ".
+
+use super::doc::Block;
+use super::format::{self, NONE, joined};
+use crate::charts::{self, Chart, Point, Series};
+use orders_bench_model::explain::{EngineExplain, Growth, MongoExplain, PgExplain};
+use orders_bench_model::result::{RepeatResult, RoundResult};
+use orders_bench_model::verdict::{Outcome, StepResult};
+
+fn chart(round: &RoundResult, latency: bool) -> Chart {
+    let mut series = Vec::new();
+    for repeat in &round.repeats {
+        for (k, target) in round.targets().iter().enumerate() {
+            let Some(t) = repeat.targets.get(&target.name) else { continue };
+            let points = t
+                .steps
+                .iter()
+                .filter(|s| s.complete)
+                .filter_map(|s| {
+                    let y = if latency { s.p95_ms? } else { s.achieved_rate };
+                    Some(Point { x: f64::from(s.rate), y, ok: s.passed })
+                })
+                .collect();
+            series.push(Series {
+                label: target.label.clone(),
+                color: charts::color(k),
+                points,
+                faint: repeat.index > 1,
+                dashed: k % 2 == 1,
+            });
+        }
+    }
+    if latency {
+        Chart {
+            title: format!("{}: p95 latency by offered rate", round.name),
+            x_label: "offered rate per target, requests/s".into(),
+            y_label: "p95 latency, ms (log scale)".into(),
+            log_y: true,
+            series,
+            reference: Some((round.pass_mark.p95_ms, format!("pass mark {} ms", round.pass_mark.p95_ms))),
+            diagonal: false,
+        }
+    } else {
+        Chart {
+            title: format!("{}: achieved by offered rate", round.name),
+            x_label: "offered rate per target, requests/s".into(),
+            y_label: "achieved rate, requests/s".into(),
+            log_y: false,
+            series,
+            reference: None,
+            diagonal: true,
+        }
+    }
+}
+
+/// The two charts of a round as (file stem suffix, caption, SVG).
+pub fn charts(round: &RoundResult) -> Vec<(&'static str, String, String)> {
+    vec![
+        (
+            "p95",
+            format!("{}: p95 latency per step (hollow: the step failed; faint: repeats 2+)", round.name),
+            charts::render(&chart(round, true)),
+        ),
+        (
+            "achieved",
+            format!("{}: achieved vs offered rate (dashed: achieved = offered)", round.name),
+            charts::render(&chart(round, false)),
+        ),
+    ]
+}
+
+fn steps_table(round: &RoundResult) -> Block {
+    let mut header = vec!["offered req/s".to_owned()];
+    let targets = round.targets();
+    for target in &targets {
+        for column in ["achieved req/s", "p50 ms", "p95 ms", "p99 ms", "failed", "pass"] {
+            header.push(format!("{} {column}", target.label));
+        }
+    }
+    let rates = round.plan.rates();
+    let rows = rates
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            round.repeats.iter().any(|r| r.targets.values().any(|t| t.steps.get(*i).is_some_and(|s| s.complete)))
+        })
+        .map(|(i, rate)| {
+            let mut row = vec![format::count(f64::from(*rate))];
+            for target in &targets {
+                let steps: Vec<_> =
+                    round.repeats.iter().map(|r| r.targets.get(&target.name).and_then(|t| t.steps.get(i))).collect();
+                let cell = |f: &dyn Fn(&StepResult) -> String| {
+                    joined(steps.iter().map(|s| s.filter(|s| s.complete).map_or_else(|| NONE.to_owned(), f)))
+                };
+                row.push(cell(&|s| format!("{:.0}", s.achieved_rate)));
+                row.push(cell(&|s| format::ms(s.p50_ms)));
+                row.push(cell(&|s| format::ms(s.p95_ms)));
+                row.push(cell(&|s| format::ms(s.p99_ms)));
+                row.push(cell(&|s| format!("{:.1}%", s.failed_rate * 100.0)));
+                row.push(cell(&|s| match (s.passed, s.stall.as_ref().map(|st| st.outcome)) {
+                    (true, Some(Outcome::Discounted)) => "✓ (stall discounted)".into(),
+                    (true, _) => "✓".into(),
+                    (false, Some(Outcome::Inconclusive)) => "? (stall: inconclusive)".into(),
+                    (false, _) => format!("✗ {}", s.reasons.join(", ")),
+                }));
+            }
+            row
+        })
+        .collect();
+    Block::Table { header, rows }
+}
+
+/// Every stall of the shared machine that decided a step's verdict, or would have.
+fn stalls(round: &RoundResult) -> Vec<String> {
+    let mut items = Vec::new();
+    for repeat in &round.repeats {
+        for target in round.targets() {
+            let label = &target.label;
+            let steps = repeat.targets.get(&target.name).map(|t| t.steps.as_slice()).unwrap_or_default();
+            for step in steps.iter().filter(|s| s.complete) {
+                let Some(stall) = step.stall.as_ref().filter(|st| st.mattered()) else { continue };
+                items.push(format!(
+                    "repeat {}: {label} at {} req/s: {}",
+                    repeat.index,
+                    format::count(f64::from(step.rate)),
+                    stall.note
+                ));
+            }
+        }
+    }
+    items
+}
+
+fn per_repeat(round: &RoundResult, f: impl Fn(&RepeatResult) -> String) -> Vec<String> {
+    round.repeats.iter().map(f).collect()
+}
+
+fn row(label: &str, cells: Vec<String>) -> Vec<String> {
+    std::iter::once(label.to_owned()).chain(cells).collect()
+}
+
+fn growth_cell(g: &Growth) -> String {
+    format::growth(g.before, g.after)
+}
+
+fn pg_table(round: &RoundResult) -> Block {
+    let pg = |f: &dyn Fn(&PgExplain) -> String| per_repeat(round, |r| r.explain.pg().map_or_else(|| NONE.into(), f));
+    let mut rows = vec![
+        row("write requests (insert + status)", pg(&|e| format::count(e.write_requests as f64))),
+        row("WAL per write request (F2)", pg(&|e| format::opt_bytes(e.wal_bytes_per_write))),
+        row("WAL written (server-wide)", pg(&|e| format::opt_bytes(e.wal_bytes))),
+        row(
+            "WAL records / full-page images per write request",
+            pg(&|e| {
+                format!("{} / {}", format::seconds(e.wal_records_per_write, 1), format::seconds(e.wal_fpi_per_write, 2))
+            }),
+        ),
+        row(
+            "rows inserted / updated",
+            pg(&|e| format!("{} / {}", format::opt_count(e.inserts), format::opt_count(e.updates))),
+        ),
+        row(
+            "HOT share of updates (F3)",
+            pg(&|e| format!("{} ({} HOT)", format::percent(e.hot_share), format::opt_count(e.hot_updates))),
+        ),
+        row("sequential scans of orders (F1)", pg(&|e| format::opt_count(e.seq_scans))),
+        row(
+            "rows read by them (per scan)",
+            pg(&|e| format!("{} ({})", format::opt_count(e.seq_tup_read), format::opt_count(e.rows_per_seq_scan))),
+        ),
+        row("index scans", pg(&|e| format::opt_count(e.idx_scans))),
+        row(
+            "largest GIN pending list seen (F1)",
+            pg(&|e| {
+                format!(
+                    "{} pages / {} tuples",
+                    format::opt_count(e.max_pending_pages),
+                    format::opt_count(e.max_pending_tuples)
+                )
+            }),
+        ),
+        row("table (heap)", pg(&|e| growth_cell(&e.table))),
+        row("TOAST", pg(&|e| growth_cell(&e.toast))),
+        row("indexes", pg(&|e| growth_cell(&e.indexes))),
+    ];
+    let names: Vec<String> = round
+        .repeats
+        .first()
+        .and_then(|r| r.explain.pg())
+        .map(|e| e.index.keys().cloned().collect())
+        .unwrap_or_default();
+    for name in names {
+        rows.push(row(&format!("index {name}"), pg(&|e| e.index.get(&name).map_or(NONE.into(), growth_cell))));
+    }
+    rows.extend([
+        row("dead tuples after", pg(&|e| format::opt_count(e.dead_tuples_after))),
+        row("product query: generic plan after", pg(&|e| e.generic_plan_after.describe())),
+        row("product query: custom plan after", pg(&|e| e.custom_plan_after.describe())),
+        row(
+            "generic plan shapes seen",
+            pg(&|e| if e.generic_plans_seen.is_empty() { NONE.into() } else { e.generic_plans_seen.join("; ") }),
+        ),
+        row(
+            "product statement: generic / custom plans so far (one pooled connection)",
+            pg(&|e| {
+                format!(
+                    "{} / {}",
+                    format::opt_count(e.product_generic_plans),
+                    format::opt_count(e.product_custom_plans)
+                )
+            }),
+        ),
+    ]);
+    let mut header = vec!["PostgreSQL".to_owned()];
+    header.extend(round.repeats.iter().map(|r| format!("repeat {}", r.index)));
+    Block::Table { header, rows }
+}
+
+fn mongo_table(round: &RoundResult) -> Block {
+    let mongo =
+        |f: &dyn Fn(&MongoExplain) -> String| per_repeat(round, |r| r.explain.mongo().map_or_else(|| NONE.into(), f));
+    let op = |name: &'static str| move |e: &MongoExplain| format::opt_count(e.opcounters.get(name).copied());
+    let mut rows = vec![
+        row("write requests (insert + status)", mongo(&|e| format::count(e.write_requests as f64))),
+        row("journal per write request (F2)", mongo(&|e| format::opt_bytes(e.journal_bytes_per_write))),
+        row(
+            "journal written / syncs (server-wide)",
+            mongo(&|e| format!("{} / {}", format::opt_bytes(e.journal_bytes), format::opt_count(e.journal_syncs))),
+        ),
+        row(
+            "opcounters insert / query / update (server-wide)",
+            mongo(&|e| format!("{} / {} / {}", op("insert")(e), op("query")(e), op("update")(e))),
+        ),
+        row(
+            "documents",
+            mongo(&|e| match (e.count.before, e.count.after) {
+                (Some(b), Some(a)) => format!("{} → {}", format::count(b), format::count(a)),
+                _ => NONE.into(),
+            }),
+        ),
+        row("data (uncompressed BSON)", mongo(&|e| growth_cell(&e.data))),
+        row("storage (compressed)", mongo(&|e| growth_cell(&e.storage))),
+        row("indexes", mongo(&|e| growth_cell(&e.indexes))),
+    ];
+    let names: Vec<String> = round
+        .repeats
+        .first()
+        .and_then(|r| r.explain.mongo())
+        .map(|e| e.index.keys().cloned().collect())
+        .unwrap_or_default();
+    for name in names {
+        rows.push(row(&format!("index {name}"), mongo(&|e| e.index.get(&name).map_or(NONE.into(), growth_cell))));
+    }
+    rows.push(row("product query plan", mongo(&|e| e.plan.clone())));
+    let mut header = vec!["MongoDB".to_owned()];
+    header.extend(round.repeats.iter().map(|r| format!("repeat {}", r.index)));
+    Block::Table { header, rows }
+}
+
+/// One table per target: PostgreSQL's and MongoDB's with the figures the studies' findings rest
+/// on, any other engine's with the figures its backend recorded, as they are.
+fn explain_tables(round: &RoundResult) -> Vec<Block> {
+    let first = round.repeats.first();
+    round
+        .targets()
+        .iter()
+        .filter_map(|target| match first?.explain.0.get(&target.name)? {
+            EngineExplain::Pg(_) => Some(pg_table(round)),
+            EngineExplain::Mongo(_) => Some(mongo_table(round)),
+            EngineExplain::Other(figures) => Some(other_table(round, &target.name, &target.label, figures)),
+        })
+        .collect()
+}
+
+/// The figures of an engine the report has no table of its own for: one row per figure.
+fn other_table(
+    round: &RoundResult,
+    name: &str,
+    label: &str,
+    first: &serde_json::Map<String, serde_json::Value>,
+) -> Block {
+    let rows = first
+        .keys()
+        .map(|key| {
+            let cells = per_repeat(round, |r| match r.explain.0.get(name) {
+                Some(EngineExplain::Other(figures)) => figures.get(key).map_or_else(
+                    || NONE.into(),
+                    |v| match v {
+                        serde_json::Value::String(text) => text.clone(),
+                        serde_json::Value::Number(n) => match n.as_f64() {
+                            Some(v) if v.fract() == 0.0 => format::count(v),
+                            Some(v) => format!("{v:.3}"),
+                            None => n.to_string(),
+                        },
+                        other => other.to_string(),
+                    },
+                ),
+                _ => NONE.into(),
+            });
+            row(key, cells)
+        })
+        .collect();
+    let mut header = vec![label.to_owned()];
+    header.extend(round.repeats.iter().map(|r| format!("repeat {}", r.index)));
+    Block::Table { header, rows }
+}
+
+fn cpu_table(round: &RoundResult) -> Block {
+    let names: Vec<String> =
+        round.repeats.first().map(|r| r.cpu.components.iter().map(|c| c.name.clone()).collect()).unwrap_or_default();
+    let mut rows: Vec<Vec<String>> = names
+        .iter()
+        .map(|name| {
+            let of = |r: &RepeatResult| r.cpu.components.iter().find(|c| &c.name == name).cloned();
+            vec![
+                name.clone(),
+                joined(round.repeats.iter().map(|r| of(r).map_or(NONE.into(), |c| format::seconds(c.cpu_seconds, 1)))),
+                joined(round.repeats.iter().map(|r| of(r).map_or(NONE.into(), |c| format::seconds(c.cores_used, 2)))),
+                joined(round.repeats.iter().map(|r| {
+                    of(r).map_or(NONE.into(), |c| {
+                        c.note.clone().unwrap_or_else(|| format::seconds(c.per_1k_requests, 3))
+                    })
+                })),
+            ]
+        })
+        .collect();
+    rows.push(vec![
+        "everything else on the machine".into(),
+        joined(round.repeats.iter().map(|r| format::seconds(r.cpu.other_seconds, 1))),
+        joined(
+            round.repeats.iter().map(|r| format::seconds(r.cpu.other_seconds.map(|s| s / r.cpu.seconds.max(1e-9)), 2)),
+        ),
+        NONE.into(),
+    ]);
+    Block::Table {
+        header: vec!["process (tree)".into(), "CPU s".into(), "cores (avg)".into(), "CPU s per 1,000 requests".into()],
+        rows,
+    }
+}
+
+fn limits(round: &RoundResult) -> Vec<String> {
+    let mut items = Vec::new();
+    for repeat in &round.repeats {
+        for target in round.targets() {
+            let label = &target.label;
+            if let Some(limit) = repeat.cpu.limits.get(&target.name) {
+                let kind = limit.kind.words();
+                items.push(format!(
+                    "repeat {}: {label} first failed at {} req/s; limit: **{kind}**: {}",
+                    repeat.index,
+                    format::count(f64::from(limit.rate)),
+                    limit.text
+                ));
+            }
+        }
+    }
+    items
+}
+
+pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> Vec<Block> {
+    let weights: Vec<String> = round.mix_weights.iter().map(|(e, w)| format!("{e} {w}")).collect();
+    let first = round.repeats.first();
+    let pg_settings = first.and_then(|r| r.explain.pg()).map(|e| &e.settings);
+    let pg_setting = |name: &str| pg_settings.and_then(|s| s.get(name)).map_or("?", String::as_str);
+    let mongo_settings = first.and_then(|r| r.explain.mongo()).map(|e| &e.settings);
+    let mongo_setting = |name: &str| mongo_settings.and_then(|s| s.get(name)).map_or("?", String::as_str);
+    let mut blocks = vec![
+        Block::Heading(2, format!("Round `{}`", round.name)),
+        Block::Paragraph(format!(
+            "Mix `{}` ({}); offered {} req/s per target, {} s per step; {} repeat(s){}; early stop after every target \
+             failed: {}. Data: {}. Folder: `{}`.",
+            round.mix,
+            if weights.is_empty() { NONE.into() } else { weights.join(", ") },
+            round.plan.rates().iter().map(|r| r.to_string()).collect::<Vec<_>>().join("/"),
+            round.plan.step_seconds,
+            round.repeats.len(),
+            match round.repeats.first().and_then(|r| r.start.as_ref()).map(|s| s.reset.as_str()) {
+                Some("restored") => ", data restored from a snapshot before each",
+                _ if round.repeats.iter().all(|r| r.reseeded) => ", data reloaded before each",
+                _ => "",
+            },
+            joined(round.repeats.iter().map(|r| if r.stopped_early { "yes".to_owned() } else { "no".to_owned() })),
+            round.data_set.as_ref().map_or(NONE.into(), |d| format!(
+                "{} orders, {} items, note {} bytes",
+                format::count(d.orders as f64),
+                d.items_per_order,
+                d.note_bytes
+            )),
+            round.dir,
+        )),
+        Block::Paragraph(format!(
+            "PostgreSQL {}: plan_cache_mode `{}`, `{}` statements, GIN fastupdate `{}`, synchronous_commit `{}`, fsync \
+             `{}`, pool {}. MongoDB {}: w `{}`, j `{}`, journal `{}`, pool {}, {}.",
+            pg_setting("server_version"),
+            pg_setting("plan_cache_mode"),
+            pg_setting("statement_mode"),
+            pg_setting("gin_fastupdate"),
+            pg_setting("synchronous_commit"),
+            pg_setting("fsync"),
+            pg_setting("pool_size"),
+            mongo_setting("version"),
+            mongo_setting("w"),
+            mongo_setting("j"),
+            mongo_setting("journal"),
+            mongo_setting("pool_size"),
+            mongo_setting("topology"),
+        )),
+    ];
+    let notes: Vec<String> =
+        round.repeats.iter().flat_map(|r| r.notes.iter().map(move |n| format!("repeat {}: {n}", r.index))).collect();
+    if !notes.is_empty() {
+        blocks.push(Block::List(notes));
+    }
+    for (file, caption, svg) in chart_files {
+        blocks.push(Block::Chart { file: file.clone(), caption: caption.clone(), svg: svg.clone() });
+    }
+    blocks.extend(super::start::blocks(round));
+    if let Some(probe) = &round.plan_probe {
+        blocks.extend(super::probe::blocks(probe));
+    }
+    blocks.push(Block::Heading(3, "Steps".into()));
+    blocks.push(steps_table(round));
+    let stalls = stalls(round);
+    if !stalls.is_empty() {
+        blocks.push(Block::Paragraph(
+            "Stalls of the shared machine (every target slow in the same 100 ms, or the load generator late):".into(),
+        ));
+        blocks.push(Block::List(stalls));
+    }
+    blocks.extend(super::fleet::blocks(round));
+    blocks.push(Block::Heading(3, "What explains it".into()));
+    blocks.extend(explain_tables(round));
+    blocks.push(Block::Heading(3, "CPU".into()));
+    blocks.extend(super::evidence::budget_paragraph(round));
+    blocks.push(cpu_table(round));
+    let limits = limits(round);
+    if !limits.is_empty() {
+        blocks.push(Block::List(limits));
+    }
+    blocks.extend(super::evidence::blocks(round));
+    blocks
+}

@@ -1,0 +1,56 @@
+//! How each repeat of a round started, in the report: how the data were reset, whether both
+//! databases were quiet when the load began (and what was not), the data's fingerprint (the same in
+//! every repeat when the data were) and the memory each server's cgroup held.
+
+use super::doc::Block;
+use super::format::{self, NONE};
+use orders_bench_model::result::RoundResult;
+use orders_bench_model::start::StartState;
+
+pub fn blocks(round: &RoundResult) -> Vec<Block> {
+    let starts: Vec<(u32, &StartState)> =
+        round.repeats.iter().filter_map(|r| Some((r.index, r.start.as_ref()?))).collect();
+    if starts.is_empty() {
+        return Vec::new();
+    }
+    let targets = round.targets();
+    let mut blocks = vec![Block::Heading(3, "How each repeat started".into())];
+    let rows = starts
+        .iter()
+        .map(|(index, start)| {
+            let short = |f: Option<&String>| f.map_or(NONE.into(), |f| f.chars().take(8).collect::<String>());
+            let mut row = vec![
+                index.to_string(),
+                format!("{} ({} s)", start.reset, format::seconds(start.reset_seconds, 1)),
+                if start.quiet {
+                    format!("yes, after {:.1} s", start.waited_seconds)
+                } else {
+                    format!("**no** after {:.0} s: {}", start.waited_seconds, start.not_quiet.join("; "))
+                },
+            ];
+            for target in &targets {
+                let entry = start.databases.get(&target.name);
+                row.push(format!(
+                    "{} · {} orders · {} disk · {} memory · {} cores",
+                    short(entry.and_then(|d| d.data_fingerprint.as_ref())),
+                    format::opt_count(entry.and_then(|d| d.orders.map(|o| o as f64))),
+                    format::opt_bytes(entry.and_then(|d| d.bytes_on_disk)),
+                    format::opt_bytes(entry.and_then(|d| d.cgroup_memory_bytes)),
+                    format::seconds(entry.and_then(|d| d.cpu_cores), 3),
+                ));
+            }
+            row
+        })
+        .collect();
+    let mut header = vec!["repeat".to_owned(), "data".to_owned(), "quiet".to_owned()];
+    header.extend(targets.iter().map(|t| format!("{}: fingerprint · orders · disk · memory · CPU", t.label)));
+    blocks.push(Block::Table { header, rows });
+    let refs: Vec<&StartState> = starts.iter().map(|(_, s)| *s).collect();
+    let differences = StartState::differences(&refs);
+    blocks.push(Block::Paragraph(if differences.is_empty() {
+        "Every repeat started from the same data (equal fingerprints).".into()
+    } else {
+        format!("**The repeats did not start from the same data**: {}.", differences.join("; "))
+    }));
+    blocks
+}
