@@ -245,6 +245,7 @@ check "the round's own unit gives its k6 the remote-write settings (the leader's
   bash -c "grep -q 'EnvironmentFile=-/etc/orders/k6-remote-write.env' '$REPO/infra/do/remote/round.sh' &&
     grep -qx 'K6_TAGS=instance:$TAG-load-1' '$STATE_DIR/env/k6-remote-write-load-1.env'"
 check "fresh data before every repeat (--reseed)" has_call "$m" "orders-round start .* --reseed "
+check "the round reads the droplet's plan log (--plan-log-ms, PG_PLAN_LOG_MS)" has_call "$m" "orders-round start .* --plan-log-ms 20"
 check "do.sh waits for the round and copies its folder back" \
   bash -c "grep -q 'orders-round wait' '$FAKE_LOG' && grep -q '^scp	.*/opt/orders/results/' '$FAKE_LOG'"
 if [ -n "$bench" ]; then

@@ -79,6 +79,11 @@ cmd_round() {
     --pg-url "http://$pg:$APP_PORT" --mongo-url "http://$mongo:$APP_PORT" ${reseed[@]+"${reseed[@]}"}
     --manifest /opt/orders/dataset.json --generator k6 --script /opt/orders/loadtest/k6/orders.js --out "/opt/orders/results/$id")
   if [ -n "$followers" ]; then args+=(--followers "$followers"); fi
+  # The plan log (which plan ran each sequential scan): postgres-db logs plans server-wide with its
+  # own threshold (PG_PLAN_LOG_MS at `up`), which orders-bench then uses whatever is passed here.
+  if [ "$PG_PLAN_LOG_MS" != -1 ] && [[ " ${extra[*]-} " != *" --plan-log-ms "* ]]; then
+    args+=(--plan-log-ms "$PG_PLAN_LOG_MS")
+  fi
   say "round $id: mix $MIX, $START_RATE..$MAX_RATE req/s per target in steps of $STEP every $STEP_DURATION, from $(printf '%s\n' "$LOADS" | grep -c .) load droplet(s)"
   rssh "$(need_ip "$LEADER" public)" "orders-round start $(quote "$id" "${args[@]}" ${extra[@]+"${extra[@]}"})"
   attach "$id"
