@@ -303,7 +303,11 @@ async fn rounds(
     deadline: Instant,
 ) -> Result<Vec<(PathBuf, orders_bench_model::result::RoundResult)>> {
     let mut rounds = Vec::new();
-    for mix in &args.mixes {
+    for (index, mix) in args.mixes.iter().enumerate() {
+        // Extra repeats of this round may use its share of the time left, so that one unstable
+        // mix cannot spend the rounds after it out of the budget.
+        let now = Instant::now();
+        let share = deadline.saturating_duration_since(now) / (args.mixes.len() - index) as u32;
         let mut spec = RoundSpec {
             name: mix.clone(),
             mix: mix.clone(),
@@ -318,7 +322,7 @@ async fn rounds(
             settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
             reset: reset.clone(),
             extra_repeats: profile.extra_repeats,
-            deadline: Some(deadline),
+            deadline: Some(now + share),
             quiet_wait: crate::fresh::QUIET_WAIT,
             warm_pools: !args.no_warm_up,
             realtime: !args.no_realtime,

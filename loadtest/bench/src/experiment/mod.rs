@@ -221,9 +221,7 @@ impl Ctx {
     /// data set's first load (loading and snapshotting it the first time); elsewhere, and for data
     /// sets too small for a restore to pay (`fresh::RESTORE_FROM_ORDERS`), reloaded.
     pub async fn reset_for(&mut self, data: rounds::Data) -> Result<crate::fresh::Reset> {
-        // gin restores whatever the size: its planner probe works on a copy of the snapshot.
-        let small = self.scale.orders < crate::fresh::RESTORE_FROM_ORDERS && self.name != Name::Gin;
-        let Some((stack, admin_url)) = self.local.clone().filter(|_| !small) else {
+        let Some((stack, admin_url)) = self.local.clone().filter(|_| self.restores()) else {
             return Ok(crate::fresh::Reset::Reload(rounds::reload_args(self, data)));
         };
         if let Some((_, snapshots)) = self.snapshots.iter().find(|(d, _)| *d == data) {
@@ -235,6 +233,12 @@ impl Ctx {
         let snapshots = crate::fresh::Snapshots::take(&stack, &self.databases, &admin_url, &label).await?;
         self.snapshots.push((data, snapshots.clone()));
         Ok(crate::fresh::Reset::Restore(snapshots))
+    }
+
+    /// Whether repeats start from a restored snapshot rather than a reload: on the local stack, and
+    /// for gin whatever the size (its planner probe works on a copy of the snapshot).
+    pub fn restores(&self) -> bool {
+        self.local.is_some() && (self.scale.orders >= crate::fresh::RESTORE_FROM_ORDERS || self.name == Name::Gin)
     }
 
     /// Drops the PostgreSQL copies the experiment made.

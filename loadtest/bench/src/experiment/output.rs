@@ -71,7 +71,7 @@ fn our_setup(ctx: &Ctx) -> String {
         format!("{}..{} by {} req/s per target", s.start, s.max, s.step)
     });
     format!(
-        "**Ours**: PostgreSQL {} / MongoDB {}, {} on {} ({} cores, {}); {} orders reloaded before every round; \
+        "**Ours**: PostgreSQL {} / MongoDB {}, {} on {} ({} cores, {}); {} orders {} before every round; \
          staircase {staircase}, {} s steps, p95 < 50 ms and < 1% failed; {} repeat(s){}. Size `{}`{}.",
         ctx.versions.postgres.as_deref().unwrap_or("?"),
         ctx.versions.mongodb.as_deref().unwrap_or("?"),
@@ -80,6 +80,7 @@ fn our_setup(ctx: &Ctx) -> String {
         machine.cores,
         machine.os,
         orders_bench_report::format::count(scale.orders as f64),
+        if ctx.restores() { "restored from a snapshot of their first load" } else { "reloaded" },
         scale.step_seconds,
         scale.repeats,
         if ctx.name == super::Name::Gin {

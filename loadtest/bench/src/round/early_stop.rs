@@ -1,7 +1,8 @@
 //! When the staircase has said all it can, judged on the live figures of either generator: every
 //! target has failed three steps in a row (`EarlyStop::observe`), and which targets to retire before
-//! that (`EarlyStop::to_retire`). A step counts as failed by its own figures so far and only when
-//! no stall of the shared machine explains it (`orders_loadgen::stall::explains_live`).
+//! that (`EarlyStop::to_retire`). A step counts as failed by its own figures so far, or by the
+//! iterations dropped while it ran, and only when no stall of the shared machine explains it
+//! (`orders_loadgen::stall::explains_live`).
 
 use orders_bench_model::verdict::PassMark;
 use orders_loadgen::live::LiveView;
@@ -31,9 +32,11 @@ const RETIRE_AFTER: usize = 3;
 /// failures has run in full. Also which targets to retire before that (`to_retire`).
 #[derive(Debug, Default)]
 pub struct EarlyStop {
-    /// Per target, the last of its first `STOP_AFTER` failed steps in a row (with dropped
-    /// iterations: the step after the one they failed).
+    /// Per target, the last of its first `STOP_AFTER` failed steps in a row.
     pub first_failed: BTreeMap<String, usize>,
+    /// Per target, its running count of dropped iterations when each step was first seen running:
+    /// the difference between two steps' counts is what the earlier one dropped.
+    dropped_at_start: BTreeMap<String, BTreeMap<usize, u64>>,
 }
 
 /// Failed steps in a row after which a target's limit counts as found. Three, as for retiring:
@@ -48,22 +51,33 @@ impl EarlyStop {
     pub fn observe(&mut self, view: &LiveView, targets: &[String], mark: &PassMark) -> bool {
         let Some(current) = view.current_step() else { return false };
         for target in targets {
+            let dropped = view.dropped.get(target).copied().unwrap_or(0);
+            self.dropped_at_start.entry(target.clone()).or_default().entry(current).or_insert(dropped);
             if self.first_failed.contains_key(target) {
                 continue;
             }
             // Only steps that are over are judged (the next one has begun).
-            let failed = |i: usize| step_failed(view, target, i, mark);
+            let failed = |i: usize| {
+                step_failed(view, target, i, mark)
+                    || (self.dropped_in(target, i) > mark.max_dropped && !stall::explains_live(view, target, i, mark))
+            };
             let in_a_row = |last: usize| (last + 1 - STOP_AFTER..=last).all(failed);
             if let Some(last) = (STOP_AFTER - 1..current).find(|&i| in_a_row(i)) {
                 self.first_failed.insert(target.clone(), last);
-            } else if view.dropped.get(target).copied().unwrap_or(0) > mark.max_dropped {
-                // Dropped iterations (a running count) failed the step before this one; the run
-                // goes on until this one is over too.
-                self.first_failed.insert(target.clone(), current);
             }
         }
         let all_failed = targets.iter().all(|t| self.first_failed.contains_key(t));
         all_failed && self.first_failed.values().max().is_some_and(|last| current > *last)
+    }
+
+    /// Iterations `target` dropped while step `step` ran (up to the next step seen), as far as the
+    /// views observed so far tell; 0 for a step not seen start and end. A stall of the machine drops
+    /// iterations in one step, a target past its limit in every step: only the second is a limit.
+    fn dropped_in(&self, target: &str, step: usize) -> u64 {
+        let Some(counts) = self.dropped_at_start.get(target) else { return 0 };
+        let start = counts.get(&step);
+        let end = counts.range(step + 1..).next().map(|(_, count)| count);
+        start.zip(end).map_or(0, |(start, end)| end.saturating_sub(*start))
     }
 
     /// The targets of `targets`, not in `retired` yet, whose last `RETIRE_AFTER` steps that are
@@ -137,12 +151,22 @@ mod tests {
     }
 
     #[test]
-    fn dropped_iterations_count_as_a_failure_of_the_step_before_the_current_one() {
+    fn dropped_iterations_fail_a_step_and_three_such_steps_in_a_row_stop_the_run() {
         let targets = vec!["pg".to_owned()];
+        let mark = PassMark::default();
         let mut stop = EarlyStop::default();
         let ok = (100, 5.0);
-        assert!(!stop.observe(&view(&[ok, ok, ok], &[], 3), &targets, &PassMark::default()));
-        assert_eq!(stop.first_failed.get("pg"), Some(&2));
-        assert!(stop.observe(&view(&[ok, ok, ok, ok], &[], 3), &targets, &PassMark::default()), "one more step ran");
+        // One step that dropped iterations (a moment: the next steps drop none) stops nothing.
+        for (steps, dropped) in [(1, 0), (2, 40), (3, 40), (4, 40), (5, 40)] {
+            assert!(!stop.observe(&view(&vec![ok; steps], &[], dropped), &targets, &mark), "step {steps}");
+        }
+        assert_eq!(stop.first_failed.get("pg"), None, "only the first step dropped iterations");
+        // Steps 4, 5 and 6 (from 0) each drop some: the limit is found once step 6 is over.
+        for (steps, dropped) in [(6, 50), (7, 60)] {
+            assert!(!stop.observe(&view(&vec![ok; steps], &[], dropped), &targets, &mark), "step {steps}");
+        }
+        assert_eq!(stop.first_failed.get("pg"), None, "two steps in a row dropped iterations");
+        assert!(stop.observe(&view(&[ok; 8], &[], 70), &targets, &mark), "step 6 (the third) is over");
+        assert_eq!(stop.first_failed.get("pg"), Some(&6));
     }
 }
