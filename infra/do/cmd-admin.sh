@@ -45,21 +45,22 @@ cmd_status() {
   printf '%s\n' "$DROPLETS" | awk 'BEGIN { printf "  %-30s %-16s %-16s %s\n", "droplet", "public", "private", "size" }
     NF >= 4 { printf "  %-30s %-16s %-16s %s\n", $1, $2, $3, $4 }' >&3
   if [ -n "$(ip_of monitor public)" ]; then
-    printf '  Grafana and Prometheus: infra/do/do.sh tunnel (they listen on the monitor droplet'"'"'s loopback)\n' >&3
+    printf '  Grafana and Prometheus: infra/do/do.sh tunnel (they listen on the monitor droplet'"'"'s loopback and VPC address)\n' >&3
   fi
   printf '  VPC %s, %s firewall(s)\n' "$(list_vpc | awk '{ print $2 ($3 == "true" ? " (the region default)" : "") }' | grep . || echo none)" \
     "$(list_firewalls | grep -c . || true)" >&3
   print_cost >&3
 }
 
-# An SSH tunnel to Grafana and Prometheus, which listen on the monitor droplet's loopback only:
-# no HTTP port of theirs is open to the internet, and Grafana's password travels inside SSH. Runs
-# until Ctrl-C.
+# An SSH tunnel to Grafana, which listens on the monitor droplet's loopback only, and Prometheus,
+# which listens on its VPC address (the load droplets push to it): no HTTP port of theirs is open
+# to the internet, and Grafana's password travels inside SSH. Runs until Ctrl-C.
 cmd_tunnel() {
-  local host
+  local host prometheus
   [ $# -eq 0 ] || die "usage: infra/do/do.sh tunnel (local ports: TUNNEL_GRAFANA_PORT, TUNNEL_PROMETHEUS_PORT)"
   refresh_droplets
   host=$(need_ip monitor public)
+  prometheus=$(need_ip monitor private):$PROMETHEUS_PORT
   {
     printf '  Grafana:    http://127.0.0.1:%s (user admin, password GRAFANA_PASSWORD in %s/secrets.env)\n' \
       "$TUNNEL_GRAFANA_PORT" "$STATE_DIR"
@@ -67,7 +68,7 @@ cmd_tunnel() {
   } >&3
   say "SSH tunnel to $TAG-monitor open until Ctrl-C"
   run ssh "${SSH_OPTS[@]}" -N -o ExitOnForwardFailure=yes \
-    -L "127.0.0.1:$TUNNEL_GRAFANA_PORT:127.0.0.1:3000" -L "127.0.0.1:$TUNNEL_PROMETHEUS_PORT:127.0.0.1:9090" "root@$host"
+    -L "127.0.0.1:$TUNNEL_GRAFANA_PORT:127.0.0.1:3000" -L "127.0.0.1:$TUNNEL_PROMETHEUS_PORT:$prometheus" "root@$host"
 }
 
 cmd_ssh() {

@@ -71,10 +71,19 @@ cmd_round() {
     if [ "$role" != "$LEADER" ]; then followers+=${followers:+,}http://$(need_ip "$role" private):$AGENT_PORT; fi
   done
   id=$(date -u +%Y%m%dT%H%M%SZ)-$MIX
+  # Every k6 of the round, the leader's and the agents', pushes its figures to the monitor's
+  # Prometheus, from the environment of its unit (/etc/orders/k6-remote-write.env, with the
+  # droplet's name as a tag). Not `round --prometheus-rw`: orders-bench hands that to its pool
+  # warm-up too, a closed-loop `load --clients`, which refuses it.
   args=(--mix "$MIX" --start-rate "$START_RATE" --step "$STEP" --max-rate "$MAX_RATE" --step-duration "$STEP_DURATION"
     --pg-url "http://$pg:$APP_PORT" --mongo-url "http://$mongo:$APP_PORT" ${reseed[@]+"${reseed[@]}"}
     --manifest /opt/orders/dataset.json --generator k6 --script /opt/orders/loadtest/k6/orders.js --out "/opt/orders/results/$id")
   if [ -n "$followers" ]; then args+=(--followers "$followers"); fi
+  # The plan log (which plan ran each sequential scan): postgres-db logs plans server-wide with its
+  # own threshold (PG_PLAN_LOG_MS at `up`), which orders-bench then uses whatever is passed here.
+  if [ "$PG_PLAN_LOG_MS" != -1 ] && [[ " ${extra[*]-} " != *" --plan-log-ms "* ]]; then
+    args+=(--plan-log-ms "$PG_PLAN_LOG_MS")
+  fi
   say "round $id: mix $MIX, $START_RATE..$MAX_RATE req/s per target in steps of $STEP every $STEP_DURATION, from $(printf '%s\n' "$LOADS" | grep -c .) load droplet(s)"
   rssh "$(need_ip "$LEADER" public)" "orders-round start $(quote "$id" "${args[@]}" ${extra[@]+"${extra[@]}"})"
   attach "$id"

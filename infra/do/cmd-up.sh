@@ -2,9 +2,10 @@
 # `do.sh up`: checks first (binaries built for Linux x86-64, sizes offered in the region, the
 # account's droplet limit), then the plan with its hourly cost and a confirmation (--yes skips it),
 # then tags, VPC, cloud firewalls and droplets with per-role cloud-init (settings only, no
-# password), and finally, on every run, the databases' roles with their passwords and the
-# migrations, then the binaries, env files and k6 script: each copied file is installed only when
-# it differs, and a service is restarted only when one of its files changed (or it was not running).
+# password), and finally, on every run, the databases' roles with their passwords, the migrations,
+# the plan log and the exporters, then the binaries, env files and k6 script: each copied file is
+# installed only when it differs, and a service is restarted only when one of its files changed (or
+# it was not running).
 
 all_tags() {
   printf '%s\n' "$TAG" "$TAG-postgres-db" "$TAG-mongo-db" "$TAG-postgres-app" "$TAG-mongo-app" \
@@ -15,16 +16,21 @@ all_tags() {
 # port: FIREWALL PORT FROM..., where FIREWALL is one of `firewalls` below (or `*`: every one) and
 # each FROM is a role, meaning the droplets carrying its tag, or `operator` (OPERATOR_CIDR). Nothing
 # else is let in: each database only from its own app droplet and the load droplets (which reload
-# both databases before every repeat and count their rows), the apps from the load and monitor
-# droplets, the agents of the load droplets from load droplets, node_exporter from the monitor,
-# and SSH from the operator alone. Grafana and Prometheus listen on the monitor's loopback only and
-# are reached through `do.sh tunnel` (SSH), so no HTTP port is open to the internet.
+# both databases before every repeat and count their rows), the databases' exporters and
+# node_exporter from the monitor, the apps from the load and monitor droplets, the agents of the
+# load droplets from load droplets, Prometheus from the load droplets (their k6 push by remote
+# write), and SSH from the operator alone. Grafana listens on the monitor's loopback
+# and Prometheus on its VPC address; the operator reaches both through `do.sh tunnel` (SSH), so no
+# HTTP port is open to the internet.
 inbound_ports() {
   cat <<PORTS
 postgres-db 5432 postgres-app load
+postgres-db $PG_EXPORTER_PORT monitor
 mongo-db 27017 mongo-app load
+mongo-db $MONGO_EXPORTER_PORT monitor
 apps $APP_PORT load monitor
 load $AGENT_PORT load
+monitor $PROMETHEUS_PORT load
 * 22 operator
 * 9100 monitor
 PORTS
@@ -104,9 +110,23 @@ check_binaries() {
   done
 }
 
+# The settings that reach the database droplets' configuration: Percona's exporter is installed
+# only with its pinned checksum; the plan log threshold is whole milliseconds (-1: no plan log).
+check_monitoring_settings() {
+  [[ $PG_PLAN_LOG_MS =~ ^(-1|[0-9]+)$ ]] || die "PG_PLAN_LOG_MS=$PG_PLAN_LOG_MS: give whole milliseconds (or -1: no plan log)"
+  if [ -z "$MONGODB_EXPORTER_SHA256" ] && dry; then
+    say "note: MONGODB_EXPORTER_SHA256 is not set (fine for a dry run; up needs it)"
+    MONGODB_EXPORTER_SHA256='not-set'
+    return
+  fi
+  [[ $MONGODB_EXPORTER_SHA256 =~ ^[0-9a-f]{64}$ ]] ||
+    die "MONGODB_EXPORTER_SHA256=${MONGODB_EXPORTER_SHA256:-(empty)}: mongo-db installs Percona's mongodb_exporter $MONGODB_EXPORTER_VERSION only with the SHA-256 of mongodb_exporter-$MONGODB_EXPORTER_VERSION.linux-amd64.tar.gz, 64 lowercase hex digits: take it from https://github.com/percona/mongodb_exporter/releases/download/v$MONGODB_EXPORTER_VERSION/mongodb_exporter_${MONGODB_EXPORTER_VERSION}_checksums.txt and set it in infra/do/config.sh (or export it)"
+}
+
 preflight() {
   operator_cidr
   check_binaries
+  check_monitoring_settings
   if ! dry; then
     command -v doctl >/dev/null || die "doctl not found (see README.md, \"Deploy to DigitalOcean\")"
     command -v jq >/dev/null || die "jq not found: install it (apt install jq, brew install jq)"
@@ -260,23 +280,32 @@ install_on() {
 # the migrations.
 render_env() {
   # shellcheck disable=SC2034 # read by render through ${!name}
-  PG_DB_IP=$(need_ip postgres-db private) MONGO_DB_IP=$(need_ip mongo-db private)
+  PG_DB_IP=$(need_ip postgres-db private) MONGO_DB_IP=$(need_ip mongo-db private) MONITOR_IP=$(need_ip monitor private)
   mkdir -p "$STATE_DIR/env"
   local f
-  for f in orders-pg orders-mongo bench postgres-db mongo-db grafana; do render "$HERE/env/$f.env" "$STATE_DIR/env/$f.env"; done
+  for f in orders-pg orders-mongo bench postgres-db mongo-db postgres-exporter mongodb-exporter grafana; do
+    render "$HERE/env/$f.env" "$STATE_DIR/env/$f.env"
+  done
   tar -C "$REPO" --owner=0 --group=0 --mtime=@0 --sort=name -cf "$STATE_DIR/migrations.tar" migrations
 }
 
 # The databases' roles and users, one per job (docs/security.md), and on PostgreSQL the migrations,
-# applied as the role that owns the tables before orders-pg starts (its own role could not).
+# applied as the role that owns the tables before orders-pg starts (its own role could not) and the
+# plan log; then each database's exporter, on the droplet's VPC address, as the role made for it.
 provision_databases() {
   local host
   host=$(need_ip postgres-db public)
   send "$host" "$STATE_DIR/env/postgres-db.env" "$STATE_DIR/migrations.tar"
   rscript "$host" "$HERE/remote/setup-postgres.sh"
+  rscript "$host" "$HERE/remote/setup-plan-log.sh" "$PG_PLAN_LOG_MS"
+  install_on "$host" prometheus-postgres-exporter "http://$(need_ip postgres-db private):$PG_EXPORTER_PORT/metrics" \
+    "$STATE_DIR/env/postgres-exporter.env" /etc/orders/postgres-exporter.env 0600 \
+    "$REPO/infra/monitoring/exporters/postgres-queries.yaml" /etc/prometheus/postgres-queries.yaml 0644
   host=$(need_ip mongo-db public)
   send "$host" "$STATE_DIR/env/mongo-db.env"
   rscript "$host" "$HERE/remote/setup-mongo.sh"
+  install_on "$host" mongodb-exporter "http://$(need_ip mongo-db private):$MONGO_EXPORTER_PORT/metrics" \
+    "$STATE_DIR/env/mongodb-exporter.env" /etc/orders/mongodb-exporter.env 0600
 }
 
 provision_app() {
@@ -289,18 +318,27 @@ provision_app() {
     "$STATE_DIR/migrations.tar" /opt/orders tar
 }
 
+# A load droplet: orders-bench, the k6 script, the databases' addresses (bench.env) and, for every
+# k6 a round runs there (the agent's unit and the round's read it), where to push
+# (k6-remote-write.env: the monitor's Prometheus, and this droplet's name as the `instance` tag, so
+# two droplets' segments stay two series).
 provision_load() {
-  local host
+  local host k6_env=$STATE_DIR/env/k6-remote-write-$1.env
   host=$(need_ip "$1" public)
+  # shellcheck disable=SC2034 # read by render through ${!name}
+  K6_INSTANCE=$TAG-$1
+  render "$HERE/env/k6-remote-write.env" "$k6_env"
   install_on "$host" orders-bench-agent "http://127.0.0.1:$AGENT_PORT/healthz" \
     "$BIN_DIR/orders-bench" /usr/local/bin/orders-bench 0755 \
     "$REPO/loadtest/k6/orders.js" /opt/orders/loadtest/k6/orders.js 0644 \
     "$REPO/loadtest/mixes.json" /opt/orders/loadtest/mixes.json 0644 \
     "$STATE_DIR/env/bench.env" /etc/orders/bench.env 0600 \
+    "$k6_env" /etc/orders/k6-remote-write.env 0644 \
     "$HERE/remote/round.sh" /usr/local/sbin/orders-round 0755
 }
 
-# Prometheus file_sd targets: both services and node_exporter on every droplet (private IPs).
+# Prometheus file_sd targets (private IPs): both services, each database's exporter (the labels of
+# infra/monitoring/prometheus.yml) and node_exporter on every droplet.
 write_targets() {
   local dir=$STATE_DIR/targets role sep=''
   mkdir -p "$dir"
@@ -309,6 +347,12 @@ write_targets() {
   {"targets": ["$(ip_of postgres-app private):$APP_PORT"], "labels": {"service": "orders-pg", "backend": "pg", "host": "$TAG-postgres-app"}},
   {"targets": ["$(ip_of mongo-app private):$APP_PORT"], "labels": {"service": "orders-mongo", "backend": "mongo", "host": "$TAG-mongo-app"}}
 ]
+JSON
+  cat >"$dir/postgres-do.json" <<JSON
+[{"targets": ["$(ip_of postgres-db private):$PG_EXPORTER_PORT"], "labels": {"service": "orders-pg", "engine": "postgres"}}]
+JSON
+  cat >"$dir/mongodb-do.json" <<JSON
+[{"targets": ["$(ip_of mongo-db private):$MONGO_EXPORTER_PORT"], "labels": {"service": "orders-mongo", "engine": "mongodb"}}]
 JSON
   {
     printf '['
@@ -327,7 +371,7 @@ provision_monitor() {
   write_targets
   rscp -q -r "$REPO/infra/monitoring" "$STATE_DIR/targets" "root@$host:/opt/orders/"
   send "$host" "$STATE_DIR/env/grafana.env"
-  rscript "$host" "$HERE/remote/setup-monitor.sh"
+  rscript "$host" "$HERE/remote/setup-monitor.sh" "$(need_ip monitor private):$PROMETHEUS_PORT"
 }
 
 cmd_up() {
@@ -355,7 +399,7 @@ cmd_up() {
   say "waiting for the first boot of every droplet (cloud-init: PostgreSQL 17, MongoDB 8, k6, Prometheus, Grafana)"
   for role in $(roles); do wait_cloud_init "$(ip_of "$role" public)" "$TAG-$role"; done
 
-  say "database roles, secrets, migrations (docs/security.md), then the binaries, settings and the k6 script (installed where they changed; services restarted only then)"
+  say "database roles, secrets, migrations and exporters (docs/security.md), then the binaries, settings and the k6 script (installed where they changed; services restarted only then)"
   render_env
   provision_databases
   provision_app postgres-app orders-pg

@@ -41,8 +41,8 @@ usage: infra/do/do.sh COMMAND [ARGS]
                           restart orders-pg (NAME= removes the setting); PG_GIN_FASTUPDATE (on|off)
                           is set on the index itself, as its owner, on the postgres-db droplet
   status                  droplets, addresses, VPC, firewalls and the hourly cost of what exists
-  tunnel                  an SSH tunnel to Grafana and Prometheus on the monitor droplet (they listen
-                          on its loopback only); prints their local URLs, runs until Ctrl-C
+  tunnel                  an SSH tunnel to Grafana and Prometheus on the monitor droplet (on its
+                          loopback and VPC address); prints their local URLs, runs until Ctrl-C
   ssh ROLE [COMMAND]      ssh to a droplet: postgres-db mongo-db postgres-app mongo-app load-N monitor
   down                    delete every droplet tagged $TAG, the firewalls, the VPC (unless it is
                           the region's default) and the tags; says what it cost and what is left
@@ -52,7 +52,9 @@ Settings (environment; defaults in infra/do/config.sh): OPERATOR_IP (required by
 a range wider than one address only with ALLOW_WIDE_OPERATOR=1), SSH_KEY,
 SSH_IDENTITY, TAG=$TAG, REGION=$REGION, DB_SIZE=$DB_SIZE, APP_SIZE=$APP_SIZE,
 LOAD_SIZE=$LOAD_SIZE, MONITOR_SIZE=$MONITOR_SIZE, LOAD_COUNT=$LOAD_COUNT, POOL_SIZE=$POOL_SIZE,
-K6_VERSION=$K6_VERSION, GRAFANA_VERSION=$GRAFANA_VERSION, TUNNEL_GRAFANA_PORT=$TUNNEL_GRAFANA_PORT,
+K6_VERSION=$K6_VERSION, GRAFANA_VERSION=$GRAFANA_VERSION, MONGODB_EXPORTER_VERSION=$MONGODB_EXPORTER_VERSION,
+MONGODB_EXPORTER_SHA256 (required by up: the SHA-256 of Percona's release tarball),
+PG_PLAN_LOG_MS=$PG_PLAN_LOG_MS (PostgreSQL logs the plans of statements this slow), TUNNEL_GRAFANA_PORT=$TUNNEL_GRAFANA_PORT,
 TUNNEL_PROMETHEUS_PORT=$TUNNEL_PROMETHEUS_PORT, BIN_DIR, STATE_DIR, RESULTS_DIR,
 DRY_RUN=1 (print the doctl/ssh/scp commands instead of running them; asks DigitalOcean nothing).
 USAGE

@@ -162,7 +162,7 @@ rand_hex() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
 # The deployment's passwords, one per role and job (docs/security.md, "On droplets"): made once
 # per deployment in STATE_DIR/secrets.env (0600); a name missing from an older file is added.
 # They reach the droplets after boot, over scp into root-only files, never in user-data.
-SECRET_NAMES='PG_SERVICE_PASSWORD PG_LOADER_PASSWORD MONGO_SERVICE_PASSWORD MONGO_LOADER_PASSWORD GRAFANA_PASSWORD'
+SECRET_NAMES='PG_SERVICE_PASSWORD PG_LOADER_PASSWORD PG_MONITOR_PASSWORD MONGO_SERVICE_PASSWORD MONGO_LOADER_PASSWORD MONGO_MONITOR_PASSWORD GRAFANA_PASSWORD'
 load_secrets() {
   local f=$STATE_DIR/secrets.env name
   mkdir -p "$STATE_DIR"

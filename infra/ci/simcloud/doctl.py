@@ -223,7 +223,8 @@ def boot(state, droplet, vpc, user_data):
     log = open(os.path.join(droplet["dir"], "holder.log"), "w")
     launcher = subprocess.Popen(
         ["ip", "netns", "exec", droplet["netns"], "unshare", "--pid", "--fork", "--mount-proc", "--uts", "--ipc",
-         "--propagation", "private", "/usr/bin/python3", os.path.join(HERE, "holder.py"), droplet["name"], droplet["dir"]],
+         "--propagation", "private", "/usr/bin/python3", os.path.join(HERE, "holder.py"), droplet["name"], droplet["dir"],
+         *state.get("keep", [])],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd="/",
     )
     droplet["launcher_pid"] = launcher.pid

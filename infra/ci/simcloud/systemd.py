@@ -3,7 +3,9 @@ really runs: its file (/etc/systemd/system, /run/systemd/transient, /lib/systemd
 `<unit>.d/*.conf` drop-ins) is read when it starts, its ExecStart runs with the environment of its
 Environment= and EnvironmentFile= lines (a missing EnvironmentFile without `-` fails the start, as
 in systemd), as its User/Group, in its WorkingDirectory, with its LimitNOFILE, output to
-StandardOutput=append:/file: or the unit's log that journalctl reads. A supervisor process per unit
+StandardOutput=append:/file: or the unit's log that journalctl reads; `${NAME}` and a word `$NAME`
+in an Exec line take the unit's environment as in systemd (the latter split at whitespace into words,
+none when empty). A supervisor process per unit
 restarts it on failure (Restart=, RestartSec=) and stops it with KillSignal, then SIGKILL after
 TimeoutStopSec. So a unit that names a wrong variable or binary fails here as it would on a droplet.
 Not simulated: sandboxing (ProtectSystem=, PrivateTmp=, NoNewPrivileges=), dependencies between
@@ -14,6 +16,7 @@ import grp
 import json
 import os
 import pwd
+import re
 import resource
 import shlex
 import signal
@@ -125,13 +128,26 @@ def environment(unit):
     return env, None
 
 
-def command_line(text):
+def expand(words, env):
+    """systemd's variables in an Exec line: a word that is `$NAME` becomes the value's words, `${NAME}`
+    anywhere becomes the value, `$$` a dollar sign."""
+    out = []
+    for word in words:
+        whole = re.fullmatch(r"\$([A-Za-z_][A-Za-z0-9_]*)", word)
+        if whole:
+            out += env.get(whole[1], "").split()
+            continue
+        out.append(re.sub(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: env.get(m[1], "") if m[1] else "$", word))
+    return out
+
+
+def command_line(text, env):
     """An Exec line: prefixes (`-` ignore failure, `+`/`!` full privileges, `@`) and its words."""
     prefixes = ""
     while text and text[0] in "-+!@:":
         prefixes += text[0]
         text = text[1:]
-    return prefixes, shlex.split(text)
+    return prefixes, expand(shlex.split(text), env)
 
 
 def spawn(unit, argv, env, privileged, log):
@@ -202,7 +218,7 @@ def supervise(name):
         write_status(name, state="failed", result="resources", main_pid=None, detail=error, start_failed=True)
         return
     for line in unit.get("Service", {}).get("ExecStartPre", []):
-        prefixes, argv = command_line(line)
+        prefixes, argv = command_line(line, env)
         code = spawn(unit, argv, dict(env), "+" in prefixes or "!" in prefixes, log).wait()
         if code != 0 and "-" not in prefixes:
             write_status(name, state="failed", result="exit-code", exec_main_status=code, main_pid=None, start_failed=True)
@@ -210,7 +226,7 @@ def supervise(name):
     restart = setting(unit, "Restart", "no")
     delay = float(setting(unit, "RestartSec", "0.1").rstrip("s"))
     while not stopping:
-        prefixes, argv = command_line(setting(unit, "ExecStart", ""))
+        prefixes, argv = command_line(setting(unit, "ExecStart", ""), env)
         try:
             child = spawn(unit, argv, dict(env), "+" in prefixes or "!" in prefixes, log)
         except OSError as error:

@@ -9,8 +9,10 @@ OPERATOR_IP), one per droplet. A droplet is a holder process (holder.py) that is
 PID, mount, UTS and IPC namespaces inside the droplet's network namespace; commands enter it with
 nsenter.
 
-`python3 world.py create DIR --operator-ip IP` makes a world, `python3 world.py destroy DIR`
-removes everything it made (also after a failure halfway).
+`python3 world.py create DIR --operator-ip IP [--keep FOLDER]...` makes a world, `python3 world.py
+destroy DIR` removes everything it made (also after a failure halfway). The droplets see this
+machine's checkout, the world and every --keep folder (the binaries' folder) where they are, even
+under /tmp, /run or /dev/shm, which each droplet covers with a tmpfs of its own (holder.py).
 """
 
 import contextlib
@@ -84,7 +86,7 @@ def ns_names(state):
     return f"{prefix}-net", f"{prefix}-op"
 
 
-def create(world, operator_ip, network=True):
+def create(world, operator_ip, network=True, keep=()):
     """The bridge namespace with the public bridge, and the operator's namespace on it. Without
     `network` only the account's state: droplets are records, nothing boots (for quick tests of
     the doctl calls that need neither root nor namespaces)."""
@@ -104,6 +106,8 @@ def create(world, operator_ip, network=True):
         "firewalls": [],
         "droplets": [],
         "network": network,
+        # What the droplets must see of this machine where it is (holder.py binds it back).
+        "keep": [REPO, world, *keep],
     }
     with open(os.path.join(world, "state.json"), "w") as f:
         json.dump(state, f, indent=1)
@@ -178,8 +182,9 @@ def destroy(world):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "create":
         operator_ip = sys.argv[sys.argv.index("--operator-ip") + 1]
-        create(os.path.abspath(sys.argv[2]), operator_ip, network="--no-network" not in sys.argv)
+        keep = [os.path.abspath(sys.argv[i + 1]) for i, arg in enumerate(sys.argv[:-1]) if arg == "--keep"]
+        create(os.path.abspath(sys.argv[2]), operator_ip, network="--no-network" not in sys.argv, keep=keep)
     elif len(sys.argv) == 3 and sys.argv[1] == "destroy":
         destroy(os.path.abspath(sys.argv[2]))
     else:
-        sys.exit("usage: world.py create DIR --operator-ip IP [--no-network] | destroy DIR")
+        sys.exit("usage: world.py create DIR --operator-ip IP [--keep FOLDER]... [--no-network] | destroy DIR")

@@ -25,7 +25,8 @@ case ${1:-} in
     echo "$id" >"$results/.running"
     rm -f "$dir/exit-code"
     systemd-run --unit "$(unit "$id")" --collect --quiet \
-      -p WorkingDirectory=/opt/orders -p EnvironmentFile=/etc/orders/bench.env -p LimitNOFILE=1048576 \
+      -p WorkingDirectory=/opt/orders -p EnvironmentFile=/etc/orders/bench.env \
+      -p EnvironmentFile=-/etc/orders/k6-remote-write.env -p LimitNOFILE=1048576 \
       -p "StandardOutput=append:$dir/round.log" -p "StandardError=append:$dir/round.log" \
       /usr/local/sbin/orders-round run "$id" orders-bench round "$@"
     echo "round $id started on $(hostname) as unit $(unit "$id")"

@@ -9,7 +9,9 @@
 #   orders_loader   orders-bench on the load droplets (role ordersLoader): seeding orders.orders
 #                   (drop, insert, build the indexes), counting it, and the figures a round reads:
 #                   serverStatus, and fsync for the checkpoint after a load.
-# Neither reads another database. The passwords arrive in /opt/orders/incoming/mongo-db.env (do.sh
+#   orders_monitor  Percona's mongodb_exporter on this droplet (MongoDB's built-in clusterMonitor:
+#                   the server's statistics, getDiagnosticData; no write anywhere).
+# Neither of the first two reads another database. The passwords arrive in /opt/orders/incoming/mongo-db.env (do.sh
 # copies it just before), are kept in /etc/orders/mongo-db.env (0600) and reach mongosh in a file
 # readable by root only, removed afterwards; never on a command line.
 set -euo pipefail
@@ -44,15 +46,16 @@ Role|ordersLoader|\"roles\": [], \"privileges\": [
   {\"resource\": $orders, \"actions\": [\"find\", \"insert\", \"update\", \"remove\", \"createCollection\", \"dropCollection\", \"createIndex\", \"dropIndex\", \"listIndexes\", \"collStats\"]},
   {\"resource\": {\"cluster\": true}, \"actions\": [\"serverStatus\", \"fsync\"]}]
 User|orders_service|\"pwd\": \"$MONGO_SERVICE_PASSWORD\", \"roles\": [{\"role\": \"ordersService\", \"db\": \"admin\"}]
-User|orders_loader|\"pwd\": \"$MONGO_LOADER_PASSWORD\", \"roles\": [{\"role\": \"ordersLoader\", \"db\": \"admin\"}]"
+User|orders_loader|\"pwd\": \"$MONGO_LOADER_PASSWORD\", \"roles\": [{\"role\": \"ordersLoader\", \"db\": \"admin\"}]
+User|orders_monitor|\"pwd\": \"$MONGO_MONITOR_PASSWORD\", \"roles\": [{\"role\": \"clusterMonitor\", \"db\": \"admin\"}]"
 objects=${objects//$'\n  '/ }  # each object on one line
 updates=()
 while IFS='|' read -r kind name fields; do updates+=("{\"update$kind\": \"$name\", $fields}"); done <<<"$objects"
-# On a later `up` all four exist: one call brings them up to date. Otherwise each is created, or
+# On a later `up` all of them exist: one call brings them up to date. Otherwise each is created, or
 # updated when it exists.
 if ! as_admin "${updates[@]}" 2>/dev/null; then
   while IFS='|' read -r kind name fields; do
     as_admin "{\"create$kind\": \"$name\", $fields}" 2>/dev/null || as_admin "{\"update$kind\": \"$name\", $fields}"
   done <<<"$objects"
 fi
-echo "mongod: users orders_service (role ordersService) and orders_loader (role ordersLoader) up to date"
+echo "mongod: users orders_service (role ordersService), orders_loader (role ordersLoader) and orders_monitor (role clusterMonitor) up to date"

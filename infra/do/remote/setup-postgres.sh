@@ -9,6 +9,9 @@
 #   orders_service  orders-pg. SELECT, INSERT, UPDATE on `orders`, SELECT on `schema_migrations`;
 #                   its /diagnostics reads settings (pg_read_all_settings) and the GIN pending list
 #                   (pg_stat_scan_tables). Not a superuser, owns nothing.
+#   orders_monitor  postgres_exporter, from this droplet's loopback. pg_monitor (statistics,
+#                   settings, pgstatginindex), CONNECT on `orders` and USAGE on its schema for the
+#                   project's queries; no right on any table.
 # orders-pg runs its migration runner at every start, whose first statement, CREATE TABLE IF NOT
 # EXISTS schema_migrations, needs CREATE on the schema even when the table exists. So the service's
 # role has CREATE on `public`, and an event trigger refuses every object it would really create
@@ -41,14 +44,17 @@ SET client_min_messages = warning;
 SELECT 'CREATE ROLE orders_owner' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'orders_owner')\gexec
 SELECT 'CREATE ROLE orders_loader' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'orders_loader')\gexec
 SELECT 'CREATE ROLE orders_service' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'orders_service')\gexec
+SELECT 'CREATE ROLE orders_monitor' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'orders_monitor')\gexec
 ALTER ROLE orders_owner NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
 ALTER ROLE orders_loader LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$PG_LOADER_PASSWORD';
 ALTER ROLE orders_service LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$PG_SERVICE_PASSWORD';
+ALTER ROLE orders_monitor LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$PG_MONITOR_PASSWORD';
 GRANT orders_owner, pg_stat_scan_tables, pg_checkpoint TO orders_loader;
 GRANT pg_read_all_settings, pg_stat_scan_tables TO orders_service;
+GRANT pg_monitor TO orders_monitor;
 SELECT 'CREATE DATABASE orders' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'orders')\gexec
 REVOKE ALL ON DATABASE orders FROM PUBLIC;
-GRANT CONNECT ON DATABASE orders TO orders_loader, orders_service;
+GRANT CONNECT ON DATABASE orders TO orders_loader, orders_service, orders_monitor;
 SQL
 
 psql_as_postgres -d orders <<'SQL'
@@ -59,6 +65,7 @@ CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
 CREATE EXTENSION IF NOT EXISTS pgstattuple;
 REVOKE ALL ON SCHEMA public FROM PUBLIC;
 GRANT USAGE, CREATE ON SCHEMA public TO orders_owner, orders_service;
+GRANT USAGE ON SCHEMA public TO orders_monitor;
 -- The guard: whatever orders_service creates is refused (see the top of this file).
 CREATE SCHEMA IF NOT EXISTS orders_guard;
 REVOKE ALL ON SCHEMA orders_guard FROM PUBLIC;
