@@ -42,18 +42,26 @@ impl Clock {
     }
 }
 
+thread_local! {
+    /// Room for one control message with a timespec: made once per thread, since `receive` runs
+    /// for every answer.
+    static CONTROL: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(nix::cmsg_space!(nix::sys::time::TimeSpec));
+}
+
 /// One non-blocking `recvmsg` into `buffer`: the bytes read and the kernel's timestamp of them.
 pub fn receive(fd: RawFd, buffer: &mut [u8]) -> io::Result<(usize, Option<Duration>)> {
-    let mut iov = [io::IoSliceMut::new(buffer)];
-    let mut control = nix::cmsg_space!(nix::sys::time::TimeSpec);
-    let message = recvmsg::<()>(fd, &mut iov, Some(&mut control), MsgFlags::MSG_DONTWAIT).map_err(io::Error::from)?;
-    let stamp = message.cmsgs().into_iter().flatten().find_map(|cmsg| match cmsg {
-        ControlMessageOwned::ScmTimestampns(time) => {
-            u64::try_from(time.tv_sec()).ok().map(|s| Duration::new(s, u32::try_from(time.tv_nsec()).unwrap_or(0)))
-        }
-        _ => None,
-    });
-    Ok((message.bytes, stamp))
+    CONTROL.with_borrow_mut(|control| {
+        let mut iov = [io::IoSliceMut::new(buffer)];
+        let message = recvmsg::<()>(fd, &mut iov, Some(control.as_mut_slice()), MsgFlags::MSG_DONTWAIT)
+            .map_err(io::Error::from)?;
+        let stamp = message.cmsgs().into_iter().flatten().find_map(|cmsg| match cmsg {
+            ControlMessageOwned::ScmTimestampns(time) => {
+                u64::try_from(time.tv_sec()).ok().map(|s| Duration::new(s, u32::try_from(time.tv_nsec()).unwrap_or(0)))
+            }
+            _ => None,
+        });
+        Ok((message.bytes, stamp))
+    })
 }
 
 #[cfg(test)]
