@@ -20,8 +20,9 @@ pub enum Verdict {
     NoStudyFigure,
     /// We have no figure (the run did not measure it, or it was skipped).
     NotMeasured,
-    /// A staircase in which both targets first failed at the same step: the machine, not a
-    /// database, set both limits, so the ratio says nothing about the study's claim.
+    /// Staircases that did not tell the two rates apart (both targets first failed at the same
+    /// step, or one target's ranges under two settings overlap): the ratio says nothing about the
+    /// study's claim.
     Inconclusive,
 }
 
@@ -33,7 +34,7 @@ impl Verdict {
             Self::NotReproduced => "NOT reproduced",
             Self::NoStudyFigure => "no study figure",
             Self::NotMeasured => "not measured here",
-            Self::Inconclusive => "inconclusive: both failed at the same step",
+            Self::Inconclusive => "inconclusive: the staircase did not tell the rates apart",
         }
     }
 }
@@ -87,10 +88,12 @@ impl Comparison {
         self
     }
 
-    /// For a row judged by a staircase: when both targets first failed at the same step (the
-    /// first one included, where there is no ratio at all), the verdict is inconclusive.
-    pub fn staircase(mut self, same_step: bool) -> Self {
-        if same_step && self.verdict != Verdict::NoStudyFigure {
+    /// For a row judged by staircases: when they did not tell the two rates apart (two targets
+    /// that first failed at the same step, the first one included, where there is no ratio at
+    /// all; or one target's repeats under two settings whose ranges overlap), the verdict is
+    /// inconclusive.
+    pub fn staircase(mut self, not_told_apart: bool) -> Self {
+        if not_told_apart && self.verdict != Verdict::NoStudyFigure {
             self.verdict = Verdict::Inconclusive;
         }
         self
@@ -198,7 +201,7 @@ pub fn tally(rows: &[Comparison]) -> String {
         (Verdict::Reproduced, "reproduced"),
         (Verdict::SameDirection, "same direction, different size"),
         (Verdict::NotReproduced, "NOT reproduced"),
-        (Verdict::Inconclusive, "inconclusive (both failed at the same step)"),
+        (Verdict::Inconclusive, "inconclusive (the staircase did not tell the rates apart)"),
         (Verdict::NoStudyFigure, "without a study figure"),
         (Verdict::NotMeasured, "not measured here"),
     ]

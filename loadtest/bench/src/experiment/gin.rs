@@ -469,4 +469,25 @@ mod tests {
         let from_zero = judge_fix(&figures(Some(0.3), Some(0)), Some(&figures(Some(0.0), Some(50))));
         assert_eq!((from_zero.0, from_zero.1), (Verdict::Reproduced, None), "from failing the first step");
     }
+
+    fn inserts(runs: &[u32], cpu_per_1k: f64) -> RoundFigures {
+        let mut f = figures(None, None);
+        f.pg = orders_loadgen::verdict::summarize(
+            &runs
+                .iter()
+                .map(|&rate| orders_bench_model::verdict::MaxRate { rate, first_failed_rate: Some(rate + 100) })
+                .collect::<Vec<_>>(),
+        );
+        f.pg_figures.cpu_per_1k = Some(cpu_per_1k);
+        f
+    }
+
+    #[test]
+    fn fastupdate_costs_inserts_only_when_postgresqls_own_staircases_tell_the_rates_apart() {
+        let apart = fastupdate_cost_row(&inserts(&[1200, 1400], 0.258), &inserts(&[1000, 1000], 0.341));
+        assert_eq!(apart.verdict, Verdict::Reproduced, "1.3× fewer, within two of S1's 2.0×: {}", apart.ours);
+        assert!(apart.ours.contains("0.258 → 0.341"), "the CPU per insert beside it: {}", apart.ours);
+        let overlapping = fastupdate_cost_row(&inserts(&[1000, 1400], 0.258), &inserts(&[1000, 1000], 0.341));
+        assert_eq!(overlapping.verdict, Verdict::Inconclusive, "ranges 1,000–1,400 and 1,000 overlap");
+    }
 }
