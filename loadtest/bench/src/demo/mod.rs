@@ -293,6 +293,13 @@ async fn body(
     Ok(orders_bench_report::max_rate_table(&rounds.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()))
 }
 
+/// When the extra repeats of a round must be done: its share of the time left before `deadline`,
+/// with `rounds_left` rounds (this one included) still to run, so that one unstable mix cannot
+/// spend the rounds after it out of the budget.
+fn share_of_time_left(now: Instant, deadline: Instant, rounds_left: usize) -> Instant {
+    now + deadline.saturating_duration_since(now) / rounds_left.max(1) as u32
+}
+
 /// Every mix's round, each repeat reset as `reset` says.
 async fn rounds(
     args: &DemoArgs,
@@ -304,10 +311,7 @@ async fn rounds(
 ) -> Result<Vec<(PathBuf, orders_bench_model::result::RoundResult)>> {
     let mut rounds = Vec::new();
     for (index, mix) in args.mixes.iter().enumerate() {
-        // Extra repeats of this round may use its share of the time left, so that one unstable
-        // mix cannot spend the rounds after it out of the budget.
-        let now = Instant::now();
-        let share = deadline.saturating_duration_since(now) / (args.mixes.len() - index) as u32;
+        let round_deadline = share_of_time_left(Instant::now(), deadline, args.mixes.len() - index);
         let mut spec = RoundSpec {
             name: mix.clone(),
             mix: mix.clone(),
@@ -322,7 +326,7 @@ async fn rounds(
             settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
             reset: reset.clone(),
             extra_repeats: profile.extra_repeats,
-            deadline: Some(now + share),
+            deadline: Some(round_deadline),
             quiet_wait: crate::fresh::QUIET_WAIT,
             warm_pools: !args.no_warm_up,
             realtime: !args.no_realtime,
@@ -344,6 +348,18 @@ async fn rounds(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_round_may_spend_its_share_of_the_time_left_and_no_more() {
+        let now = Instant::now();
+        let deadline = now + Duration::from_secs(800);
+        assert_eq!(share_of_time_left(now, deadline, 4), now + Duration::from_secs(200), "first of four rounds");
+        assert_eq!(share_of_time_left(now, deadline, 1), deadline, "the last round gets all that is left");
+        assert_eq!(
+            share_of_time_left(deadline + Duration::from_secs(5), deadline, 2),
+            deadline + Duration::from_secs(5)
+        );
+    }
 
     #[test]
     fn the_demo_database_replaces_the_stack_database_in_the_url() {
