@@ -73,8 +73,8 @@ cmd_round() {
   id=$(date -u +%Y%m%dT%H%M%SZ)-$MIX
   # Every k6 of the round, the leader's and the agents', pushes its figures to the monitor's
   # Prometheus, from the environment of its unit (/etc/orders/k6-remote-write.env, with the
-  # droplet's name as a tag). Not `round --prometheus-rw`: orders-bench hands that to its pool
-  # warm-up too, a closed-loop `load --clients`, which refuses it.
+  # droplet's name as a tag): one setting for the leader's k6 and the agents' alike, which
+  # `round --prometheus-rw` (the leader's environment only) would not reach.
   args=(--mix "$MIX" --start-rate "$START_RATE" --step "$STEP" --max-rate "$MAX_RATE" --step-duration "$STEP_DURATION"
     --pg-url "http://$pg:$APP_PORT" --mongo-url "http://$mongo:$APP_PORT" ${reseed[@]+"${reseed[@]}"}
     --manifest /opt/orders/dataset.json --generator k6 --script /opt/orders/loadtest/k6/orders.js --out "/opt/orders/results/$id")

@@ -111,7 +111,7 @@ pub struct LoadArgs {
     /// Push the figures to Prometheus by remote write once a second, as k6's
     /// experimental-prometheus-rw output does and under its metric names (open loop only), e.g.
     /// http://127.0.0.1:9090/api/v1/write.
-    #[arg(long = "prometheus-rw", env = "ORDERS_BENCH_PROMETHEUS_RW", conflicts_with = "clients")]
+    #[arg(long = "prometheus-rw", env = prometheus::PUSH_URL_ENV, conflicts_with = "clients")]
     pub prometheus_rw: Option<String>,
     /// Only print the endpoints and mixes of loadtest/mixes.json and how --mix resolves, as JSON
     /// (the k6 script prints the same with PRINT_MIXES=1), and exit.

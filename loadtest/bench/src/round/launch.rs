@@ -253,7 +253,8 @@ pub async fn run_native(
 /// against every target. Returns each target's (name, requests, failures); fails unless every
 /// target answered every request.
 async fn side_load(setup: &Setup, args: &[String], summary: &Path, what: &str) -> Result<Vec<(String, u64, u64)>> {
-    let ran = run_native(&setup.targets.generator_arg(), &setup.manifest, args, summary, &setup.extra_env)
+    let env = side_load_env(&setup.extra_env);
+    let ran = run_native(&setup.targets.generator_arg(), &setup.manifest, args, summary, &env)
         .await
         .with_context(|| format!("the {what}"))?;
     let targets: Vec<(String, u64, u64)> =
@@ -266,6 +267,12 @@ async fn side_load(setup: &Setup, args: &[String], summary: &Path, what: &str) -
         anyhow::bail!("the {what} failed: {}", said.join(", "));
     }
     Ok(targets)
+}
+
+/// The round's environment for a side load: without the push to Prometheus, which is the round's
+/// own load alone (a dashboard would show the warm-up as load, and the closed loop cannot push).
+fn side_load_env(round_env: &[(String, String)]) -> Vec<(String, String)> {
+    round_env.iter().filter(|(name, _)| name != orders_loadgen::prometheus::PUSH_URL_ENV).cloned().collect()
 }
 
 /// Inserts `orders` new orders through both services at once (the `insert` mix at a constant rate
@@ -316,6 +323,15 @@ fn native_binary() -> Result<PathBuf> {
 mod tests {
     use super::*;
     use orders_bench_model::result::RatePlan;
+
+    #[test]
+    fn side_loads_keep_the_rounds_environment_but_never_push_to_prometheus() {
+        let mut round_env = orders_loadgen::prometheus::round_env("http://10.0.0.9:9090/api/v1/write").expect("env");
+        round_env.push(("ORDERS_BENCH_MARK".into(), "demo".into()));
+        let side = side_load_env(&round_env);
+        assert!(side.iter().all(|(name, _)| name != orders_loadgen::prometheus::PUSH_URL_ENV), "{side:?}");
+        assert_eq!(side.len(), round_env.len() - 1, "everything else stays: {side:?}");
+    }
     use orders_bench_model::verdict::PassMark;
     use std::time::Duration;
 

@@ -40,10 +40,13 @@ const NETWORK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The environment under which a round's generator pushes to `url`: `orders-bench load` reads
 /// `ORDERS_BENCH_PROMETHEUS_RW` (its `--prometheus-rw`), k6 its own output's variables.
+/// The variable the native generator reads its `--prometheus-rw` from.
+pub const PUSH_URL_ENV: &str = "ORDERS_BENCH_PROMETHEUS_RW";
+
 pub fn round_env(url: &str) -> Result<Vec<(String, String)>> {
     Endpoint::parse(url)?;
     let mut env = vec![
-        ("ORDERS_BENCH_PROMETHEUS_RW".to_owned(), url.to_owned()),
+        (PUSH_URL_ENV.to_owned(), url.to_owned()),
         ("K6_PROMETHEUS_RW_SERVER_URL".to_owned(), url.to_owned()),
         ("K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM".to_owned(), "true".to_owned()),
         ("K6_PROMETHEUS_RW_PUSH_INTERVAL".to_owned(), "1s".to_owned()),
