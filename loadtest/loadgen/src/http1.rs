@@ -4,18 +4,17 @@
 //! only needs the status, and to know where the answer ends so the connection can carry the next
 //! request.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 /// Appends a request with `body` (JSON) to `out`; `extra` is more header lines, each ending in CRLF.
 pub fn encode(out: &mut Vec<u8>, method: &str, path: &str, host: &str, agent: &str, extra: &str, body: Option<&[u8]>) {
-    let mut head = String::with_capacity(160);
-    let _ = write!(head, "{method} {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {agent}\r\n");
-    head.push_str(extra);
+    // Writing into a Vec cannot fail.
+    let _ = write!(out, "{method} {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {agent}\r\n");
+    out.extend_from_slice(extra.as_bytes());
     if let Some(body) = body {
-        let _ = write!(head, "Content-Type: application/json\r\nContent-Length: {}\r\n", body.len());
+        let _ = write!(out, "Content-Type: application/json\r\nContent-Length: {}\r\n", body.len());
     }
-    head.push_str("\r\n");
-    out.extend_from_slice(head.as_bytes());
+    out.extend_from_slice(b"\r\n");
     if let Some(body) = body {
         out.extend_from_slice(body);
     }

@@ -42,13 +42,14 @@ use crate::summary::OfferedStep;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use control::Control;
-use open::{OpenLoop, Retired};
+use open::OpenLoop;
 use record::Recorder;
 use request::{EndpointPlan, RequestMaker};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use summary::Retired;
 
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {

@@ -34,7 +34,7 @@ use super::live;
 use super::record::{Recorder, Slot};
 use super::request::{EndpointPlan, RequestMaker};
 use super::wire::{Outcome, Pending, Wire};
-use crate::summary::OfferedStep;
+use crate::summary::{OfferedStep, Retired};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
@@ -79,23 +79,11 @@ pub struct Ran {
     pub stopped_early: bool,
 }
 
-/// The moment a target got its last request: the first iteration it was skipped in.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Retired {
-    pub step: usize,
-    /// Seconds after the origin of the schedule.
-    pub at_s: f64,
-}
-
 /// What a request carries through the wire: where it is recorded and when it was due.
 #[derive(Debug, Clone, Copy)]
 struct Due {
     slot: Slot,
     due: Instant,
-}
-
-fn own_cpu_seconds() -> Option<f64> {
-    crate::own_cpu_seconds()
 }
 
 /// Records one request's outcome: latency from its intended time to the arrival of its answer.
@@ -116,6 +104,7 @@ pub struct OpenLoop {
     pub endpoints: Vec<EndpointPlan>,
     pub names: Vec<String>,
     /// Per target: where the runner retired it (`Control`), if it did.
+    /// Per target, the moment it got its last request: the first iteration it was skipped in.
     pub retired: Vec<Option<Retired>>,
     request_timeout: Duration,
     progress: bool,
@@ -221,7 +210,7 @@ impl OpenLoop {
         let window = self.recorder.window.as_secs_f64();
         let targets = self.names.len();
         for (k, step) in steps.iter().enumerate() {
-            let cpu_before = own_cpu_seconds();
+            let cpu_before = crate::own_cpu_seconds();
             let cap = in_flight_cap(step.rate, budget);
             let gap = 1.0 / f64::from(step.rate.max(1));
             let mut moment = None;
@@ -274,7 +263,7 @@ impl OpenLoop {
                     self.wire.keep_spare(t, SPARE_CONNECTIONS);
                 }
             }
-            if let (Some(before), Some(after)) = (cpu_before, own_cpu_seconds()) {
+            if let (Some(before), Some(after)) = (cpu_before, crate::own_cpu_seconds()) {
                 self.recorder.generator[k].cpu_seconds = Some(after - before);
             }
         }

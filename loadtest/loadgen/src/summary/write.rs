@@ -5,10 +5,10 @@
 //! schedule lag and CPU time per step.
 
 use crate::mixes::Mix;
-use crate::open::Retired;
 use crate::record::{Figures, Recorder};
 use crate::request::EndpointPlan;
 use crate::summary::OfferedStep;
+use crate::summary::Retired;
 use orders_core::Timestamp;
 use orders_dataset::manifest::Manifest;
 use serde_json::{Map, Value, json};
