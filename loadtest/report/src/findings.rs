@@ -25,7 +25,7 @@ fn pg_explains(round: &RoundResult) -> impl Iterator<Item = &PgExplain> {
 }
 
 fn median(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    super::summary::median(values.flatten().collect())
+    orders_bench_model::stats::median(&values.flatten().collect::<Vec<_>>())
 }
 
 fn sum(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {

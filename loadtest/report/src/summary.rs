@@ -10,21 +10,18 @@ use super::doc::Block;
 use super::format::{self, NONE};
 use orders_bench_model::cpu::{LimitKind, Role};
 use orders_bench_model::result::{RepeatResult, RoundResult};
+use orders_bench_model::stats::median;
 use orders_bench_model::target::TargetInfo;
 use std::collections::BTreeMap;
-
-pub fn median(values: Vec<f64>) -> Option<f64> {
-    orders_bench_model::stats::median(&values)
-}
 
 /// Median over the repeats of a component's CPU seconds per 1,000 requests.
 fn per_1k(round: &RoundResult, name: &str) -> Option<f64> {
     median(
-        round
+        &round
             .repeats
             .iter()
             .filter_map(|r| r.cpu.components.iter().find(|c| c.name == name).and_then(|c| c.per_1k_requests))
-            .collect(),
+            .collect::<Vec<_>>(),
     )
 }
 
@@ -33,7 +30,7 @@ fn generator_per_1k(round: &RoundResult) -> Option<f64> {
     let generator = |r: &RepeatResult| {
         r.cpu.components.iter().find(|c| c.role == Role::LoadGenerator).and_then(|c| c.per_1k_requests)
     };
-    median(round.repeats.iter().filter_map(generator).collect())
+    median(&round.repeats.iter().filter_map(generator).collect::<Vec<_>>())
 }
 
 fn kind_counts(round: &RoundResult, target: &str) -> BTreeMap<&'static str, usize> {

@@ -5,9 +5,10 @@
 //! are per write so that rounds of different lengths and rates compare.
 
 use crate::experiment::engine::Target;
-use orders_bench_model::explain::{Growth, MongoExplain, PgExplain};
+use orders_bench_model::explain::{Growth, MongoExplain, PgExplain, per_write};
 use orders_bench_model::plans::{PlanProbe, ScanAttribution};
 use orders_bench_model::result::RoundResult;
+use orders_bench_model::stats::median;
 use orders_bench_model::verdict::RateSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -96,33 +97,25 @@ pub struct RoundFigures {
     pub limits: BTreeMap<String, Vec<String>>,
 }
 
-pub fn median(values: Vec<f64>) -> Option<f64> {
-    orders_bench_model::stats::median(&values)
-}
-
 fn med<T>(items: &[T], f: impl Fn(&T) -> Option<f64>) -> Option<f64> {
-    median(items.iter().filter_map(f).collect())
+    median(&items.iter().filter_map(f).collect::<Vec<_>>())
 }
 
 fn per_1k(growth: &Growth, writes: u64) -> Option<f64> {
     (writes > 0).then(|| growth.delta().map(|d| d / writes as f64 * 1000.0)).flatten()
 }
 
-fn per_write(total: Option<f64>, writes: u64) -> Option<f64> {
-    (writes > 0).then(|| total.map(|t| t / writes as f64)).flatten()
-}
-
 /// CPU seconds per 1,000 requests of `target`'s database and service together.
 fn cpu_per_1k(round: &RoundResult, target: Target) -> Option<f64> {
     median(
-        round
+        &round
             .repeats
             .iter()
             .filter_map(|r| {
                 let of = |name: &str| r.cpu.components.iter().find(|c| c.name == name).and_then(|c| c.per_1k_requests);
                 Some(of(target.database())? + of(target.service())?)
             })
-            .collect(),
+            .collect::<Vec<_>>(),
     )
 }
 
@@ -169,7 +162,7 @@ fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>)
         wal_bytes_per_write: med(&explains, |e| e.wal_bytes_per_write),
         wal_records_per_write: med(&explains, |e| e.wal_records_per_write),
         wal_fpi_per_write: med(&explains, |e| e.wal_fpi_per_write),
-        wal_flushes_per_write: median(flushes),
+        wal_flushes_per_write: median(&flushes),
         hot_share: med(&explains, |e| e.hot_share),
         table_growth_per_1k_writes: med(&explains, |e| per_1k(&e.table, e.write_requests)),
         toast_growth_per_1k_writes: med(&explains, |e| per_1k(&e.toast, e.write_requests)),
@@ -270,10 +263,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn medians_skip_what_was_not_measured() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(vec![4.0, 1.0]), Some(2.5));
-        assert_eq!(median(vec![f64::NAN]), None);
+    fn growth_per_1k_writes_needs_writes() {
         assert_eq!(per_1k(&Growth::of(Some(1000.0), Some(3000.0)), 500), Some(4000.0));
         assert_eq!(per_1k(&Growth::of(Some(1000.0), Some(3000.0)), 0), None);
     }

@@ -13,13 +13,14 @@ mod rows;
 
 use super::Ctx;
 use super::closed_loop::{Run as ClosedRun, Work};
-use super::figures::{RoundFigures, median};
+use super::figures::RoundFigures;
 use super::output::{Outcome, RoundRef};
 use super::rounds::{self, Data, RoundPlan};
 use super::studies;
 use super::variant;
 use crate::experiment::engine::Target;
 use anyhow::{Result, bail};
+use orders_bench_model::stats::median;
 use orders_bench_report::doc::Block;
 use orders_bench_report::format::{self, NONE};
 use orders_dataset::Profile;
@@ -83,7 +84,7 @@ pub struct ClosedSummary {
 impl ClosedSummary {
     pub fn of(runs: Vec<ClosedRun>) -> Self {
         let of = |target: Target, f: fn(&super::closed_loop::TargetRun) -> Option<f64>| {
-            median(runs.iter().filter_map(|r| r.targets.get(target.name()).and_then(f)).collect())
+            median(&runs.iter().filter_map(|r| r.targets.get(target.name()).and_then(f)).collect::<Vec<_>>())
         };
         Self {
             pg: of(Target::Pg, |t| Some(t.per_second)),
