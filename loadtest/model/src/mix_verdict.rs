@@ -38,14 +38,12 @@ pub fn within_tolerance(values: &[f64]) -> bool {
 /// The target whose every value lies above every value of every other, if one does (`None` also
 /// when a target has no value).
 fn clear_leader(values: &[(TargetInfo, Vec<f64>)]) -> Option<&TargetInfo> {
-    let low = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if values.len() < 2 || values.iter().any(|(_, v)| v.is_empty()) {
+    if values.len() < 2 {
         return None;
     }
     values
         .iter()
-        .find(|(t, v)| values.iter().filter(|(o, _)| o.name != t.name).all(|(_, other)| low(v) > high(other)))
+        .find(|(t, v)| values.iter().filter(|(o, _)| o.name != t.name).all(|(_, other)| crate::stats::above(v, other)))
         .map(|(t, _)| t)
 }
 
@@ -130,7 +128,7 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
     let least = least_difference(round);
     // The leader's median against the best of the others'.
     let close = by_rate.is_some_and(|leader| {
-        let leading = median(&rates.iter().find(|(t, _)| t.name == leader.name).map_or(vec![], |(_, v)| v.clone()));
+        let leading = rates.iter().find(|(t, _)| t.name == leader.name).and_then(|(_, v)| median(v));
         let next = rates.iter().filter(|(t, _)| t.name != leader.name).filter_map(|(_, v)| median(v)).reduce(f64::max);
         leading.zip(next).is_some_and(|(high, low)| high > 0.0 && high / low.max(1e-9) < 1.0 + least - 1e-9)
     });

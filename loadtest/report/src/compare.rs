@@ -43,9 +43,7 @@ fn setting_changes(a: &RoundResult, b: &RoundResult) -> Vec<String> {
 
 /// Whether every value of one list lies beyond every value of the other.
 fn beyond_spread(a: &[f64], b: &[f64]) -> bool {
-    let low = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    !a.is_empty() && !b.is_empty() && (low(a) > high(b) || low(b) > high(a))
+    orders_bench_model::stats::above(a, b) || orders_bench_model::stats::above(b, a)
 }
 
 fn cell(values: &[f64]) -> String {

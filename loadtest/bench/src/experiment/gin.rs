@@ -15,6 +15,8 @@ use super::studies;
 use super::timeline::{self, Point};
 use super::variant::{self, Variant, pg};
 use anyhow::Result;
+use orders_bench_model::stats::above;
+use orders_bench_model::verdict::RateSummary;
 use orders_bench_report::charts;
 use orders_bench_report::doc::Block;
 use orders_bench_report::format::{self, NONE};
@@ -218,8 +220,10 @@ fn fastupdate_cost_row(on: &RoundFigures, off: &RoundFigures) -> Comparison {
     let (before, after) = (on.pg.as_ref(), off.pg.as_ref());
     let medians = before.zip(after).map(|(b, a)| (b.median, a.median));
     let factor = medians.filter(|(b, a)| *b > 0.0 && *a > 0.0).map(|(b, a)| b / a);
-    let apart =
-        before.zip(after).is_some_and(|(b, a)| !b.lower_bound && !a.lower_bound && (b.min > a.max || a.min > b.max));
+    let runs = |s: &RateSummary| s.runs.iter().copied().map(f64::from).collect::<Vec<_>>();
+    let apart = before.zip(after).is_some_and(|(b, a)| {
+        !b.lower_bound && !a.lower_bound && (above(&runs(b), &runs(a)) || above(&runs(a), &runs(b)))
+    });
     let cpu = |f: &RoundFigures| format::seconds(f.pg_figures.cpu_per_1k, 3);
     let text = format!(
         "PG inserts {} → {} req/s ({}); CPU s per 1,000 inserts (PG + orders-pg) {} → {}",
