@@ -207,10 +207,6 @@ impl Targets {
     pub fn generator_arg(&self) -> String {
         self.0.iter().map(|t| format!("{}={}", t.name(), t.url)).collect::<Vec<_>>().join(",")
     }
-
-    pub fn get(&self, name: &str) -> Option<&Target> {
-        self.0.iter().find(|t| t.name() == name)
-    }
 }
 
 /// `NAME=URL`, as `--target` takes it.

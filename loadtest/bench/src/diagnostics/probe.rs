@@ -25,8 +25,8 @@ enum Source {
 }
 
 pub struct Probe {
-    /// Per target: its name, its label and where its samples come from.
-    sources: Vec<(String, String, Source)>,
+    /// Per target: its name and where its samples come from.
+    sources: Vec<(String, Source)>,
     services: Client,
     pub cost: ProbeCost,
 }
@@ -49,7 +49,7 @@ impl Probe {
                     Source::Service
                 }
             };
-            sources.push((info.name, info.label, source));
+            sources.push((info.name, source));
         }
         let probe = Self { sources, services, cost };
         // Once before the load, not counted: a backend's first sample loads the pgstattuple
@@ -71,9 +71,9 @@ impl Probe {
     }
 
     async fn read_all(&self) -> IndexMap<String, Value> {
-        let reads = self.sources.iter().map(|(name, _, source)| self.read(name, source));
+        let reads = self.sources.iter().map(|(name, source)| self.read(name, source));
         let values = futures_util::future::join_all(reads).await;
-        self.sources.iter().map(|(name, _, _)| name.clone()).zip(values).collect()
+        self.sources.iter().map(|(name, _)| name.clone()).zip(values).collect()
     }
 
     /// One sample of every database, `at_s` seconds into the run.
@@ -86,7 +86,7 @@ impl Probe {
     /// Counts what was sent and closes the connections.
     pub fn finish(mut self) -> ProbeCost {
         let samples = self.cost.samples;
-        for (name, _, source) in self.sources {
+        for (name, source) in self.sources {
             match source {
                 Source::Direct(sampler) => {
                     let (per_sample, unit) = sampler.cost();
