@@ -44,6 +44,16 @@ pub struct Seen {
 /// the count's own sequential scan must not land inside the run's figures).
 pub async fn look(targets: &Targets, snapshot: &Snapshot, manifest: Option<&Manifest>) -> Vec<Seen> {
     let counts = futures_util::future::join_all(targets.iter().map(|t| t.backend.count_orders())).await;
+    seen_all(targets, snapshot, manifest, counts)
+}
+
+/// Every target's facts from `snapshot`, beside its exact count (`counts`, in the targets' order).
+fn seen_all(
+    targets: &Targets,
+    snapshot: &Snapshot,
+    manifest: Option<&Manifest>,
+    counts: impl IntoIterator<Item = Option<u64>>,
+) -> Vec<Seen> {
     targets
         .iter()
         .zip(counts)
@@ -164,17 +174,7 @@ pub mod tests {
             ..Databases::default()
         };
         let targets = Targets::new(&databases, &[]).expect("targets");
-        let snapshot = samples::both(0.0, pg, mongo);
-        targets
-            .iter()
-            .zip(counted)
-            .map(|(t, counted)| Seen {
-                name: t.name(),
-                facts: t.backend.facts(snapshot.get(&t.name()), m),
-                counted,
-                pool_setting: t.backend.pool_setting(),
-            })
-            .collect()
+        super::seen_all(&targets, &samples::both(0.0, pg, mongo), m, counted)
     }
 
     fn manifest(orders: u64, targets: &[&str]) -> Manifest {

@@ -28,6 +28,25 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+/// Every target's explaining figures from the snapshots before, during and after the run, each
+/// backend reading its own engine's part; `writes` gives a target's write requests.
+pub(super) fn explain_all(
+    targets: &crate::backend::Targets,
+    before: &Snapshot,
+    polled: &[Snapshot],
+    after: &Snapshot,
+    writes: impl Fn(&str) -> u64,
+) -> Explain {
+    let mut explain = Explain::default();
+    for target in targets.iter() {
+        let name = target.name();
+        let polled: Vec<&serde_json::Value> = polled.iter().map(|p| p.get(&name)).collect();
+        let figures = target.backend.explain(before.get(&name), &polled, after.get(&name), writes(&name));
+        explain.0.insert(name, figures);
+    }
+    explain
+}
+
 /// Pause before the closing snapshot, so the databases' statistics include the run's last second.
 const STATS_LAG: Duration = Duration::from_millis(2500);
 
@@ -212,14 +231,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     }
     let labels: BTreeMap<String, String> = setup.targets.info().into_iter().map(|t| (t.name, t.label)).collect();
     notes.extend(target_results.iter().filter_map(|(name, t)| retirement_note(&labels, name, t)));
-    let mut explain = Explain::default();
-    for target in setup.targets.iter() {
-        let name = target.name();
-        let polled: Vec<&serde_json::Value> = polled.iter().map(|p| p.get(&name)).collect();
-        let figures =
-            target.backend.explain(before.get(&name), &polled, after.get(&name), summary.write_requests(&name));
-        explain.0.insert(name, figures);
-    }
+    let mut explain = explain_all(&setup.targets, &before, &polled, &after, |name| summary.write_requests(name));
     if let (Some(b), Some(a), Some(pg)) = (wal_before, wal_after, explain.pg_mut()) {
         pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi, a.flushes.zip(b.flushes).map(|(a, b)| a - b));
     }

@@ -27,13 +27,7 @@ fn explain(before: &Snapshot, polled: &[Snapshot], after: &Snapshot, writes: u64
         ..Databases::default()
     };
     let targets = Targets::new(&databases, &[]).expect("targets");
-    let mut explain = Explain::default();
-    for target in targets.iter() {
-        let name = target.name();
-        let polled: Vec<&serde_json::Value> = polled.iter().map(|p| p.get(&name)).collect();
-        explain.0.insert(name.clone(), target.backend.explain(before.get(&name), &polled, after.get(&name), writes));
-    }
-    explain
+    super::repeat::explain_all(&targets, before, polled, after, |_| writes)
 }
 
 fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
