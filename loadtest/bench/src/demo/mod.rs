@@ -29,7 +29,6 @@ use profile::{Profile, Staircase};
 use services::Service;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tokio_postgres::NoTls;
 
 /// The environment variable that marks every process the demo starts.
 pub const MARKER: &str = "ORDERS_BENCH_DEMO";
@@ -173,15 +172,6 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     Ok(())
 }
 
-pub async fn create_pg_database(admin_url: &str, name: &str) -> Result<()> {
-    let (client, connection) = tokio_postgres::connect(admin_url, NoTls).await.context("connecting to PostgreSQL")?;
-    let connection = tokio::spawn(connection);
-    orders_pg::admin::create_database(&client, name).await.with_context(|| format!("creating database {name}"))?;
-    drop(client);
-    let _ = connection.await;
-    Ok(())
-}
-
 pub fn with_database(url: &str, name: &str) -> String {
     let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
     let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
@@ -225,8 +215,7 @@ async fn body(
     let mut urls = Vec::new();
     for backend in &backends {
         let info = backend.info();
-        let mut env = backend.service_env();
-        env.extend([("WORKER_THREADS".to_owned(), threads.clone()), marker.clone()]);
+        let env = services::local_env(backend.as_ref(), &threads, marker);
         let (binary, log) =
             (services::binary(&bin_dir, &info.service)?, out.join("logs").join(format!("{}.log", info.service)));
         let service = Service::start(&info.service, &binary, &env, log)?;

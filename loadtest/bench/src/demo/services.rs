@@ -86,24 +86,12 @@ pub fn binary(dir: &Path, name: &str) -> Result<PathBuf> {
 /// An environment variable of a service.
 pub type Var = (String, String);
 
-/// The environment of both services over the local stack: their database (`db_name` in both
-/// servers), the same `WORKER_THREADS` for both, and `marker`.
-pub fn local_envs(
-    database_url: &str,
-    mongodb_uri: &str,
-    db_name: &str,
-    threads: &str,
-    marker: &Var,
-) -> (Vec<Var>, Vec<Var>) {
-    let threads = ("WORKER_THREADS".to_owned(), threads.to_owned());
-    let pg = vec![("DATABASE_URL".to_owned(), database_url.to_owned()), threads.clone(), marker.clone()];
-    let mongo = vec![
-        ("MONGODB_URI".to_owned(), mongodb_uri.to_owned()),
-        ("MONGODB_DB".to_owned(), db_name.to_owned()),
-        threads,
-        marker.clone(),
-    ];
-    (pg, mongo)
+/// A service's environment on the local stack: what its backend sets (its database), the worker
+/// threads and the marker of the run that started it.
+pub fn local_env(backend: &dyn crate::backend::Backend, threads: &str, marker: &Var) -> Vec<Var> {
+    let mut env = backend.service_env();
+    env.extend([("WORKER_THREADS".to_owned(), threads.to_owned()), marker.clone()]);
+    env
 }
 
 pub struct Service {

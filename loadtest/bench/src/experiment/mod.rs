@@ -324,13 +324,19 @@ async fn body(
                 .cloned()
                 .unwrap_or_else(|| crate::demo::with_database(&database_url, "postgres"));
             let mongodb_uri = need("MONGODB_URI")?;
-            crate::demo::create_pg_database(&admin_url, &args.db_name).await?;
-            let bin_dir = services::bin_dir(repo, args.bin_dir.as_deref(), args.no_build).await?;
-            let threads = session.service_threads();
-            let (pg_env, mongo_env) =
-                crate::demo::services::local_envs(&database_url, &mongodb_uri, &args.db_name, &threads, marker);
             let databases =
                 Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), ..Databases::default() };
+            let backends = crate::backend::all(&databases);
+            for backend in &backends {
+                backend.create_database(&admin_url).await?;
+            }
+            let bin_dir = services::bin_dir(repo, args.bin_dir.as_deref(), args.no_build).await?;
+            let threads = session.service_threads();
+            let env_of = |name: &str| {
+                let backend = backends.iter().find(|b| b.info().name == name);
+                backend.map(|b| crate::demo::services::local_env(b.as_ref(), &threads, marker)).unwrap_or_default()
+            };
+            let (pg_env, mongo_env) = (env_of("pg"), env_of("mongo"));
             let services = Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env));
             (services, databases, budget_note, Some((stack, admin_url)))
         }
