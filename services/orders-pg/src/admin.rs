@@ -230,35 +230,53 @@ pub async fn server_plan_threshold_ms(client: &Client) -> Result<Option<f64>, Er
     Ok(row.map(|row| row.get::<_, f64>(0)).filter(|ms| *ms >= 0.0))
 }
 
-/// Whether the database has the deployment's log-reading functions (`orders_bench_log_position()`,
-/// `orders_bench_read_log(bigint, bigint)`: SECURITY DEFINER, reading only the current JSON log),
-/// which let a role without `pg_read_server_files` read it.
-async fn has_log_functions(client: &Client) -> Result<bool, Error> {
+/// How this session can read the server's JSON log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogAccess {
+    /// Any server file, through `pg_read_binary_file`: a superuser or `pg_read_server_files`.
+    ServerFiles,
+    /// The current JSON log only, through the deployment's SECURITY DEFINER functions
+    /// (`orders_bench_log_position()`, `orders_bench_read_log(bigint, bigint)`), for a role that
+    /// may not read server files (the droplets').
+    CurrentLogOnly,
+}
+
+/// Which `LogAccess` this database offers: the deployment's functions when it has them.
+pub async fn log_access(client: &Client) -> Result<LogAccess, Error> {
     let row = client.query_one("SELECT to_regprocedure('orders_bench_log_position()') IS NOT NULL", &[]).await?;
-    Ok(row.get(0))
+    Ok(if row.get(0) { LogAccess::CurrentLogOnly } else { LogAccess::ServerFiles })
 }
 
 /// The server's current JSON log file (`log_destination` with `jsonlog`, `logging_collector`
 /// on) and its size, or `None` when the server writes none.
-pub async fn json_log_position(client: &Client) -> Result<Option<(String, i64)>, Error> {
-    let sql = if has_log_functions(client).await? {
-        "SELECT file, size FROM orders_bench_log_position()"
-    } else {
-        "SELECT f, (pg_stat_file(f, true)).size FROM (SELECT pg_current_logfile('jsonlog') AS f) AS current"
+pub async fn json_log_position(client: &Client, access: LogAccess) -> Result<Option<(String, i64)>, Error> {
+    let sql = match access {
+        LogAccess::CurrentLogOnly => "SELECT file, size FROM orders_bench_log_position()",
+        LogAccess::ServerFiles => {
+            "SELECT f, (pg_stat_file(f, true)).size FROM (SELECT pg_current_logfile('jsonlog') AS f) AS current"
+        }
     };
     let row = client.query_one(sql, &[]).await?;
     Ok(row.get::<_, Option<String>>(0).zip(row.get::<_, Option<i64>>(1)))
 }
 
 /// Up to `length` bytes of the server file `path` from `offset` (relative paths are the data
-/// directory's); empty past its end or when it is gone. Needs a superuser or
-/// `pg_read_server_files`, or the deployment's `orders_bench_read_log`, which reads the current
-/// JSON log only (then `path` is that file).
-pub async fn read_server_file(client: &Client, path: &str, offset: i64, length: i64) -> Result<Vec<u8>, Error> {
-    let row = if has_log_functions(client).await? {
-        client.query_one("SELECT orders_bench_read_log($1, $2)", &[&offset, &length]).await?
-    } else {
-        client.query_one("SELECT pg_read_binary_file($1, $2, $3, true)", &[&path, &offset, &length]).await?
+/// directory's); empty past its end or when it is gone. With `CurrentLogOnly` the file read is
+/// always the current JSON log: the caller passes that one (`json_log_position`) or nothing.
+pub async fn read_server_file(
+    client: &Client,
+    access: LogAccess,
+    path: &str,
+    offset: i64,
+    length: i64,
+) -> Result<Vec<u8>, Error> {
+    let row = match access {
+        LogAccess::CurrentLogOnly => {
+            client.query_one("SELECT orders_bench_read_log($1, $2)", &[&offset, &length]).await?
+        }
+        LogAccess::ServerFiles => {
+            client.query_one("SELECT pg_read_binary_file($1, $2, $3, true)", &[&path, &offset, &length]).await?
+        }
     };
     Ok(row.get::<_, Option<Vec<u8>>>(0).unwrap_or_default())
 }

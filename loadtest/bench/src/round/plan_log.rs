@@ -15,6 +15,7 @@
 use crate::databases::pg_session;
 use anyhow::{Context, Result};
 use orders_bench_model::plans::ScanAttribution;
+use orders_pg::admin::LogAccess;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -24,6 +25,8 @@ pub struct Position {
     file: String,
     offset: i64,
     database: String,
+    /// How this log can be read, decided once.
+    access: LogAccess,
 }
 
 /// The most of the log one repeat reads (a plan is about 1.5 KiB).
@@ -48,23 +51,29 @@ pub async fn enable(database_url: &str, threshold_ms: f64) -> Result<f64> {
 pub async fn position(database_url: &str) -> Result<Position> {
     let (client, _connection) = pg_session(database_url).await?;
     let database: String = client.query_one("SELECT current_database()", &[]).await?.get(0);
-    let (file, offset) = orders_pg::admin::json_log_position(&client)
+    let access = orders_pg::admin::log_access(&client).await?;
+    let (file, offset) = orders_pg::admin::json_log_position(&client, access)
         .await?
         .context("the server writes no JSON log (log_destination with jsonlog, logging_collector = on)")?;
-    Ok(Position { file, offset, database })
+    Ok(Position { file, offset, database, access })
 }
 
 /// What the log gained since `from`, sorted by plan.
 pub async fn read(database_url: &str, from: &Position, threshold_ms: f64) -> Result<ScanAttribution> {
     let (client, _connection) = pg_session(database_url).await?;
     let mut bytes = Vec::new();
-    let now = orders_pg::admin::json_log_position(&client).await?;
-    let files: Vec<(String, i64)> = match now {
-        Some((file, _)) if file != from.file => vec![(from.file.clone(), from.offset), (file, 0)],
+    let now = orders_pg::admin::json_log_position(&client, from.access).await?;
+    let files: Vec<(String, i64)> = match (now, from.access) {
+        // The log moved on to a new file: the rest of the old one, then the new one; where only
+        // the current log can be read, the old one's tail is lost (the count says what was seen).
+        (Some((file, _)), LogAccess::ServerFiles) if file != from.file => {
+            vec![(from.file.clone(), from.offset), (file, 0)]
+        }
+        (Some((file, _)), LogAccess::CurrentLogOnly) if file != from.file => vec![(file, 0)],
         _ => vec![(from.file.clone(), from.offset)],
     };
     for (file, offset) in files {
-        let chunk = orders_pg::admin::read_server_file(&client, &file, offset, MAX_READ)
+        let chunk = orders_pg::admin::read_server_file(&client, from.access, &file, offset, MAX_READ)
             .await
             .with_context(|| format!("reading the server log {file} (needs a superuser or pg_read_server_files)"))?;
         bytes.extend_from_slice(&chunk);
