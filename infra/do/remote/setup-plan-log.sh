@@ -36,10 +36,18 @@ if [ "$(cat "$conf" 2>/dev/null)" != "$wanted" ]; then
   chown postgres:postgres "$conf"
   psql_as_postgres -d postgres -At -c 'SELECT pg_reload_conf()' >/dev/null
   # The reload is asynchronous: wait until new sessions see the threshold.
+  applied=0
   for _ in $(seq 20); do
-    [ "$(psql_as_postgres -d postgres -At -c "SELECT setting FROM pg_settings WHERE name = 'auto_explain.log_min_duration'")" = "$ms" ] && break
+    if [ "$(psql_as_postgres -d postgres -At -c "SELECT setting FROM pg_settings WHERE name = 'auto_explain.log_min_duration'")" = "$ms" ]; then
+      applied=1
+      break
+    fi
     sleep 0.2
   done
+  if [ "$applied" != 1 ]; then
+    echo "setup-plan-log: PostgreSQL did not take auto_explain.log_min_duration = $ms within 4 s of the reload" >&2
+    exit 1
+  fi
 fi
 
 psql_as_postgres -d orders <<'SQL'
@@ -60,7 +68,8 @@ DECLARE
   log text := pg_current_logfile('jsonlog');
 BEGIN
   IF log IS NULL THEN
-    RAISE EXCEPTION 'the server writes no JSON log' USING HINT = 'log_destination with jsonlog, logging_collector = on';
+    RAISE EXCEPTION 'the server writes no JSON log'
+      USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'log_destination with jsonlog, logging_collector = on';
   END IF;
   IF "offset" IS NULL OR length IS NULL OR "offset" < 0 OR length < 0 THEN
     RAISE EXCEPTION 'offset and length must be 0 or more (got %, %)', "offset", length

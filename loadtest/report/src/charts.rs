@@ -5,7 +5,8 @@
 //! works inline in HTML.
 //!
 //! Kept hand-written rather than `plotters` (0.3.7 with only `svg_backend`, `line_series` and
-//! `point_series`), measured side by side in one run: it adds 4 crates (`plotters`,
+//! `point_series`), measured side by side in one run (once, on the 2-core development machine,
+//! 2026-12-04; the scripts are not kept): it adds 4 crates (`plotters`,
 //! `plotters-backend`, `plotters-svg`, `num-traits`) to the report crate's 28, raises the CPU of a
 //! cold debug build of the report crate from 59.5–60.1 s to 75.5–79.9 s (+27–33%, two rounds),
 //! adds 130 KB to a stripped release binary drawing one chart (450 KB → 580 KB), and writes the
