@@ -127,6 +127,7 @@ async fn clients_run(
     let end = origin + duration;
     let window = shared.recorder.borrow().window;
     let next_id = Rc::new(Cell::new(0u64));
+    let give_up = shared.request_timeout + Duration::from_millis(200);
     let mut loops = Vec::new();
     for target in 0..shared.targets.len() {
         for _ in 0..clients {
@@ -142,12 +143,8 @@ async fn clients_run(
                     shared.start(key, slot, sent);
                     // A request that outlives its timeout is counted by `Shared::expire`; the
                     // client gives up on it here and sends the next.
-                    let timeout = shared.request_timeout + Duration::from_millis(200);
-                    let _ = tokio::time::timeout(
-                        timeout,
-                        shared.clone().request(key, Rc::from(request.path), request.body),
-                    )
-                    .await;
+                    let _ =
+                        tokio::time::timeout(give_up, shared.clone().request(key, request.path, request.body)).await;
                 }
             }));
         }

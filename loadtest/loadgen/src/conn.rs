@@ -109,7 +109,6 @@ pub struct Target {
     authority: String,
     idle: RefCell<Vec<Connection>>,
     clock: Clock,
-    pub in_flight: Cell<usize>,
     pub connections_opened: Cell<u64>,
     /// Answers the kernel gave no arrival time for (timed when read instead).
     pub untimed_answers: Cell<u64>,
@@ -129,7 +128,6 @@ impl Target {
             authority,
             idle: RefCell::new(Vec::new()),
             clock: Clock::now(),
-            in_flight: Cell::new(0),
             connections_opened: Cell::new(0),
             untimed_answers: Cell::new(0),
         })
