@@ -117,11 +117,8 @@ pub struct Target {
 impl Target {
     /// `url`: `http://host:port` (no path, no TLS).
     pub fn new(name: &str, url: &str) -> anyhow::Result<Self> {
+        let authority = super::http1::authority(url).map_err(|e| anyhow::anyhow!("target {name}: {e}"))?;
         let url = url.trim_end_matches('/');
-        let Some(authority) = url.strip_prefix("http://").filter(|a| !a.is_empty() && !a.contains(['/', ' '])) else {
-            anyhow::bail!("target {name}: \"{url}\" is not http://host:port");
-        };
-        let authority = if authority.contains(':') { authority.to_owned() } else { format!("{authority}:80") };
         Ok(Self {
             name: name.to_owned(),
             url: url.to_owned(),

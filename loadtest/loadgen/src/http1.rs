@@ -6,6 +6,16 @@
 
 use std::io::Write as _;
 
+/// The `host:port` of a target's `http://host[:port][/]` (port 80 when none is given): the one
+/// form of target both loops take (no path, no TLS).
+pub fn authority(url: &str) -> anyhow::Result<String> {
+    let url = url.trim_end_matches('/');
+    let Some(authority) = url.strip_prefix("http://").filter(|a| !a.is_empty() && !a.contains(['/', ' '])) else {
+        anyhow::bail!("\"{url}\" is not http://host:port");
+    };
+    Ok(if authority.contains(':') { authority.to_owned() } else { format!("{authority}:80") })
+}
+
 /// Appends a request with `body` (JSON) to `out`; `extra` is more header lines, each ending in CRLF.
 pub fn encode(out: &mut Vec<u8>, method: &str, path: &str, host: &str, agent: &str, extra: &str, body: Option<&[u8]>) {
     // Writing into a Vec cannot fail.
@@ -109,6 +119,15 @@ fn chunked_length(body: &[u8]) -> Result<Option<usize>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_target_is_http_host_and_port_with_80_by_default() {
+        assert_eq!(authority("http://127.0.0.1:8080/").expect("url"), "127.0.0.1:8080");
+        assert_eq!(authority("http://pg-app").expect("url"), "pg-app:80");
+        for bad in ["https://h:1", "http://h:1/orders", "http://", "h:1"] {
+            assert!(authority(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn requests_carry_host_agent_and_a_json_body() {

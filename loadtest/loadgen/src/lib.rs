@@ -157,7 +157,7 @@ fn parse_targets(text: &str) -> Result<Vec<(String, String)>> {
         if targets.iter().any(|(n, _)| n == name) {
             bail!("--targets repeats {name}");
         }
-        conn::Target::new(name, url)?;
+        http1::authority(url).map_err(|e| anyhow::anyhow!("target {name}: {e}"))?;
         targets.push((name.to_owned(), url.trim_end_matches('/').to_owned()));
     }
     if targets.is_empty() {

@@ -109,11 +109,7 @@ pub struct Wire<T> {
 
 /// `http://host:port` → the first address it resolves to, and `host:port`.
 pub fn resolve(url: &str) -> anyhow::Result<(SocketAddr, String)> {
-    let url = url.trim_end_matches('/');
-    let Some(authority) = url.strip_prefix("http://").filter(|a| !a.is_empty() && !a.contains(['/', ' '])) else {
-        anyhow::bail!("\"{url}\" is not http://host:port");
-    };
-    let authority = if authority.contains(':') { authority.to_owned() } else { format!("{authority}:80") };
+    let authority = http1::authority(url)?;
     let address = authority
         .to_socket_addrs()
         .map_err(|e| anyhow::anyhow!("{authority}: {e}"))?
