@@ -23,8 +23,24 @@ use orders_bench_model::start::DatabaseStart;
 use orders_bench_model::target::TargetInfo;
 use orders_dataset::Profile;
 use orders_dataset::manifest::Manifest;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::sync::Arc;
+
+/// What a sample the runner read itself says of its source (a service's own say `/diagnostics`).
+pub const SAMPLE_SOURCE: &str = "orders-bench";
+
+/// A sample as JSON, marked as the runner's own; or what kept it from being read.
+fn sample_json(sample: Result<impl serde::Serialize, impl std::fmt::Display>) -> Value {
+    let mut value = match sample.map(serde_json::to_value) {
+        Ok(Ok(value)) => value,
+        Ok(Err(error)) => json!({"error": error.to_string()}),
+        Err(error) => json!({"error": error.to_string()}),
+    };
+    if let Some(object) = value.as_object_mut() {
+        object.insert("source".into(), SAMPLE_SOURCE.into());
+    }
+    value
+}
 
 /// Everything the runner asks of one engine. Methods that reach the database are async and say
 /// why they failed in words (the runner records it and goes on where it can).

@@ -21,7 +21,7 @@ use orders_bench_model::target::TargetInfo;
 use orders_dataset::manifest::Manifest;
 use orders_mongo::admin;
 use orders_mongo::indexes::COLLECTION;
-use serde_json::{Value, json};
+use serde_json::Value;
 use snapshot::MongoSnapshot;
 use std::time::Duration;
 
@@ -77,14 +77,7 @@ struct MongoSampler {
 impl Sampler for MongoSampler {
     /// `serverStatus` (opcounters, WiredTiger log) and `$collStats` (document count and sizes).
     async fn sample(&self) -> Value {
-        let source = super::postgres::SAMPLE_SOURCE;
-        match admin::sample(&self.db).await {
-            Ok(sample) => {
-                serde_json::to_value(orders_mongo::diagnostics::Diagnostics { source: Some(source.into()), ..sample })
-                    .unwrap_or_else(|e| json!({"source": source, "error": e.to_string()}))
-            }
-            Err(error) => json!({"source": source, "error": error.to_string()}),
-        }
+        super::sample_json(admin::sample(&self.db).await)
     }
 
     fn cost(&self) -> (u64, &'static str) {

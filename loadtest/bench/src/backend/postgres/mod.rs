@@ -18,14 +18,13 @@ use orders_bench_model::start::DatabaseStart;
 use orders_bench_model::target::TargetInfo;
 use orders_dataset::manifest::Manifest;
 use orders_pg::admin;
-use serde_json::{Value, json};
+use serde_json::Value;
 use snapshot::PgSnapshot;
 use std::time::Duration;
 
 const COUNT_LIMIT: Duration = Duration::from_secs(15);
 const CONNECT_LIMIT: Duration = Duration::from_secs(5);
 /// What the runner's own samples say they are.
-pub const SAMPLE_SOURCE: &str = "orders-bench";
 
 #[derive(Debug, Clone)]
 pub struct Postgres {
@@ -116,14 +115,7 @@ impl Drop for PgSampler {
 #[async_trait]
 impl Sampler for PgSampler {
     async fn sample(&self) -> Value {
-        match admin::sample(&self.client).await {
-            Ok(sample) => serde_json::to_value(orders_pg::diagnostics::Diagnostics {
-                source: Some(SAMPLE_SOURCE.into()),
-                ..sample
-            })
-            .unwrap_or_else(|e| json!({"source": SAMPLE_SOURCE, "error": e.to_string()})),
-            Err(error) => json!({"source": SAMPLE_SOURCE, "error": error.to_string()}),
-        }
+        super::sample_json(admin::sample(&self.client).await)
     }
 
     fn cost(&self) -> (u64, &'static str) {
