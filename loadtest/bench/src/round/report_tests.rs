@@ -380,3 +380,20 @@ fn the_cpu_capacity_can_veto_a_winner() {
     let below_half = answered(&[1500], &[1100], Some((0.1, 0.1)));
     assert!(of_repeat(&below_half.repeats[0], &pg).is_none(), "a step at under half the budget says little");
 }
+
+#[test]
+fn f2_and_f3_are_not_seen_when_postgresql_writes_less_than_the_document_and_updates_in_place() {
+    let mut status = round("status", &[("status", 100)], true);
+    let seen = (findings::f2(&[&status]).join(" "), findings::f3(&[&status]).join(" "));
+    assert!(seen.0.contains("**F2 seen**") && seen.1.contains("**F3 seen**"), "{seen:?}");
+    for repeat in &mut status.repeats {
+        let pg = repeat.explain.pg_mut().expect("pg");
+        // Less WAL per update than the 634 B document, and every update HOT.
+        pg.wal_bytes_per_write = Some(300.0);
+        pg.hot_updates = pg.updates;
+    }
+    let f2 = findings::f2(&[&status]).join(" ");
+    assert!(f2.contains("**F2 not seen**: Postgres wrote 300 B of WAL per status update"), "{f2}");
+    let f3 = findings::f3(&[&status]).join(" ");
+    assert!(f3.contains("**F3 not seen**") && f3.contains("(100.0%)"), "{f3}");
+}
