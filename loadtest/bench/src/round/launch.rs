@@ -249,17 +249,44 @@ pub async fn run_native(
     })
 }
 
+/// How many of a side load's requests may fail: none for the prefill (every database must hold
+/// the same orders), some for the pool warm-up, whose work is opening connections (a service that
+/// sheds a request with 503 while its pool still forks PostgreSQL backends under the CPU budget has
+/// not failed the benchmark: in one demo the warm-up's first 100 ms had 1 refusal in 1,670 reads and
+/// stopped the whole run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Tolerance {
+    None,
+    /// At most this share of each target's requests, and at least one answered.
+    Share(f64),
+}
+
+impl Tolerance {
+    fn accepts(self, count: u64, failures: u64) -> bool {
+        match self {
+            Tolerance::None => count > 0 && failures == 0,
+            Tolerance::Share(share) => count > failures && (failures as f64) <= share * count as f64,
+        }
+    }
+}
+
 /// A short run of the native generator beside a round's load (the prefill, the pool warm-up),
 /// against every target. Returns each target's (name, requests, failures); fails unless every
-/// target answered every request.
-async fn side_load(setup: &Setup, args: &[String], summary: &Path, what: &str) -> Result<Vec<(String, u64, u64)>> {
+/// target's failures are within `tolerance`.
+async fn side_load(
+    setup: &Setup,
+    args: &[String],
+    summary: &Path,
+    what: &str,
+    tolerance: Tolerance,
+) -> Result<Vec<(String, u64, u64)>> {
     let env = side_load_env(&setup.extra_env);
     let ran = run_native(&setup.targets.generator_arg(), &setup.manifest, args, summary, &env)
         .await
         .with_context(|| format!("the {what}"))?;
     let targets: Vec<(String, u64, u64)> =
         ran.targets.iter().map(|(name, t)| (name.clone(), t.figures.count, t.figures.failures)).collect();
-    if targets.is_empty() || targets.iter().any(|(_, count, failures)| *count == 0 || *failures > 0) {
+    if targets.is_empty() || targets.iter().any(|(_, count, failures)| !tolerance.accepts(*count, *failures)) {
         let said: Vec<String> = targets
             .iter()
             .map(|(name, count, failures)| format!("{name} {count} requests, {failures} failed"))
@@ -288,7 +315,7 @@ pub async fn prefill(spec: &RoundSpec, setup: &Setup, dir: &Path, orders: u32) -
     if spec.prefer_minimal {
         args.extend(["--prefer".into(), "return=minimal".into()]);
     }
-    let done = side_load(setup, &args, &dir.join("prefill-summary.json"), "prefill").await?;
+    let done = side_load(setup, &args, &dir.join("prefill-summary.json"), "prefill", Tolerance::None).await?;
     let counts: Vec<String> = done.iter().map(|(name, count, _)| format!("{name} {count}")).collect();
     eprintln!("prefill: inserted {} through both services", counts.join(", "));
     Ok(())
@@ -305,7 +332,12 @@ pub async fn fill_pools(setup: &Setup, dir: &Path, clients: u32) -> Result<()> {
         ["--mix", "read", "--clients", &clients.to_string(), "--duration", WARM_UP_SECONDS, "--seed", "3"]
             .map(String::from)
             .to_vec();
-    side_load(setup, &args, &dir.join("warm-up-summary.json"), "pool warm-up").await.map(drop)
+    let done =
+        side_load(setup, &args, &dir.join("warm-up-summary.json"), "pool warm-up", Tolerance::Share(0.01)).await?;
+    for (name, count, failures) in done.iter().filter(|(_, _, failures)| *failures > 0) {
+        eprintln!("pool warm-up: {name} refused {failures} of {count} reads while its pool opened (tolerated)");
+    }
+    Ok(())
 }
 
 /// This very program: `orders-bench load` is one of its subcommands. When its file was replaced
@@ -334,6 +366,17 @@ mod tests {
     }
     use orders_bench_model::verdict::PassMark;
     use std::time::Duration;
+
+    #[test]
+    fn the_prefill_tolerates_no_failure_and_the_warm_up_a_few_while_connections_open() {
+        assert!(Tolerance::None.accepts(250, 0));
+        assert!(!Tolerance::None.accepts(250, 1), "every prefill insert must land on every database");
+        assert!(!Tolerance::None.accepts(0, 0), "nothing answered");
+        let warm_up = Tolerance::Share(0.01);
+        assert!(warm_up.accepts(1670, 1), "the demo that stopped on one refusal in 1,670 reads");
+        assert!(!warm_up.accepts(1670, 40), "2.4% refused is a service in trouble");
+        assert!(!warm_up.accepts(3, 3) && !warm_up.accepts(0, 0), "at least one read must be answered");
+    }
 
     #[test]
     fn the_native_generator_gets_the_rounds_staircase_and_pass_mark() {
