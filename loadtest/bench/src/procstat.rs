@@ -2,7 +2,8 @@
 //! including the time of children it has already reaped, so PostgreSQL backends that come and go
 //! are still counted by their postmaster), the process that listens on a TCP port
 //! (`/proc/net/tcp{,6}` → socket inode → `/proc/*/fd`), and the busy time of the whole machine
-//! (`/proc/stat`; niced background work does not count, it yields to the measured run).
+//! (`/proc/stat`; niced background work does not count, it yields to the measured run), and the
+//! machine's memory figures (`/proc/meminfo`: its total, its page cache not yet written).
 //! Everything here is a plain read of text files; on other systems, or without the right to read
 //! another user's `/proc/<pid>/fd`, the lookups return `None` and the report says that the figure
 //! was not measured.
@@ -168,9 +169,36 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
+/// Field `name` of `/proc/meminfo`-formatted `text` (`Dirty:  1234 kB`), in bytes.
+pub fn meminfo_field(text: &str, name: &str) -> Option<u64> {
+    let value = text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?;
+    let kib: u64 = value.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Field `name` of this machine's `/proc/meminfo`, in bytes.
+pub fn meminfo(name: &str) -> Option<u64> {
+    meminfo_field(&fs::read_to_string("/proc/meminfo").ok()?, name)
+}
+
+/// The machine's page cache waiting to be written to disk (`Dirty` + `Writeback`), in bytes.
+pub fn unwritten_bytes() -> Option<u64> {
+    let text = fs::read_to_string("/proc/meminfo").ok()?;
+    Some(meminfo_field(&text, "Dirty")? + meminfo_field(&text, "Writeback")?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn meminfo_fields_are_read_in_bytes_by_exact_name() {
+        let text = "MemTotal:       24605204 kB\nDirty:              4680 kB\nWriteback:             12 kB\nWritebackTmp:        0 kB\n";
+        assert_eq!(meminfo_field(text, "MemTotal"), Some(24_605_204 * 1024));
+        assert_eq!(meminfo_field(text, "Writeback"), Some(12 * 1024), "not WritebackTmp");
+        assert_eq!(meminfo_field(text, "Dirty"), Some(4680 * 1024));
+        assert_eq!(meminfo_field(text, "Cached"), None);
+    }
 
     #[test]
     fn stat_fields_are_counted_from_the_last_parenthesis() {

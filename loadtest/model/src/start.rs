@@ -11,6 +11,13 @@ use std::collections::BTreeMap;
 /// 0.004 with its once-a-second diagnostics capture, an idle PostgreSQL under 0.001).
 pub const QUIET_CORES: f64 = 0.02;
 
+/// The machine's page cache waiting to be written (`Dirty` + `Writeback` in `/proc/meminfo`)
+/// above this, in MiB, at the end of a quiet window means something still writes: the kernel
+/// would write it back inside the load, on the disk both databases flush their commits to. A
+/// restore leaves a whole copied data directory unwritten (mongod's, about 120 MiB at 100,000
+/// orders), which the kernel writes back some 30 s later: in the middle of a staircase.
+pub const QUIET_UNWRITTEN_MIB: f64 = 16.0;
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StartState {
     /// `restored` (from snapshots taken after the first load), `reloaded` (the seeder) or `kept`.
@@ -26,6 +33,15 @@ pub struct StartState {
     /// Why a database was not quiet (what ran, how much CPU), one line each.
     #[serde(default)]
     pub not_quiet: Vec<String>,
+    /// The machine's unwritten page cache after the checkpoints, MiB, which the runner then wrote
+    /// to the disk (`sync`), and how long that took.
+    #[serde(default)]
+    pub unwritten_mib_flushed: Option<f64>,
+    #[serde(default)]
+    pub flush_seconds: Option<f64>,
+    /// The machine's unwritten page cache at the end of the last quiet window, MiB.
+    #[serde(default)]
+    pub unwritten_mib: Option<f64>,
     /// Per target (`pg`, `mongo`).
     pub databases: BTreeMap<String, DatabaseStart>,
 }

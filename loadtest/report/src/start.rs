@@ -1,11 +1,21 @@
 //! How each repeat of a round started, in the report: how the data were reset, whether both
 //! databases were quiet when the load began (and what was not), the data's fingerprint (the same in
-//! every repeat when the data were) and the memory each server's cgroup held.
+//! every repeat when the data were), the memory each server's cgroup held and the page cache the
+//! runner wrote to disk before the load.
 
 use super::doc::Block;
 use super::format::{self, NONE};
 use orders_bench_model::result::RoundResult;
 use orders_bench_model::start::StartState;
+
+/// " (121 MiB of page cache written first, 0.8 s)": what the runner's `sync` wrote before the
+/// quiet windows, when it recorded that.
+fn flushed(start: &StartState) -> String {
+    match (start.unwritten_mib_flushed, start.flush_seconds) {
+        (Some(mib), Some(seconds)) => format!(" ({mib:.0} MiB of page cache written first, {seconds:.1} s)"),
+        _ => String::new(),
+    }
+}
 
 pub fn blocks(round: &RoundResult) -> Vec<Block> {
     let starts: Vec<(u32, &StartState)> =
@@ -23,9 +33,14 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
                 index.to_string(),
                 format!("{} ({} s)", start.reset, format::seconds(start.reset_seconds, 1)),
                 if start.quiet {
-                    format!("yes, after {:.1} s", start.waited_seconds)
+                    format!("yes, after {:.1} s{}", start.waited_seconds, flushed(start))
                 } else {
-                    format!("**no** after {:.0} s: {}", start.waited_seconds, start.not_quiet.join("; "))
+                    format!(
+                        "**no** after {:.0} s{}: {}",
+                        start.waited_seconds,
+                        flushed(start),
+                        start.not_quiet.join("; ")
+                    )
                 },
             ];
             for target in &targets {

@@ -149,10 +149,7 @@ pub fn demo_default(cores: usize, memory_bytes: Option<u64>) -> Budget {
 
 /// Total memory of this machine, from `/proc/meminfo`.
 pub fn machine_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib: u64 =
-        text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kib * 1024)
+    crate::procstat::meminfo("MemTotal")
 }
 
 /// How the local stack can set budgets (`STACK_BUDGET_METHOD` of `stack.sh env`), or why not.

@@ -1,20 +1,35 @@
 //! Waiting until both databases are quiet before a repeat's load, and saying what was not: a
-//! checkpoint first (PostgreSQL `CHECKPOINT`, MongoDB `fsync`), then one-second windows in which
-//! each server's CPU (its cgroup's accounting when it has one of its own, else its process tree's
-//! from `/proc`) stays under `QUIET_CORES` and nothing else runs on its database (PostgreSQL:
-//! autovacuum workers and sessions that are not idle; MongoDB: active client operations such as
-//! an index build). It waits at most `limit`; the repeat then goes on, and its record says why the
-//! start was not quiet.
+//! checkpoint first (PostgreSQL `CHECKPOINT`, MongoDB `fsync`), then one-second windows, each
+//! after writing the machine's page cache to disk (`sync`: a restore's copied files would
+//! otherwise be written back by the kernel some 30 s later, inside the load, on the disk both
+//! databases flush their commits to), in which each server's CPU (its cgroup's accounting when it
+//! has one of its own, else its process tree's from `/proc`) stays under `QUIET_CORES`, nothing
+//! else runs on its database (PostgreSQL: autovacuum workers and sessions that are not idle;
+//! MongoDB: active client operations such as an index build) and the machine leaves less than
+//! `QUIET_UNWRITTEN_MIB` unwritten. It waits at most `limit`; the repeat then goes on, and its
+//! record says why the start was not quiet.
 
 use crate::backend::{Target, Targets};
 use crate::cgroup;
 use crate::procstat;
 use crate::round::cpu::locate;
 use orders_bench_model::cpu::Role;
-use orders_bench_model::start::{DatabaseStart, QUIET_CORES, StartState};
+use orders_bench_model::start::{DatabaseStart, QUIET_CORES, QUIET_UNWRITTEN_MIB, StartState};
 use std::time::{Duration, Instant};
 
 const WINDOW: Duration = Duration::from_secs(1);
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1 << 20)
+}
+
+/// Writes the machine's unwritten page cache to disk; returns how long that took.
+async fn flush_page_cache() -> Duration {
+    let began = Instant::now();
+    // sync(2) blocks until the writes are done, hence its own thread.
+    let _ = tokio::task::spawn_blocking(nix::unistd::sync).await;
+    began.elapsed()
+}
 
 /// CPU seconds used so far by `target`'s database server, and its cgroup's memory.
 fn server_reading(target: &Target) -> (Option<f64>, Option<f64>, Option<String>) {
@@ -43,10 +58,23 @@ pub async fn wait(targets: &Targets, limit: Duration, start: &mut StartState) {
             Err(error) => entry.notes.push(format!("checkpoint failed: {error}")),
         }
     }
+    start.unwritten_mib_flushed = procstat::unwritten_bytes().map(mib);
+    start.flush_seconds = Some(flush_page_cache().await.as_secs_f64());
+    let mut first = true;
     loop {
+        if !std::mem::take(&mut first) {
+            flush_page_cache().await;
+        }
         let before: Vec<_> = targets.iter().map(server_reading).collect();
         tokio::time::sleep(WINDOW).await;
         let mut reasons = Vec::new();
+        start.unwritten_mib = procstat::unwritten_bytes().map(mib);
+        if let Some(unwritten) = start.unwritten_mib.filter(|u| *u >= QUIET_UNWRITTEN_MIB) {
+            reasons.push(format!(
+                "the machine left {unwritten:.0} MiB of page cache unwritten in {:.0} s (quiet is below {QUIET_UNWRITTEN_MIB:.0})",
+                WINDOW.as_secs_f64()
+            ));
+        }
         for (target, before) in targets.iter().zip(&before) {
             let label = target.backend.info().label;
             let (cpu_after, memory, note) = server_reading(target);
@@ -116,5 +144,51 @@ mod tests {
         assert!(start.databases["pg"].checkpointed && start.databases["mongo"].checkpointed);
         assert!(start.waited_seconds < 5.0, "it gave up after its limit: {}", start.waited_seconds);
         sleeper.await.expect("join").expect("sleep");
+    }
+
+    /// Rewrites a 128 MiB file next to the test binary (a real disk, where tmpfs would keep no
+    /// dirty pages) as fast as it can until `stop`: a machine that keeps writing.
+    fn writer(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> std::thread::JoinHandle<()> {
+        use std::io::{Seek, Write};
+        let dir = std::env::current_exe().expect("exe").parent().expect("dir").to_path_buf();
+        let path = dir.join(format!("quiet-writer-{}", std::process::id()));
+        std::thread::spawn(move || {
+            let mut file = std::fs::File::create(&path).expect("create");
+            let chunk = vec![7u8; 1 << 20];
+            let mut written = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                file.write_all(&chunk).expect("write");
+                written += 1;
+                if written % 128 == 0 {
+                    file.rewind().expect("rewind");
+                }
+            }
+            drop(file);
+            std::fs::remove_file(&path).expect("remove");
+        })
+    }
+
+    #[tokio::test]
+    async fn a_repeat_started_while_the_machine_still_writes_is_not_quiet() {
+        let databases = databases().await;
+        let targets = Targets::new(&databases, &[]).expect("targets");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writing = writer(stop.clone());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut start = StartState::default();
+        wait(&targets, Duration::from_millis(500), &mut start).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writing.join().expect("writer");
+        assert!(!start.quiet, "{start:?}");
+        assert!(
+            start
+                .not_quiet
+                .iter()
+                .any(|r| r.starts_with("the machine left") && r.contains("MiB of page cache unwritten")),
+            "{:?}",
+            start.not_quiet
+        );
+        assert!(start.unwritten_mib.is_some_and(|u| u >= QUIET_UNWRITTEN_MIB), "{start:?}");
+        assert!(start.flush_seconds.is_some() && start.unwritten_mib_flushed.is_some(), "{start:?}");
     }
 }
