@@ -1,16 +1,21 @@
 //! How sure the answer for one mix is. A repeat that stalls of the shared machine stopped before
-//! either database failed is left out (it measured neither). Each target's repeats must lie within `TOLERANCE` of
-//! their median (else the row is **unstable**, and says whose repeats spread how far); a winner is
-//! named only when the difference is larger than the spread: every repeat of one target above
-//! every repeat of the other, by the maximum passing rate, and not contradicted by the second
-//! estimate (the CPU capacity of `capacity`, where both databases have one). Otherwise there is no
-//! clear winner, in words.
+//! either database failed is left out (it measured neither). Each target's repeats must lie within
+//! `TOLERANCE` of their median (else the row is **unstable**, and says whose repeats spread how far
+//! and whether the machine's speed moved them). The winner is judged **repeat by repeat**: within a
+//! repeat every target ran at the same moment on the same machine, so whatever made the machine
+//! faster or slower in one repeat moved all of them (measured: both databases' CPU per insert at the
+//! same offered rate moved together by up to 1.6× between repeats of one run, their ratio by 7%).
+//! A winner is named only when its rate over every other target's, within each repeat, was never
+//! below 1 and has a median at least the least difference above 1, the medians of the rates too
+//! (the ratio the report shows), and the second estimate (the CPU capacity of `capacity`, where
+//! every database has one) does not say the opposite. Otherwise there is no clear winner, in words.
 
 use super::capacity;
-use super::result::RoundResult;
+use super::result::{RepeatResult, RoundResult};
 use crate::stats::median;
 use crate::target::TargetInfo;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// Repeats within ±25% of their median count as agreeing.
 pub const TOLERANCE: f64 = 0.25;
@@ -29,22 +34,22 @@ pub fn least_difference(round: &RoundResult) -> f64 {
     MIN_DIFFERENCE.max(coarsest)
 }
 
+/// Within each counted repeat in which both were measured: `leader`'s value over `other`'s
+/// (`values` per repeat, by target name). Both at 0 (both failed the first step) is a tie.
+fn paired_ratios(per_repeat: &[BTreeMap<String, f64>], leader: &str, other: &str) -> Vec<f64> {
+    per_repeat
+        .iter()
+        .filter_map(|values| {
+            let (high, low) = (*values.get(leader)?, *values.get(other)?);
+            Some(if high == low { 1.0 } else { high / low.max(1.0) })
+        })
+        .collect()
+}
+
 /// Every value within `TOLERANCE` of the values' median (true for none or one).
 pub fn within_tolerance(values: &[f64]) -> bool {
     let Some(median) = median(values) else { return true };
     median > 0.0 && values.iter().all(|v| (v - median).abs() <= TOLERANCE * median + 1e-9)
-}
-
-/// The target whose every value lies above every value of every other, if one does (`None` also
-/// when a target has no value).
-fn clear_leader(values: &[(TargetInfo, Vec<f64>)]) -> Option<&TargetInfo> {
-    if values.len() < 2 {
-        return None;
-    }
-    values
-        .iter()
-        .find(|(t, v)| values.iter().filter(|(o, _)| o.name != t.name).all(|(_, other)| crate::stats::above(v, other)))
-        .map(|(t, _)| t)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -57,6 +62,9 @@ pub struct MixVerdict {
     /// Per target, in the round's order: the repeats' maximum passing rates and CPU capacities.
     pub rates: Vec<(TargetInfo, Vec<f64>)>,
     pub capacities: Vec<(TargetInfo, Vec<f64>)>,
+    /// Per target other than the one with the highest median rate: within each repeat, that
+    /// target's rate over this one's.
+    pub paired: Vec<(TargetInfo, Vec<f64>)>,
 }
 
 impl MixVerdict {
@@ -88,20 +96,110 @@ fn ranges(rates: &[(TargetInfo, Vec<f64>)]) -> String {
     rates.iter().map(|(t, runs)| format!("{} {}", t.label, range_text(runs))).collect::<Vec<_>>().join(", ")
 }
 
-pub fn judge(round: &RoundResult) -> MixVerdict {
-    let counted: Vec<_> = round.repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
-    let targets = round.targets();
-    let rates: Vec<(TargetInfo, Vec<f64>)> = targets
-        .iter()
-        .map(|t| {
-            let runs = counted.iter().filter_map(|r| r.targets.get(&t.name)).map(|x| f64::from(x.max_rate.rate));
-            (t.clone(), runs.collect())
+/// Per counted repeat, each target's value (`value` of the repeat and target, when measured).
+fn per_repeat(
+    counted: &[&RepeatResult],
+    targets: &[TargetInfo],
+    value: impl Fn(&RepeatResult, &TargetInfo) -> Option<f64>,
+) -> Vec<BTreeMap<String, f64>> {
+    counted.iter().map(|r| targets.iter().filter_map(|t| Some((t.name.clone(), value(r, t)?))).collect()).collect()
+}
+
+/// Each target's values over the repeats, in the round's order.
+fn by_target(targets: &[TargetInfo], per_repeat: &[BTreeMap<String, f64>]) -> Vec<(TargetInfo, Vec<f64>)> {
+    targets.iter().map(|t| (t.clone(), per_repeat.iter().filter_map(|v| v.get(&t.name).copied()).collect())).collect()
+}
+
+fn ratio_range(ratios: &[f64]) -> String {
+    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if (high - low).abs() < 0.005 { format!("{low:.2}") } else { format!("{low:.2}–{high:.2}") }
+}
+
+/// A database's CPU per request at the round's first step, in microseconds: the same offered rate
+/// in every repeat, so what moves it between repeats is the machine or the database's state.
+fn first_step_cpu_us(repeat: &RepeatResult, target: &TargetInfo) -> Option<f64> {
+    let step = repeat.targets.get(&target.name)?.steps.first()?;
+    let cpu = repeat.cpu.steps.iter().find(|c| c.step == step.step)?;
+    let cores = cpu.databases.get(&target.database)?.cores?;
+    (step.achieved_rate > 0.0 && cores > 0.0).then(|| cores / step.achieved_rate * 1e6)
+}
+
+/// Why rates spread: whether every database's CPU per request at the first step moved between
+/// repeats, and whether together (the machine) or one alone (its own state).
+fn why_spread(counted: &[&RepeatResult], targets: &[TargetInfo]) -> Option<String> {
+    let cpu = per_repeat(counted, targets, first_step_cpu_us);
+    let spans: Vec<(String, f64, f64)> = by_target(targets, &cpu)
+        .into_iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .map(|(t, v)| {
+            let low = v.iter().copied().fold(f64::INFINITY, f64::min);
+            (t.label, low, v.iter().copied().fold(f64::NEG_INFINITY, f64::max))
         })
         .collect();
-    let capacities: Vec<(TargetInfo, Vec<f64>)> = targets
+    if spans.len() < 2 {
+        return None;
+    }
+    let words: Vec<String> = spans.iter().map(|(l, lo, hi)| format!("{l} {lo:.0}–{hi:.0} µs")).collect();
+    let moved = spans.iter().filter(|(_, lo, hi)| hi / lo > 1.0 + MIN_DIFFERENCE).count();
+    let together = paired_ratios(&cpu, &targets[0].name, &targets[1].name);
+    let steady = median(&together).is_some_and(|m| together.iter().all(|r| (r / m - 1.0).abs() <= 0.1));
+    Some(if moved == spans.len() && steady {
+        format!(
+            "every database's CPU per request at the first step moved between repeats, together ({}): the shared machine ran faster in some repeats than in others, which the comparison within each repeat cancels",
+            words.join(", ")
+        )
+    } else if moved == 0 {
+        format!("the CPU per request at the first step held ({}): latency, not CPU, moved", words.join(", "))
+    } else {
+        format!("the CPU per request at the first step moved, not together ({})", words.join(", "))
+    })
+}
+
+fn rates_of<'a>(rates: &'a [(TargetInfo, Vec<f64>)], name: &str) -> &'a [f64] {
+    rates.iter().find(|(t, _)| t.name == name).map_or(&[], |(_, v)| v.as_slice())
+}
+
+/// The target with the highest median of `rates` (the first of equals), if any has one.
+fn leader_of(rates: &[(TargetInfo, Vec<f64>)]) -> Option<TargetInfo> {
+    // The first of equals: `max_by` keeps the last, so look from the end.
+    rates
         .iter()
-        .map(|t| (t.clone(), counted.iter().filter_map(|r| capacity::of_repeat(r, t)).map(|c| c.rate).collect()))
-        .collect();
+        .rev()
+        .filter_map(|(t, v)| Some((t, median(v)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(t, _)| t.clone())
+}
+
+/// Whether the comparison itself is unsure, for deciding on another repeat: the leader's rate over
+/// another target's, within each counted repeat, spreads more than `TOLERANCE` around its median
+/// (in words). Rates that spread together (the machine's speed) leave it settled.
+pub fn comparison_unsettled(counted: &[&RepeatResult], targets: &[TargetInfo]) -> Option<String> {
+    let rate_of = |r: &RepeatResult, t: &TargetInfo| r.targets.get(&t.name).map(|x| f64::from(x.max_rate.rate));
+    let runs = per_repeat(counted, targets, rate_of);
+    let leader = leader_of(&by_target(targets, &runs))?;
+    targets.iter().filter(|t| t.name != leader.name).find_map(|other| {
+        let ratios = paired_ratios(&runs, &leader.name, &other.name);
+        (!within_tolerance(&ratios)).then(|| {
+            format!(
+                "within each repeat {}'s rate over {}'s ({}) spread more than ±{:.0}% around its median",
+                leader.label,
+                other.label,
+                ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(", "),
+                TOLERANCE * 100.0
+            )
+        })
+    })
+}
+
+pub fn judge(round: &RoundResult) -> MixVerdict {
+    let counted: Vec<&RepeatResult> = round.repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
+    let targets = round.targets();
+    let rate_of = |r: &RepeatResult, t: &TargetInfo| r.targets.get(&t.name).map(|x| f64::from(x.max_rate.rate));
+    let rate_runs = per_repeat(&counted, &targets, rate_of);
+    let capacity_runs = per_repeat(&counted, &targets, |r, t| capacity::of_repeat(r, t).map(|c| c.rate));
+    let rates = by_target(&targets, &rate_runs);
+    let capacities = by_target(&targets, &capacity_runs);
     let mut reasons = Vec::new();
     let spoiled: Vec<String> =
         round.repeats.iter().filter(|r| r.spoiled_by_stalls()).map(|r| r.index.to_string()).collect();
@@ -111,8 +209,10 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
             spoiled.join(", ")
         ));
     }
+    let mut stable = true;
     for (target, runs) in &rates {
         if !within_tolerance(runs) {
+            stable = false;
             reasons.push(format!(
                 "{}'s repeats reached {} req/s, more than ±{:.0}% around their median",
                 target.label,
@@ -121,36 +221,73 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
             ));
         }
     }
-    let stable = reasons.iter().all(|r| r.contains("left out"));
-    let by_rate = clear_leader(&rates);
-    let by_capacity = clear_leader(&capacities);
-    let all_capacities = capacities.iter().all(|(_, c)| !c.is_empty());
+    if !stable && let Some(why) = why_spread(&counted, &targets) {
+        reasons.push(why);
+    }
+    let leader = leader_of(&rates);
     let least = least_difference(round);
-    // The leader's median against the best of the others'.
-    let close = by_rate.is_some_and(|leader| {
-        let leading = rates.iter().find(|(t, _)| t.name == leader.name).and_then(|(_, v)| median(v));
-        let next = rates.iter().filter(|(t, _)| t.name != leader.name).filter_map(|(_, v)| median(v)).reduce(f64::max);
-        leading.zip(next).is_some_and(|(high, low)| high > 0.0 && high / low.max(1e-9) < 1.0 + least - 1e-9)
-    });
-    let winner = match (by_rate, all_capacities, by_capacity) {
-        (Some(_), _, _) if close => {
-            reasons.push(format!("the medians differ by less than {:.0}% ({} req/s)", least * 100.0, ranges(&rates)));
-            None
+    let mut paired = Vec::new();
+    let mut winner = leader.clone().filter(|_| targets.len() >= 2);
+    if let Some(leader) = &leader {
+        for other in targets.iter().filter(|t| t.name != leader.name) {
+            let ratios = paired_ratios(&rate_runs, &leader.name, &other.name);
+            let behind: Vec<String> = counted
+                .iter()
+                .zip(&rate_runs)
+                .filter(|(_, v)| v.get(&leader.name).zip(v.get(&other.name)).is_some_and(|(l, o)| l < o))
+                .map(|(r, _)| r.index.to_string())
+                .collect();
+            let typical = median(&ratios);
+            let of_medians = median(rates_of(&rates, &leader.name))
+                .zip(median(rates_of(&rates, &other.name)))
+                .map(|(high, low)| if high == low { 1.0 } else { high / low.max(1.0) });
+            if ratios.is_empty() {
+                reasons.push(format!("no repeat measured both {} and {}", leader.label, other.label));
+                winner = None;
+            } else if !behind.is_empty() {
+                reasons.push(format!(
+                    "{} passed a higher rate than {} in repeat {} (within each repeat {}'s rate over {}'s: {})",
+                    other.label,
+                    leader.label,
+                    behind.join(", "),
+                    leader.label,
+                    other.label,
+                    ratio_range(&ratios)
+                ));
+                winner = None;
+            } else if typical.is_none_or(|m| m < 1.0 + least - 1e-9) {
+                reasons.push(format!(
+                    "within each repeat {}'s rate over {}'s was {} (median {:.2}): less than {:.0}% apart ({} req/s)",
+                    leader.label,
+                    other.label,
+                    ratio_range(&ratios),
+                    typical.unwrap_or(1.0),
+                    least * 100.0,
+                    ranges(&rates)
+                ));
+                winner = None;
+            } else if of_medians.is_none_or(|m| m < 1.0 + least - 1e-9) {
+                reasons.push(format!(
+                    "the medians differ by less than {:.0}% ({:.2}; {} req/s)",
+                    least * 100.0,
+                    of_medians.unwrap_or(1.0),
+                    ranges(&rates)
+                ));
+                winner = None;
+            } else {
+                let by_capacity = paired_ratios(&capacity_runs, &leader.name, &other.name);
+                if median(&by_capacity).is_some_and(|m| m < 1.0) {
+                    reasons.push(format!(
+                        "the maximum passing rates favour {} but the CPU capacities {}",
+                        leader.label, other.label
+                    ));
+                    winner = None;
+                }
+            }
+            paired.push((other.clone(), ratios));
         }
-        (None, _, _) => {
-            reasons.push(format!("the maximum passing rates overlap ({} req/s)", ranges(&rates)));
-            None
-        }
-        (Some(leader), true, Some(other)) if other.name != leader.name => {
-            reasons.push(format!(
-                "the maximum passing rates favour {} but the CPU capacities {}",
-                leader.label, other.label
-            ));
-            None
-        }
-        (Some(leader), _, _) => Some(leader.clone()),
-    };
-    MixVerdict { winner, stable, reasons, rates, capacities }
+    }
+    MixVerdict { winner, stable, reasons, rates, capacities, paired }
 }
 
 #[cfg(test)]
@@ -166,19 +303,17 @@ mod tests {
         assert!(!within_tolerance(&[0.0, 0.0]), "a median of 0 says nothing");
     }
 
-    fn leader(values: &[&[f64]]) -> Option<String> {
-        let named: Vec<(TargetInfo, Vec<f64>)> =
-            values.iter().enumerate().map(|(i, v)| (TargetInfo::unnamed(&format!("t{i}")), v.to_vec())).collect();
-        clear_leader(&named).map(|t| t.name.clone())
-    }
-
     #[test]
-    fn a_leader_needs_every_repeat_above_every_repeat_of_every_other() {
-        assert_eq!(leader(&[&[8700.0, 8700.0], &[2300.0, 3000.0]]).as_deref(), Some("t0"));
-        assert_eq!(leader(&[&[1200.0, 1400.0], &[1300.0]]), None, "overlapping ranges");
-        assert_eq!(leader(&[&[900.0], &[1000.0, 1200.0]]).as_deref(), Some("t1"));
-        assert_eq!(leader(&[&[], &[1.0]]), None);
-        assert_eq!(leader(&[&[900.0], &[1000.0, 1200.0], &[1100.0]]), None, "above one, not all");
-        assert_eq!(leader(&[&[900.0], &[1300.0, 1200.0], &[1100.0]]).as_deref(), Some("t1"));
+    fn paired_ratios_compare_within_each_repeat() {
+        let runs: Vec<BTreeMap<String, f64>> = [(630.0, 630.0), (500.0, 400.0), (700.0, 0.0), (0.0, 0.0)]
+            .iter()
+            .map(|(a, b)| BTreeMap::from([("a".to_owned(), *a), ("b".to_owned(), *b)]))
+            .chain([BTreeMap::from([("a".to_owned(), 9.0)])])
+            .collect();
+        assert_eq!(
+            paired_ratios(&runs, "a", "b"),
+            [1.0, 1.25, 700.0, 1.0],
+            "a tie is 1, a repeat without b is left out"
+        );
     }
 }

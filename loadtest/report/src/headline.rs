@@ -1,6 +1,7 @@
 //! The answer a report opens with: per mix, both databases' maximum passing rates with every
-//! repeat shown, the capacity their CPU allows beside them (`model::capacity`), the ratio, and a
-//! winner named only when the difference is larger than the spread (`model::mix_verdict`), with
+//! repeat shown, the capacity their CPU allows beside them (`model::capacity`), the ratio, the
+//! leader's rate over the other's within each repeat, and a winner named only when that
+//! comparison is beyond its spread (`model::mix_verdict`), with
 //! the words that say why not, or why a row is unstable. The chart draws the same: one column per
 //! mix and database, a dot per repeat, a bar at the median, a diamond at the median capacity.
 
@@ -17,6 +18,25 @@ fn runs_text(values: &[f64]) -> String {
         return NONE.into();
     }
     values.iter().map(|v| format::count(*v)).collect::<Vec<_>>().join(" / ")
+}
+
+/// "PostgreSQL ÷ MongoDB 1.00 / 1.25 / 1.26": the leader's rate over each other target's, repeat
+/// by repeat (what the winner is judged on).
+fn within_repeats(verdict: &MixVerdict) -> String {
+    let Some((leader, _)) = verdict.rates.iter().find(|(t, _)| verdict.paired.iter().all(|(o, _)| o.name != t.name))
+    else {
+        return NONE.into();
+    };
+    let cells: Vec<String> = verdict
+        .paired
+        .iter()
+        .filter(|(_, ratios)| !ratios.is_empty())
+        .map(|(other, ratios)| {
+            let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+            format!("{} ÷ {} {}", leader.label, other.label, each.join(" / "))
+        })
+        .collect();
+    if cells.is_empty() { NONE.into() } else { cells.join("; ") }
 }
 
 /// The table: mix | per database its repeats and capacity | ratio | answer | why.
@@ -38,6 +58,7 @@ pub fn table(rounds: &[&RoundResult]) -> Block {
                 row.push(median(verdict.capacities_of(&target.name)).map_or(NONE.into(), format::count));
             }
             row.push(format::round_ratio(round));
+            row.push(within_repeats(&verdict));
             row.push(verdict.headline());
             row.push(if verdict.reasons.is_empty() { NONE.into() } else { verdict.reasons.join("; ") });
             row
@@ -48,7 +69,12 @@ pub fn table(rounds: &[&RoundResult]) -> Block {
         header.push(format!("{} max rate, req/s", target.label));
         header.push(format!("{} CPU capacity", target.label));
     }
-    header.extend(["ratio".to_owned(), "answer".to_owned(), "why not clearer".to_owned()]);
+    header.extend([
+        "ratio".to_owned(),
+        "leader ÷ other, within each repeat".to_owned(),
+        "answer".to_owned(),
+        "why not clearer".to_owned(),
+    ]);
     Block::Table { header, rows }
 }
 
@@ -57,9 +83,11 @@ pub fn legend() -> Block {
     Block::Paragraph(format!(
         "Max rate: the median of the repeats (every repeat in brackets); CPU capacity: what the database's CPU \
          budget would serve at the CPU one request took at its highest passing step (median over the repeats; \
-         none without a budget). A winner is named only when every repeat of one database passed a higher rate \
-         than every repeat of the other, the medians differ by at least {:.0}% (and by more than one step of the \
-         staircase) and the capacities do not say the opposite; a row is **unstable** when a database's repeats spread more than ±{:.0}% around their median.",
+         none without a budget). Both databases ran at the same moment in every repeat, so a winner is judged repeat \
+         by repeat: it is named only when, within every repeat, its rate was at least the other's, the median of \
+         those ratios and the ratio of the medians are at least {:.0}% above 1 (and more than one step of the \
+         staircase) and the capacities do not say the opposite. A row is **unstable** when a database's repeats spread more than ±{:.0}% around their \
+         median; it says whether the CPU per request moved with them (the machine) or alone.",
         mix_verdict::MIN_DIFFERENCE * 100.0,
         mix_verdict::TOLERANCE * 100.0
     ))

@@ -161,8 +161,10 @@ pub struct RoundSpec {
     pub settle: Duration,
     /// How the data are reset before every repeat (the repeat then waits for quiet databases).
     pub reset: crate::fresh::Reset,
-    /// Repeats added, one at a time, while a target's repeats spread more than
-    /// `mix_verdict::TOLERANCE` around their median, as long as another fits before `deadline`.
+    /// Repeats added, one at a time, while the comparison within each repeat (the leader's rate
+    /// over another's) spreads more than `mix_verdict::TOLERANCE` around its median, as long as
+    /// another fits before `deadline`. Rates that move together between repeats (the shared
+    /// machine's speed) do not call for one: the comparison within each repeat cancels them.
     pub extra_repeats: u32,
     pub deadline: Option<std::time::Instant>,
     /// How long a repeat waits for quiet databases before its load (then goes on, saying so).
@@ -372,8 +374,9 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
     Ok(round)
 }
 
-/// Why one more repeat should run: a target's repeats spread beyond the tolerance, extra repeats
-/// are left and one more fits before the deadline (at the pace of those so far). `None`: enough.
+/// Why one more repeat should run: the comparison within each repeat spreads beyond the
+/// tolerance, extra repeats are left and one more fits before the deadline (at the pace of those
+/// so far). `None`: enough.
 fn needs_another(
     spec: &RoundSpec,
     targets: &crate::backend::Targets,
@@ -397,18 +400,7 @@ fn needs_another(
             spoiled.join(", ")
         ));
     }
-    targets.info().into_iter().find_map(|target| {
-        let rates: Vec<f64> =
-            counted.iter().filter_map(|r| r.targets.get(&target.name)).map(|t| f64::from(t.max_rate.rate)).collect();
-        (!orders_bench_model::mix_verdict::within_tolerance(&rates)).then(|| {
-            format!(
-                "{}'s repeats ({}) spread more than ±{:.0}% around their median",
-                target.label,
-                rates.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(", "),
-                orders_bench_model::mix_verdict::TOLERANCE * 100.0
-            )
-        })
-    })
+    orders_bench_model::mix_verdict::comparison_unsettled(&counted, &targets.info())
 }
 
 /// Whether `mix` (a named mix or weights) searches by product.

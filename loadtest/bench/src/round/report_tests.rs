@@ -182,7 +182,12 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
     assert_eq!(html.matches("<svg").count(), 7, "every chart inline, the answer's first");
     assert_well_formed(&std::fs::read_to_string(out.join("charts/answer.svg")).expect("answer chart"));
-    assert!(md.contains("| shop | 100 (100 / 100) | – | 100 (100 / 100) | – | 1.00 | no clear winner |"), "{md}");
+    assert!(
+        md.contains(
+            "| shop | 100 (100 / 100) | – | 100 (100 / 100) | – | 1.00 | PostgreSQL ÷ MongoDB 1.00 / 1.00 | no clear winner |"
+        ),
+        "{md}"
+    );
 
     let (_, back) = result::read(&out).expect("combined result.json");
     assert_eq!(back.iter().map(|r| r.dir.as_str()).collect::<Vec<_>>(), ["shop", "status", "insert"]);
@@ -307,6 +312,7 @@ fn answered(pg: &[u32], mongo: &[u32], cores: Option<(f64, f64)>) -> RoundResult
     round.plan = RatePlan { start_rate: 1000, step: 1, max_rate: 2000, step_seconds: 4.0, factor: Some(1.1) };
     round.repeats = (0..pg.len()).map(|i| round.repeats[i % round.repeats.len()].clone()).collect();
     for (i, repeat) in round.repeats.iter_mut().enumerate() {
+        repeat.index = i as u32 + 1;
         for (target, rates) in [("pg", pg), ("mongo", mongo)] {
             let t = repeat.targets.get_mut(target).expect("target");
             t.max_rate.rate = rates[i];
@@ -351,10 +357,14 @@ fn a_winner_is_named_only_beyond_the_spread_and_the_least_difference() {
     use orders_bench_model::mix_verdict::judge;
     let clear = judge(&answered(&[1500, 1500, 1600], &[1100, 1100, 1100], None));
     assert_eq!((clear.winner.map(|t| t.name), clear.stable), (Some("pg".to_owned()), true), "{:?}", clear.reasons);
-    let overlapping = judge(&answered(&[1500, 1000, 1600], &[1100, 1100, 1200], None));
-    assert_eq!(overlapping.winner, None);
-    assert!(!overlapping.stable, "1,000 is more than 25% below 1,500");
-    assert!(overlapping.reasons.iter().any(|r| r.contains("overlap")), "{:?}", overlapping.reasons);
+    let reversed = judge(&answered(&[1500, 1000, 1600], &[1100, 1100, 1200], None));
+    assert_eq!(reversed.winner, None);
+    assert!(!reversed.stable, "1,000 is more than 25% below 1,500");
+    assert!(
+        reversed.reasons.iter().any(|r| r.starts_with("MongoDB passed a higher rate than PostgreSQL in repeat 2")),
+        "{:?}",
+        reversed.reasons
+    );
     let close = judge(&answered(&[1700, 1700, 1700], &[1900, 1900, 1800], None));
     assert_eq!(close.winner, None, "11% apart is within the least difference: {:?}", close.reasons);
     assert!(close.reasons.iter().any(|r| r.contains("less than 15%")));
@@ -362,6 +372,34 @@ fn a_winner_is_named_only_beyond_the_spread_and_the_least_difference() {
     coarse.plan = RatePlan { start_rate: 100, step: 1, max_rate: 3000, step_seconds: 2.0, factor: Some(1.3) };
     let one_step = judge(&coarse);
     assert_eq!(one_step.winner, None, "one step of a 1.3x staircase apart: {:?}", one_step.reasons);
+}
+
+#[test]
+fn a_winner_is_judged_within_each_repeat_so_a_machine_that_moves_both_does_not_hide_it() {
+    use orders_bench_model::mix_verdict::{comparison_unsettled, judge};
+    // One demo's insert round on this machine: both databases' rates moved from repeat to repeat
+    // (the CPU per insert of both moved together), PostgreSQL ahead or level in every one.
+    let pg = [500, 630, 630, 630, 630, 500, 630];
+    let mongo = [400, 500, 630, 500, 450, 360, 400];
+    let round = answered(&pg, &mongo, None);
+    let verdict = judge(&round);
+    assert_eq!(verdict.winner.as_ref().map(|t| t.name.as_str()), Some("pg"), "{:?}", verdict.reasons);
+    assert!(!verdict.stable, "MongoDB's 360–630 spreads more than 25% around 450");
+    assert_eq!(verdict.headline(), "PostgreSQL (unstable)");
+    let within: Vec<String> = verdict.paired[0].1.iter().map(|r| format!("{r:.2}")).collect();
+    assert_eq!(within, ["1.25", "1.26", "1.00", "1.26", "1.40", "1.39", "1.57"]);
+    let counted: Vec<_> = round.repeats.iter().collect();
+    assert_eq!(
+        comparison_unsettled(&counted[..3], &round.targets()),
+        None,
+        "1.25, 1.26, 1.00: settled, no extra repeat"
+    );
+    // The same spread of rates, but MongoDB ahead in one repeat: no winner.
+    let verdict = judge(&answered(&[630, 630, 500], &[500, 500, 560], None));
+    assert_eq!(verdict.winner, None);
+    assert!(verdict.reasons.iter().any(|r| r.contains("in repeat 3")), "{:?}", verdict.reasons);
+    let unsettled = comparison_unsettled(&[&round.repeats[0], &round.repeats[6], &round.repeats[2]], &round.targets());
+    assert!(unsettled.is_some_and(|u| u.contains("1.25, 1.57, 1.00")), "1.57 is 26% above 1.25");
 }
 
 #[test]
