@@ -60,13 +60,19 @@ impl Snapshots {
         &self.label
     }
 
-    /// Every database as it was when the snapshots were taken.
+    /// Every database as it was when the snapshots were taken, all at once (each restore works on
+    /// its own server).
     pub async fn restore(&self) -> Result<()> {
-        for backend in &self.backends {
-            let name = backend.info().name;
-            backend.restore(&self.local()).await.with_context(|| format!("restoring {name}"))?;
-        }
-        Ok(())
+        let local = self.local();
+        let restored = futures_util::future::join_all(self.backends.iter().map(|backend| {
+            let local = &local;
+            async move {
+                let name = backend.info().name;
+                backend.restore(local).await.with_context(|| format!("restoring {name}"))
+            }
+        }))
+        .await;
+        restored.into_iter().collect()
     }
 
     /// Drops the copies that are worth dropping.
