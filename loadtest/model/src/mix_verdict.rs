@@ -125,34 +125,64 @@ fn first_step_cpu_us(repeat: &RepeatResult, target: &TargetInfo) -> Option<f64> 
     (step.achieved_rate > 0.0 && cores > 0.0).then(|| cores / step.achieved_rate * 1e6)
 }
 
-/// Why rates spread: whether every database's CPU per request at the first step moved between
-/// repeats, and whether together (the machine) or one alone (its own state).
-fn why_spread(counted: &[&RepeatResult], targets: &[TargetInfo]) -> Option<String> {
+fn span(values: &[f64]) -> (f64, f64) {
+    (values.iter().copied().fold(f64::INFINITY, f64::min), values.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+}
+
+/// Every value within `share` of the values' median (false for fewer than two).
+fn steady(values: &[f64], share: f64) -> bool {
+    values.len() >= 2 && median(values).is_some_and(|m| m > 0.0 && values.iter().all(|v| (v / m - 1.0).abs() <= share))
+}
+
+/// Why `spreading`'s rates spread, from their own CPU figures, or `None` without them. A target's
+/// rate moved with what one request cost when its rate times its CPU per request at the first step
+/// held within ±15% from repeat to repeat; when that is so and every database's cost moved
+/// together (their ratio within ±10%), the shared machine was faster in some repeats than in
+/// others. Otherwise the cost does not account for the spread, and the words say so.
+fn why_spread(
+    counted: &[&RepeatResult],
+    targets: &[TargetInfo],
+    rate_runs: &[BTreeMap<String, f64>],
+    spreading: &[&TargetInfo],
+) -> Option<String> {
     let cpu = per_repeat(counted, targets, first_step_cpu_us);
-    let spans: Vec<(String, f64, f64)> = by_target(targets, &cpu)
-        .into_iter()
-        .filter(|(_, v)| v.len() >= 2)
-        .map(|(t, v)| {
-            let low = v.iter().copied().fold(f64::INFINITY, f64::min);
-            (t.label, low, v.iter().copied().fold(f64::NEG_INFINITY, f64::max))
-        })
-        .collect();
-    if spans.len() < 2 {
+    let costs = by_target(targets, &cpu);
+    if costs.iter().any(|(_, v)| v.len() < 2) || targets.len() < 2 {
         return None;
     }
-    let words: Vec<String> = spans.iter().map(|(l, lo, hi)| format!("{l} {lo:.0}–{hi:.0} µs")).collect();
-    let moved = spans.iter().filter(|(_, lo, hi)| hi / lo > 1.0 + MIN_DIFFERENCE).count();
-    let together = paired_ratios(&cpu, &targets[0].name, &targets[1].name);
-    let steady = median(&together).is_some_and(|m| together.iter().all(|r| (r / m - 1.0).abs() <= 0.1));
-    Some(if moved == spans.len() && steady {
+    let words: Vec<String> = costs
+        .iter()
+        .map(|(t, v)| {
+            let (low, high) = span(v);
+            format!("{} {low:.0}–{high:.0} µs", t.label)
+        })
+        .collect();
+    let explained = |target: &TargetInfo| {
+        let work: Vec<f64> = rate_runs
+            .iter()
+            .zip(&cpu)
+            .filter_map(|(rates, costs)| Some(rates.get(&target.name)? * costs.get(&target.name)?))
+            .collect();
+        steady(&work, MIN_DIFFERENCE)
+    };
+    let together = (1..targets.len()).all(|k| steady(&paired_ratios(&cpu, &targets[0].name, &targets[k].name), 0.1))
+        && costs.iter().all(|(_, v)| {
+            let (low, high) = span(v);
+            high / low > 1.0 + MIN_DIFFERENCE
+        });
+    let names = spreading.iter().map(|t| t.label.as_str()).collect::<Vec<_>>().join(" and ");
+    Some(if spreading.iter().all(|t| explained(t)) && together {
         format!(
-            "every database's CPU per request at the first step moved between repeats, together ({}): the shared machine ran faster in some repeats than in others, which the comparison within each repeat cancels",
+            "{names}'s rate moved with its CPU per request at the first step, and every database's moved together ({}): the shared machine ran faster in some repeats than in others, which the comparison within each repeat cancels",
             words.join(", ")
         )
-    } else if moved == 0 {
-        format!("the CPU per request at the first step held ({}): latency, not CPU, moved", words.join(", "))
+    } else if spreading.iter().all(|t| explained(t)) {
+        format!("{names}'s rate moved with its own CPU per request at the first step ({})", words.join(", "))
     } else {
-        format!("the CPU per request at the first step moved, not together ({})", words.join(", "))
+        format!(
+            "the CPU per request at the first step ({}) does not account for {names}'s spread: latency, not CPU per request, moved",
+            words.join(", ")
+        )
     })
 }
 
@@ -209,10 +239,10 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
             spoiled.join(", ")
         ));
     }
-    let mut stable = true;
+    let mut spreading = Vec::new();
     for (target, runs) in &rates {
         if !within_tolerance(runs) {
-            stable = false;
+            spreading.push(target);
             reasons.push(format!(
                 "{}'s repeats reached {} req/s, more than ±{:.0}% around their median",
                 target.label,
@@ -221,7 +251,8 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
             ));
         }
     }
-    if !stable && let Some(why) = why_spread(&counted, &targets) {
+    let stable = spreading.is_empty();
+    if !stable && let Some(why) = why_spread(&counted, &targets, &rate_runs, &spreading) {
         reasons.push(why);
     }
     let leader = leader_of(&rates);

@@ -402,6 +402,48 @@ fn a_winner_is_judged_within_each_repeat_so_a_machine_that_moves_both_does_not_h
     assert!(unsettled.is_some_and(|u| u.contains("1.25, 1.57, 1.00")), "1.57 is 26% above 1.25");
 }
 
+/// `answered`, with each repeat's CPU per request at the first step (µs, PostgreSQL and MongoDB).
+fn answered_with_costs(pg: &[u32], mongo: &[u32], costs: &[(f64, f64)]) -> RoundResult {
+    let mut round = answered(pg, mongo, Some((0.1, 0.1)));
+    for (repeat, (pg_us, mongo_us)) in round.repeats.iter_mut().zip(costs) {
+        let step = &mut repeat.cpu.steps[0];
+        for (target, database, us) in [("pg", "postgres", pg_us), ("mongo", "mongod", mongo_us)] {
+            let rate = repeat.targets[target].steps[0].achieved_rate;
+            step.databases.get_mut(database).expect("database").cores = Some(us * rate / 1e6);
+        }
+    }
+    round
+}
+
+#[test]
+fn an_unstable_row_blames_the_machine_only_when_the_rates_moved_with_both_costs() {
+    use orders_bench_model::mix_verdict::judge;
+    // The insert round of seven repeats: MongoDB's rate times its CPU per insert held, and both
+    // databases' costs moved together.
+    let costs = [
+        (445.0, 597.0),
+        (398.0, 531.0),
+        (338.0, 442.0),
+        (397.0, 543.0),
+        (400.0, 548.0),
+        (501.0, 699.0),
+        (489.0, 691.0),
+    ];
+    let verdict =
+        judge(&answered_with_costs(&[500, 630, 630, 630, 630, 500, 630], &[400, 500, 630, 500, 450, 360, 400], &costs));
+    let why = verdict.reasons.join("; ");
+    assert!(why.contains("MongoDB's rate moved with its CPU per request at the first step, and every database's moved together (PostgreSQL 338–501 µs, MongoDB 442–699 µs): the shared machine"), "{why}");
+    // The read round: PostgreSQL's best repeat was not its cheapest, so its cost does not explain it.
+    let verdict = judge(&answered_with_costs(
+        &[2700, 2000, 2000],
+        &[940, 810, 700],
+        &[(163.0, 286.0), (144.0, 256.0), (183.0, 352.0)],
+    ));
+    let why = verdict.reasons.join("; ");
+    assert!(why.contains("does not account for PostgreSQL's spread"), "{why}");
+    assert!(!why.contains("the shared machine"), "{why}");
+}
+
 #[test]
 fn the_cpu_capacity_can_veto_a_winner() {
     use orders_bench_model::capacity::of_repeat;
