@@ -250,10 +250,10 @@ pub async fn run_native(
 }
 
 /// How many of a side load's requests may fail: none for the prefill (every database must hold
-/// the same orders), some for the pool warm-up, whose work is opening connections (a service that
+/// the same orders), some for the pool warm-up, whose work is opening connections: a service that
 /// sheds a request with 503 while its pool still forks PostgreSQL backends under the CPU budget has
-/// not failed the benchmark: in one demo the warm-up's first 100 ms had 1 refusal in 1,670 reads and
-/// stopped the whole run).
+/// not failed the benchmark (in one demo the warm-up's first 100 ms had 1 refusal in 1,670 reads
+/// and stopped the whole run; in another, right after a restore, 4 in 291).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Tolerance {
     None,
@@ -325,17 +325,28 @@ pub async fn prefill(spec: &RoundSpec, setup: &Setup, dir: &Path, orders: u32) -
 /// target (at least the larger pool) for `WARM_UP_SECONDS`, so that neither database forks its
 /// backends or opens its connections inside the first step (a step PostgreSQL failed in every
 /// repeat of the demo without it, its backends forking under the CPU budget). Reads only: the data
-/// stay as the reset left them. Its summary goes to `dir/warm-up-summary.json`.
+/// stay as the reset left them. A warm-up in which a service refused reads (its pool still
+/// opening) runs again, up to `ATTEMPTS` in all, until one is clean; the last may have up to half
+/// refused. Its summary goes to `dir/warm-up-summary.json` (the last attempt's).
 pub async fn fill_pools(setup: &Setup, dir: &Path, clients: u32) -> Result<()> {
     const WARM_UP_SECONDS: &str = "1";
+    const ATTEMPTS: u32 = 3;
     let args: Vec<String> =
         ["--mix", "read", "--clients", &clients.to_string(), "--duration", WARM_UP_SECONDS, "--seed", "3"]
             .map(String::from)
             .to_vec();
-    let done =
-        side_load(setup, &args, &dir.join("warm-up-summary.json"), "pool warm-up", Tolerance::Share(0.01)).await?;
-    for (name, count, failures) in done.iter().filter(|(_, _, failures)| *failures > 0) {
-        eprintln!("pool warm-up: {name} refused {failures} of {count} reads while its pool opened (tolerated)");
+    for attempt in 1..=ATTEMPTS {
+        let tolerance = if attempt == ATTEMPTS { Tolerance::Share(0.5) } else { Tolerance::Share(1.0) };
+        let done = side_load(setup, &args, &dir.join("warm-up-summary.json"), "pool warm-up", tolerance).await?;
+        let refused: Vec<String> = done
+            .iter()
+            .filter(|(_, _, failures)| *failures > 0)
+            .map(|(name, count, failures)| format!("{name} refused {failures} of {count} reads"))
+            .collect();
+        if refused.is_empty() {
+            return Ok(());
+        }
+        eprintln!("pool warm-up {attempt}/{ATTEMPTS}: {} while its pool opened", refused.join(", "));
     }
     Ok(())
 }
@@ -368,14 +379,15 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn the_prefill_tolerates_no_failure_and_the_warm_up_a_few_while_connections_open() {
+    fn the_prefill_tolerates_no_failure_and_the_warm_up_refusals_while_connections_open() {
         assert!(Tolerance::None.accepts(250, 0));
         assert!(!Tolerance::None.accepts(250, 1), "every prefill insert must land on every database");
         assert!(!Tolerance::None.accepts(0, 0), "nothing answered");
-        let warm_up = Tolerance::Share(0.01);
-        assert!(warm_up.accepts(1670, 1), "the demo that stopped on one refusal in 1,670 reads");
-        assert!(!warm_up.accepts(1670, 40), "2.4% refused is a service in trouble");
-        assert!(!warm_up.accepts(3, 3) && !warm_up.accepts(0, 0), "at least one read must be answered");
+        let last_warm_up = Tolerance::Share(0.5);
+        assert!(last_warm_up.accepts(1670, 1), "the demo that stopped on one refusal in 1,670 reads");
+        assert!(last_warm_up.accepts(291, 4), "and the one right after a restore");
+        assert!(!last_warm_up.accepts(300, 200), "two thirds refused is a service in trouble");
+        assert!(!Tolerance::Share(1.0).accepts(3, 3) && !last_warm_up.accepts(0, 0), "at least one read answered");
     }
 
     #[test]
