@@ -100,15 +100,13 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
         Staircase::Fixed(plan) => return Ok(plan),
         Staircase::Probed { probe, step_seconds } => (probe, step_seconds),
     };
-    // The probe only places the staircase: it runs on what the previous round left (warmed and
-    // fingerprinted, after quiet databases) instead of a restore of its own, which saved 26 s of
-    // the demo; every measured repeat still starts from the snapshots.
+    // The probe restores the snapshots too: on what the previous round left (more orders on one
+    // side than the other after `insert`) the fairness gate refuses to run.
     let spec = RoundSpec {
         name: format!("{} probe", spec.name),
         plan: probe,
         repeats: 1,
         poll_interval: Duration::from_secs_f64(probe.step_seconds),
-        reset: crate::fresh::Reset::Keep,
         extra_repeats: 0,
         ..spec.clone()
     };
