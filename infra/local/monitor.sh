@@ -28,10 +28,12 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DIR="${MONITOR_DIR:-$REPO/.local/monitor}"
 TARGETS="$DIR/targets"
 
-# Debian 12 (bookworm) versions, pinned.
-PROMETHEUS_DEB="prometheus=2.42.0+ds-5+b6"
-PG_EXPORTER_DEB="prometheus-postgres-exporter=0.11.1-3+b5"
-NODE_EXPORTER_DEB="prometheus-node-exporter=1.5.0-1+b6"
+# Debian 12 (bookworm) versions, pinned to the upstream release and Debian revision; the suffix
+# is left open (`*`, apt's version glob) because the archive replaces a rebuild by its security
+# update (2.42.0+ds-5+b6 became 2.42.0+ds-5+deb12u1 and the old one could no longer be installed).
+PROMETHEUS_DEB="prometheus=2.42.0+ds-5*"
+PG_EXPORTER_DEB="prometheus-postgres-exporter=0.11.1-3*"
+NODE_EXPORTER_DEB="prometheus-node-exporter=1.5.0-1*"
 
 PROM_PORT="${MONITOR_PROMETHEUS_PORT:-19090}"
 PG_EXPORTER_PORT="${MONITOR_PG_EXPORTER_PORT:-19187}"
