@@ -99,6 +99,10 @@ fn answers(out: &Path) -> Vec<(String, f64, String)> {
     let result = read_json(&out.join("result.json"));
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
     let rounds = result["rounds"].as_array().cloned().unwrap_or_default();
+    // The headline table's "answer" column, found by its header.
+    let header =
+        report.lines().find(|l| l.starts_with("| mix | ") && l.contains(" | answer |")).expect("headline table");
+    let column = header.split(" | ").position(|c| c.trim() == "answer").expect("answer column");
     rounds
         .iter()
         .map(|round| {
@@ -106,7 +110,7 @@ fn answers(out: &Path) -> Vec<(String, f64, String)> {
             let median = |t: &str| round["max_rate"][t]["median"].as_f64().unwrap_or(0.0);
             let ratio = median("pg") / median("mongo").max(1.0);
             let row = report.lines().find(|l| l.starts_with(&format!("| {name} | "))).unwrap_or_default();
-            let answer = row.split(" | ").nth(6).unwrap_or_default().trim().to_owned();
+            let answer = row.split(" | ").nth(column).unwrap_or_default().trim().to_owned();
             (name, ratio, answer)
         })
         .collect()
@@ -165,16 +169,18 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
     assert_eq!(stack_budgets(), budgets_before, "the demo puts the stack's budgets back");
 
     // The same command again gives the same answer, within the quick demo's looser tolerance:
-    // one repeat per mix on a staircase of 1.3x steps moves each rate by up to a step between
-    // runs, so a ratio may move by up to two steps (1.3^2 = 1.69): within a factor of 2; and a
-    // winner named by both runs must be the same one (a winner needs more than a step's
-    // difference, so a rerun cannot name the other one unless something else changed).
+    // one repeat per mix on a staircase of 1.3x steps, so one run's rate may land a few steps from
+    // the next run's. Measured in CI on a 2-core VM whose CPU per request had doubled during the
+    // day: PostgreSQL's `status` passed 220 req/s and then 490 (three steps, p95 130 ms at 290 in
+    // the first run), the ratio 1.00 then 2.23. So a ratio within a factor of 3 (three steps of one
+    // target and one of the other: 1.3^4 = 2.86); and a winner named by both runs must be the same
+    // one (a winner needs more than a step's difference within the run).
     let again = support::scratch_dir("demo_quick_again");
     let (output, _) = quick_demo(&again, &format!("{db}_again")).await;
     assert!(output.status.success(), "{}", describe(&output));
     for ((mix, first, said), (_, second, said_again)) in answers(&out).into_iter().zip(answers(&again)) {
         let (low, high) = (first.min(second), first.max(second));
-        assert!(low > 0.0 && high / low <= 2.0, "{mix}: PG/MongoDB {first:.2} then {second:.2}");
+        assert!(low > 0.0 && high / low <= 3.0, "{mix}: PG/MongoDB {first:.2} then {second:.2}");
         let named = |a: &str| a.starts_with("PostgreSQL") || a.starts_with("MongoDB");
         if named(&said) && named(&said_again) {
             assert_eq!(said.split(' ').next(), said_again.split(' ').next(), "{mix}: {said} then {said_again}");
