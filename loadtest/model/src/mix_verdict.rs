@@ -76,24 +76,38 @@ impl MixVerdict {
 
     /// Target `name`'s repeats' maximum passing rates.
     pub fn rates_of(&self, name: &str) -> &[f64] {
-        self.rates.iter().find(|(t, _)| t.name == name).map_or(&[], |(_, v)| v.as_slice())
+        values_of(&self.rates, name)
     }
 
     /// Target `name`'s repeats' CPU capacities.
     pub fn capacities_of(&self, name: &str) -> &[f64] {
-        self.capacities.iter().find(|(t, _)| t.name == name).map_or(&[], |(_, v)| v.as_slice())
+        values_of(&self.capacities, name)
     }
 }
 
-fn range_text(values: &[f64]) -> String {
-    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if low == high { format!("{low:.0}") } else { format!("{low:.0}–{high:.0}") }
+/// Target `name`'s values in a per-target list (none when it is not there).
+fn values_of<'a>(per_target: &'a [(TargetInfo, Vec<f64>)], name: &str) -> &'a [f64] {
+    per_target.iter().find(|(t, _)| t.name == name).map_or(&[], |(_, v)| v.as_slice())
+}
+
+/// A repeat's maximum passing rate for `target`, when it was measured.
+fn max_rate(repeat: &RepeatResult, target: &TargetInfo) -> Option<f64> {
+    repeat.targets.get(&target.name).map(|x| f64::from(x.max_rate.rate))
+}
+
+/// "1500" or "1500–1600" with `decimals` places: the values' lowest to highest.
+fn range_text(values: &[f64], decimals: usize) -> String {
+    let (low, high) = span(values);
+    if format!("{low:.decimals$}") == format!("{high:.decimals$}") {
+        format!("{low:.decimals$}")
+    } else {
+        format!("{low:.decimals$}–{high:.decimals$}")
+    }
 }
 
 /// "PostgreSQL 1500–1600, MongoDB 1100": every target's range.
 fn ranges(rates: &[(TargetInfo, Vec<f64>)]) -> String {
-    rates.iter().map(|(t, runs)| format!("{} {}", t.label, range_text(runs))).collect::<Vec<_>>().join(", ")
+    rates.iter().map(|(t, runs)| format!("{} {}", t.label, range_text(runs, 0))).collect::<Vec<_>>().join(", ")
 }
 
 /// Per counted repeat, each target's value (`value` of the repeat and target, when measured).
@@ -108,12 +122,6 @@ fn per_repeat(
 /// Each target's values over the repeats, in the round's order.
 fn by_target(targets: &[TargetInfo], per_repeat: &[BTreeMap<String, f64>]) -> Vec<(TargetInfo, Vec<f64>)> {
     targets.iter().map(|t| (t.clone(), per_repeat.iter().filter_map(|v| v.get(&t.name).copied()).collect())).collect()
-}
-
-fn ratio_range(ratios: &[f64]) -> String {
-    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if (high - low).abs() < 0.005 { format!("{low:.2}") } else { format!("{low:.2}–{high:.2}") }
 }
 
 /// A database's CPU per request at the round's first step, in microseconds: the same offered rate
@@ -150,13 +158,7 @@ fn why_spread(
     if costs.iter().any(|(_, v)| v.len() < 2) || targets.len() < 2 {
         return None;
     }
-    let words: Vec<String> = costs
-        .iter()
-        .map(|(t, v)| {
-            let (low, high) = span(v);
-            format!("{} {low:.0}–{high:.0} µs", t.label)
-        })
-        .collect();
+    let words: Vec<String> = costs.iter().map(|(t, v)| format!("{} {} µs", t.label, range_text(v, 0))).collect();
     let explained = |target: &TargetInfo| {
         let work: Vec<f64> = rate_runs
             .iter()
@@ -186,10 +188,6 @@ fn why_spread(
     })
 }
 
-fn rates_of<'a>(rates: &'a [(TargetInfo, Vec<f64>)], name: &str) -> &'a [f64] {
-    rates.iter().find(|(t, _)| t.name == name).map_or(&[], |(_, v)| v.as_slice())
-}
-
 /// The target with the highest median of `rates` (the first of equals), if any has one.
 fn leader_of(rates: &[(TargetInfo, Vec<f64>)]) -> Option<TargetInfo> {
     // The first of equals: `max_by` keeps the last, so look from the end.
@@ -205,8 +203,7 @@ fn leader_of(rates: &[(TargetInfo, Vec<f64>)]) -> Option<TargetInfo> {
 /// another target's, within each counted repeat, spreads more than `TOLERANCE` around its median
 /// (in words). Rates that spread together (the machine's speed) leave it settled.
 pub fn comparison_unsettled(counted: &[&RepeatResult], targets: &[TargetInfo]) -> Option<String> {
-    let rate_of = |r: &RepeatResult, t: &TargetInfo| r.targets.get(&t.name).map(|x| f64::from(x.max_rate.rate));
-    let runs = per_repeat(counted, targets, rate_of);
+    let runs = per_repeat(counted, targets, max_rate);
     let leader = leader_of(&by_target(targets, &runs))?;
     targets.iter().filter(|t| t.name != leader.name).find_map(|other| {
         let ratios = paired_ratios(&runs, &leader.name, &other.name);
@@ -225,8 +222,7 @@ pub fn comparison_unsettled(counted: &[&RepeatResult], targets: &[TargetInfo]) -
 pub fn judge(round: &RoundResult) -> MixVerdict {
     let counted: Vec<&RepeatResult> = round.repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
     let targets = round.targets();
-    let rate_of = |r: &RepeatResult, t: &TargetInfo| r.targets.get(&t.name).map(|x| f64::from(x.max_rate.rate));
-    let rate_runs = per_repeat(&counted, &targets, rate_of);
+    let rate_runs = per_repeat(&counted, &targets, max_rate);
     let capacity_runs = per_repeat(&counted, &targets, |r, t| capacity::of_repeat(r, t).map(|c| c.rate));
     let rates = by_target(&targets, &rate_runs);
     let capacities = by_target(&targets, &capacity_runs);
@@ -246,7 +242,7 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
             reasons.push(format!(
                 "{}'s repeats reached {} req/s, more than ±{:.0}% around their median",
                 target.label,
-                range_text(runs),
+                range_text(runs, 0),
                 TOLERANCE * 100.0
             ));
         }
@@ -269,8 +265,8 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
                 .map(|(r, _)| r.index.to_string())
                 .collect();
             let typical = median(&ratios);
-            let of_medians = median(rates_of(&rates, &leader.name))
-                .zip(median(rates_of(&rates, &other.name)))
+            let of_medians = median(values_of(&rates, &leader.name))
+                .zip(median(values_of(&rates, &other.name)))
                 .map(|(high, low)| if high == low { 1.0 } else { high / low.max(1.0) });
             if ratios.is_empty() {
                 reasons.push(format!("no repeat measured both {} and {}", leader.label, other.label));
@@ -283,7 +279,7 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
                     behind.join(", "),
                     leader.label,
                     other.label,
-                    ratio_range(&ratios)
+                    range_text(&ratios, 2)
                 ));
                 winner = None;
             } else if typical.is_none_or(|m| m < 1.0 + least - 1e-9) {
@@ -291,7 +287,7 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
                     "within each repeat {}'s rate over {}'s was {} (median {:.2}): less than {:.0}% apart ({} req/s)",
                     leader.label,
                     other.label,
-                    ratio_range(&ratios),
+                    range_text(&ratios, 2),
                     typical.unwrap_or(1.0),
                     least * 100.0,
                     ranges(&rates)
