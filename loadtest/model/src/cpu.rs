@@ -120,6 +120,21 @@ pub enum LimitKind {
     Unknown,
 }
 
+/// Over `repeats`, how often each kind of limit stopped target `target` ("database" → 2); a repeat
+/// in which it never failed counts none.
+pub fn limit_counts<'a>(
+    repeats: impl IntoIterator<Item = &'a CpuReport>,
+    target: &str,
+) -> BTreeMap<&'static str, usize> {
+    let mut counts = BTreeMap::new();
+    for report in repeats {
+        if let Some(limit) = report.limits.get(target) {
+            *counts.entry(limit.kind.words()).or_default() += 1;
+        }
+    }
+    counts
+}
+
 impl LimitKind {
     /// How the report and the experiments name it.
     pub fn words(self) -> &'static str {

@@ -5,12 +5,16 @@
 //! repeat every target ran at the same moment on the same machine, so whatever made the machine
 //! faster or slower in one repeat moved all of them (measured: both databases' CPU per insert at the
 //! same offered rate moved together by up to 1.6× between repeats of one run, their ratio by 7%).
-//! A winner is named only when its rate over every other target's, within each repeat, was never
-//! below 1 and has a median at least the least difference above 1, the medians of the rates too
+//! A winner is named only when its rate over every other target's, within each repeat, was at least
+//! the least difference above 1 in every repeat, the medians of the rates too
 //! (the ratio the report shows), and the second estimate (the CPU capacity of `capacity`, where
-//! every database has one) does not say the opposite. Otherwise there is no clear winner, in words.
+//! every database has one) does not say the opposite, and every target it beat was stopped by its
+//! own database (a rate the machine or the generator stopped says nothing of that database).
+//! Otherwise there is no clear winner, in words, or, when a target that failed was not stopped by
+//! its database in most repeats, the row is **not database-limited**.
 
 use super::capacity;
+use super::cpu::limit_counts;
 use super::result::{RepeatResult, RoundResult};
 use crate::stats::median;
 use crate::target::TargetInfo;
@@ -37,13 +41,13 @@ pub fn least_difference(round: &RoundResult) -> f64 {
 /// Within each counted repeat in which both were measured: `leader`'s value over `other`'s
 /// (`values` per repeat, by target name). Both at 0 (both failed the first step) is a tie.
 fn paired_ratios(per_repeat: &[BTreeMap<String, f64>], leader: &str, other: &str) -> Vec<f64> {
-    per_repeat
-        .iter()
-        .filter_map(|values| {
-            let (high, low) = (*values.get(leader)?, *values.get(other)?);
-            Some(if high == low { 1.0 } else { high / low.max(1.0) })
-        })
-        .collect()
+    per_repeat.iter().filter_map(|values| ratio_in(values, leader, other)).collect()
+}
+
+/// `leader`'s value over `other`'s in one repeat, when both were measured.
+fn ratio_in(values: &BTreeMap<String, f64>, leader: &str, other: &str) -> Option<f64> {
+    let (high, low) = (*values.get(leader)?, *values.get(other)?);
+    Some(if high == low { 1.0 } else { high / low.max(1.0) })
 }
 
 /// Every value within `TOLERANCE` of the values' median (true for none or one).
@@ -55,6 +59,9 @@ pub fn within_tolerance(values: &[f64]) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MixVerdict {
     pub winner: Option<TargetInfo>,
+    /// Every target that failed in a counted repeat was stopped by its own database in most of
+    /// them (false: the round measured something else for at least one, named in `reasons`).
+    pub database_limited: bool,
     /// Every target's repeats within `TOLERANCE` of their median.
     pub stable: bool,
     /// Why the row is unstable or has no clear winner, in words.
@@ -68,9 +75,11 @@ pub struct MixVerdict {
 }
 
 impl MixVerdict {
-    /// "PostgreSQL", "MongoDB" or "no clear winner", and "(unstable)" when it is.
+    /// "PostgreSQL", "MongoDB", "no clear winner" or "not database-limited", and "(unstable)"
+    /// when it is.
     pub fn headline(&self) -> String {
-        let who = self.winner.as_ref().map_or("no clear winner".to_owned(), |t| t.label.clone());
+        let nobody = if self.database_limited { "no clear winner" } else { "not database-limited" };
+        let who = self.winner.as_ref().map_or(nobody.to_owned(), |t| t.label.clone());
         if self.stable { who } else { format!("{who} (unstable)") }
     }
 
@@ -199,6 +208,17 @@ fn leader_of(rates: &[(TargetInfo, Vec<f64>)]) -> Option<TargetInfo> {
         .map(|(t, _)| t.clone())
 }
 
+/// Whether `target`'s own database stopped it in more than half of the counted repeats in which it
+/// failed (`None`: it never failed, so its rate is a lower bound), and what stopped it, in words
+/// ("database ×1, not CPU ×2").
+fn stopped_by_database(counted: &[&RepeatResult], target: &TargetInfo) -> Option<(bool, String)> {
+    let counts = limit_counts(counted.iter().map(|r| &r.cpu), &target.name);
+    let failed: usize = counts.values().sum();
+    let database = counts.get("database").copied().unwrap_or(0);
+    let words = counts.iter().map(|(kind, n)| format!("{kind} ×{n}")).collect::<Vec<_>>().join(", ");
+    (failed > 0).then_some((database * 2 > failed, words))
+}
+
 /// Whether the comparison itself is unsure, for deciding on another repeat: the leader's rate over
 /// another target's, within each counted repeat, spreads more than `TOLERANCE` around its median
 /// (in words). Rates that spread together (the machine's speed) leave it settled.
@@ -253,6 +273,19 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
     }
     let leader = leader_of(&rates);
     let least = least_difference(round);
+    let not_by_database: Vec<(&TargetInfo, String)> = targets
+        .iter()
+        .filter_map(|t| match stopped_by_database(&counted, t) {
+            Some((false, words)) => Some((t, words)),
+            _ => None,
+        })
+        .collect();
+    for (target, words) in &not_by_database {
+        reasons.push(format!(
+            "{}'s own database did not stop it in most repeats ({words}): its rate is what the rest of the machine allowed",
+            target.label
+        ));
+    }
     let mut paired = Vec::new();
     let mut winner = leader.clone().filter(|_| targets.len() >= 2);
     if let Some(leader) = &leader {
@@ -265,6 +298,15 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
                 .map(|(r, _)| r.index.to_string())
                 .collect();
             let typical = median(&ratios);
+            // Repeats in which the leader was not ahead by the least difference: a winner must be,
+            // in every repeat (a ratio near the threshold then names no winner in any run,
+            // rather than one in some runs and none in others).
+            let short: Vec<String> = counted
+                .iter()
+                .zip(&rate_runs)
+                .filter(|(_, v)| ratio_in(v, &leader.name, &other.name).is_some_and(|r| r < 1.0 + least - 1e-9))
+                .map(|(r, _)| r.index.to_string())
+                .collect();
             let of_medians = median(values_of(&rates, &leader.name))
                 .zip(median(values_of(&rates, &other.name)))
                 .map(|(high, low)| if high == low { 1.0 } else { high / low.max(1.0) });
@@ -282,14 +324,15 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
                     range_text(&ratios, 2)
                 ));
                 winner = None;
-            } else if typical.is_none_or(|m| m < 1.0 + least - 1e-9) {
+            } else if !short.is_empty() {
                 reasons.push(format!(
-                    "within each repeat {}'s rate over {}'s was {} (median {:.2}): less than {:.0}% apart ({} req/s)",
+                    "within each repeat {}'s rate over {}'s was {} (median {:.2}): less than {:.0}% apart in repeat {} ({} req/s)",
                     leader.label,
                     other.label,
                     range_text(&ratios, 2),
                     typical.unwrap_or(1.0),
                     least * 100.0,
+                    short.join(", "),
                     ranges(&rates)
                 ));
                 winner = None;
@@ -300,6 +343,8 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
                     of_medians.unwrap_or(1.0),
                     ranges(&rates)
                 ));
+                winner = None;
+            } else if not_by_database.iter().any(|(t, _)| t.name == other.name) {
                 winner = None;
             } else {
                 let by_capacity = paired_ratios(&capacity_runs, &leader.name, &other.name);
@@ -314,7 +359,8 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
             paired.push((other.clone(), ratios));
         }
     }
-    MixVerdict { winner, stable, reasons, rates, capacities, paired }
+    let database_limited = not_by_database.is_empty();
+    MixVerdict { winner, database_limited, stable, reasons, rates, capacities, paired }
 }
 
 #[cfg(test)]

@@ -84,9 +84,11 @@ pub fn legend() -> Block {
         "Max rate: the median of the repeats (every repeat in brackets); CPU capacity: what the database's CPU \
          budget would serve at the CPU one request took at its highest passing step (median over the repeats; \
          none without a budget). Both databases ran at the same moment in every repeat, so a winner is judged repeat \
-         by repeat: it is named only when, within every repeat, its rate was at least the other's, the median of \
-         those ratios and the ratio of the medians are at least {:.0}% above 1 (and more than one step of the \
-         staircase) and the capacities do not say the opposite. A row is **unstable** when a database's repeats spread more than ±{:.0}% around their \
+         by repeat: it is named only when, within every repeat, its rate was at least {:.0}% above the other's \
+         and so is the ratio of the medians (and more than one step of the \
+         staircase), the capacities do not say the opposite and every target it beat was stopped by its own \
+         database. A row says **not database-limited** when a target that failed was stopped by something else \
+         (the machine, the generator, its service) in most repeats: its rate says nothing of its database. A row is **unstable** when a database's repeats spread more than ±{:.0}% around their \
          median; it says whether the CPU per request moved with them (the machine) or alone.",
         mix_verdict::MIN_DIFFERENCE * 100.0,
         mix_verdict::TOLERANCE * 100.0

@@ -8,7 +8,7 @@
 
 use super::doc::Block;
 use super::format::{self, NONE};
-use orders_bench_model::cpu::{LimitKind, Role};
+use orders_bench_model::cpu::{LimitKind, Role, limit_counts};
 use orders_bench_model::result::{RepeatResult, RoundResult};
 use orders_bench_model::stats::median;
 use orders_bench_model::target::TargetInfo;
@@ -34,13 +34,7 @@ fn generator_per_1k(round: &RoundResult) -> Option<f64> {
 }
 
 fn kind_counts(round: &RoundResult, target: &str) -> BTreeMap<&'static str, usize> {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for repeat in &round.repeats {
-        if let Some(limit) = repeat.cpu.limits.get(target) {
-            *counts.entry(limit.kind.words()).or_default() += 1;
-        }
-    }
-    counts
+    limit_counts(round.repeats.iter().map(|r| &r.cpu), target)
 }
 
 /// "load generator ×2, database ×1" over the repeats.
