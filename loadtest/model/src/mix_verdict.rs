@@ -243,6 +243,10 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
     let counted: Vec<&RepeatResult> = round.repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
     let targets = round.targets();
     let rate_runs = per_repeat(&counted, &targets, max_rate);
+    // For the ratios within a repeat, a target that failed the staircase's first rate counts at
+    // that rate: it did less, so the leader's lead over it is at least that (not its rate over 1).
+    let first = round.plan.rates().first().map_or(1.0, |r| f64::from(*r));
+    let compared = per_repeat(&counted, &targets, |r, t| max_rate(r, t).map(|v| if v > 0.0 { v } else { first }));
     let capacity_runs = per_repeat(&counted, &targets, |r, t| capacity::of_repeat(r, t).map(|c| c.rate));
     let rates = by_target(&targets, &rate_runs);
     let capacities = by_target(&targets, &capacity_runs);
@@ -290,10 +294,10 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
     let mut winner = leader.clone().filter(|_| targets.len() >= 2);
     if let Some(leader) = &leader {
         for other in targets.iter().filter(|t| t.name != leader.name) {
-            let ratios = paired_ratios(&rate_runs, &leader.name, &other.name);
+            let ratios = paired_ratios(&compared, &leader.name, &other.name);
             let behind: Vec<String> = counted
                 .iter()
-                .zip(&rate_runs)
+                .zip(&compared)
                 .filter(|(_, v)| v.get(&leader.name).zip(v.get(&other.name)).is_some_and(|(l, o)| l < o))
                 .map(|(r, _)| r.index.to_string())
                 .collect();
@@ -303,7 +307,7 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
             // rather than one in some runs and none in others).
             let short: Vec<String> = counted
                 .iter()
-                .zip(&rate_runs)
+                .zip(&compared)
                 .filter(|(_, v)| ratio_in(v, &leader.name, &other.name).is_some_and(|r| r < 1.0 + least - 1e-9))
                 .map(|(r, _)| r.index.to_string())
                 .collect();

@@ -449,6 +449,18 @@ fn a_winner_is_judged_within_each_repeat_so_a_machine_that_moves_both_does_not_h
     assert!(unsettled.is_some_and(|u| u.contains("1.25, 1.57, 1.00")), "1.57 is 26% above 1.25");
 }
 
+#[test]
+fn a_target_that_failed_the_first_step_counts_at_that_step_within_its_repeat() {
+    use orders_bench_model::mix_verdict::judge;
+    let mut round = answered(&[680, 620, 680], &[520, 0, 520], None);
+    round.plan = RatePlan { start_rate: 520, step: 1, max_rate: 2000, step_seconds: 3.5, factor: Some(1.1) };
+    let verdict = judge(&round);
+    let within: Vec<String> = verdict.paired[0].1.iter().map(|r| format!("{r:.2}")).collect();
+    assert_eq!(within, ["1.31", "1.19", "1.31"], "MongoDB below 520 in repeat 2: PostgreSQL at least 620 / 520 ahead");
+    assert_eq!(verdict.headline(), "PostgreSQL (unstable)", "{:?}", verdict.reasons);
+    assert_eq!(verdict.rates_of("mongo"), [520.0, 0.0, 520.0], "the rates say what was measured");
+}
+
 /// `answered`, with each repeat's CPU per request at the first step (µs, PostgreSQL and MongoDB).
 fn answered_with_costs(pg: &[u32], mongo: &[u32], costs: &[(f64, f64)]) -> RoundResult {
     let mut round = answered(pg, mongo, Some((0.1, 0.1)));
