@@ -4,7 +4,8 @@
 //! sizes, the current WAL position, this connection's prepared statements with their generic and
 //! custom plan counts, the product search's plan counts summed over every idle pooled connection
 //! (`pool_plans`, filled by the store), and the generic and custom plans of the product query (in
-//! the configured `PG_LIMIT_MODE`, for the default limit).
+//! the configured `PG_LIMIT_MODE`, for the default limit). Its parts are public: orders-pg-hybrid
+//! builds its report (`"layout": "hybrid"`) from the same readers.
 //!
 //! The report is the typed `Diagnostics`: the service serializes it and the bench runner
 //! deserializes it (and fills a few sections itself from its own connections), so a renamed field
@@ -44,6 +45,10 @@ pub struct Diagnostics {
     /// `postgres`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+    /// How the orders are laid out: `jsonb` (orders-pg: the whole order in one document) or
+    /// `hybrid` (orders-pg-hybrid: hot fields in typed columns, product ids in `order_items`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
     /// Who read the figures when it was not the service (`orders-bench` for the runner's samples).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
@@ -58,6 +63,9 @@ pub struct Diagnostics {
     pub gin_index: Option<GinIndex>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table: Option<TableCounters>,
+    /// The hybrid layout's `order_items` (product ids), counted like `table`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub items_table: Option<TableCounters>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sizes: Option<Sizes>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -159,7 +167,7 @@ pub struct GinIndex {
     pub pending_tuples: Option<i64>,
 }
 
-/// `pg_stat_user_tables` counters of `orders`.
+/// `pg_stat_user_tables` counters of a table (`orders`, or the hybrid layout's `order_items`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TableCounters {
@@ -262,31 +270,39 @@ impl Diagnostics {
 }
 
 pub async fn collect(client: &Client, config: &PgConfig) -> Result<Diagnostics, tokio_postgres::Error> {
-    let version: String = client.query_one("SELECT current_setting('server_version')", &[]).await?.get(0);
-    let settings = settings(client, config).await?;
-    let gin_index = gin_index(client).await?;
-    let table = table_counters(client).await?;
-    let sizes = sizes(client).await?;
-    let wal = client
-        .query_one("SELECT pg_current_wal_lsn()::text, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint", &[])
-        .await?;
+    let statements: Vec<&str> = crate::sql::REQUEST_STATEMENTS.iter().map(|s| s.text).collect();
     Ok(Diagnostics {
         backend: Some("postgres".into()),
-        source: None,
-        error: None,
-        server_version: Some(version),
-        settings: Some(settings),
-        gin_index: Some(gin_index),
-        table: Some(table),
-        sizes: Some(sizes),
-        wal: Some(Wal { lsn: Some(wal.get(0)), bytes: Some(wal.get(1)) }),
-        prepared_statements: Some(prepared_statements(client).await?),
-        product_query: Some(product_plans(client, product_query(config)).await?),
-        pool_plans: None,
+        layout: Some("jsonb".into()),
+        server_version: Some(server_version(client).await?),
+        settings: Some(settings(client, config).await?),
+        gin_index: Some(gin_index(client).await?),
+        table: Some(table_counters(client, "orders").await?),
+        sizes: Some(sizes(client).await?),
+        wal: Some(wal(client).await?),
+        prepared_statements: Some(prepared_statements(client, &statements, crate::sql::PRODUCT_SEARCH).await?),
+        product_query: Some(product_plans(client, product_query(config), JSONB_PRODUCT).await?),
+        ..Diagnostics::default()
     })
 }
 
-async fn settings(client: &Client, config: &PgConfig) -> Result<Settings, tokio_postgres::Error> {
+/// A product for the custom plan of study S1's search: `$1` as a literal.
+const JSONB_PRODUCT: &str = "'[{\"product_id\": 1}]'::jsonb";
+
+pub async fn server_version(client: &Client) -> Result<String, tokio_postgres::Error> {
+    Ok(client.query_one("SELECT current_setting('server_version')", &[]).await?.get(0))
+}
+
+/// The current WAL position.
+pub async fn wal(client: &Client) -> Result<Wal, tokio_postgres::Error> {
+    let row = client
+        .query_one("SELECT pg_current_wal_lsn()::text, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint", &[])
+        .await?;
+    Ok(Wal { lsn: Some(row.get(0)), bytes: Some(row.get(1)) })
+}
+
+/// The session's effective settings and the client's own choices.
+pub async fn settings(client: &Client, config: &PgConfig) -> Result<Settings, tokio_postgres::Error> {
     let rows = client.query("SELECT name, current_setting(name) FROM unnest($1::text[]) AS name", &[&SETTINGS]).await?;
     let setting = |name: &str| rows.iter().find(|row| row.get::<_, &str>(0) == name).map(|row| row.get::<_, String>(1));
     Ok(Settings {
@@ -330,13 +346,14 @@ async fn gin_index(client: &Client) -> Result<GinIndex, tokio_postgres::Error> {
     })
 }
 
-async fn table_counters(client: &Client) -> Result<TableCounters, tokio_postgres::Error> {
+/// The `pg_stat_user_tables` counters of `table`.
+pub async fn table_counters(client: &Client, table: &str) -> Result<TableCounters, tokio_postgres::Error> {
     let row = client
         .query_one(
             "SELECT seq_scan, seq_tup_read, coalesce(idx_scan, 0), n_tup_ins, n_tup_upd, n_tup_hot_upd,
                     n_live_tup, n_dead_tup
-             FROM pg_stat_user_tables WHERE relid = 'orders'::regclass",
-            &[],
+             FROM pg_stat_user_tables WHERE relid = $1::text::regclass",
+            &[&table],
         )
         .await?;
     Ok(TableCounters::from_row(&row, 0))
@@ -367,12 +384,18 @@ async fn sizes(client: &Client) -> Result<Sizes, tokio_postgres::Error> {
     })
 }
 
-async fn prepared_statements(client: &Client) -> Result<Vec<PreparedStatement>, tokio_postgres::Error> {
+/// This connection's prepared statements among `statements` and those beginning with
+/// `product_search`, with their plan counts.
+pub async fn prepared_statements(
+    client: &Client,
+    statements: &[&str],
+    product_search: &str,
+) -> Result<Vec<PreparedStatement>, tokio_postgres::Error> {
     let rows = client
         .query(
             "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
              WHERE statement = ANY($1) OR starts_with(statement, $2) ORDER BY statement",
-            &[&crate::sql::REQUEST_STATEMENTS.iter().map(|s| s.text).collect::<Vec<_>>(), &crate::sql::PRODUCT_SEARCH],
+            &[&statements, &product_search],
         )
         .await?;
     Ok(rows
@@ -385,24 +408,26 @@ async fn prepared_statements(client: &Client) -> Result<Vec<PreparedStatement>, 
         .collect())
 }
 
-/// This connection's generic and custom plan counts of the product search, summed over its
-/// prepared statements (one per distinct limit, or the one with `LIMIT $2`).
-pub async fn product_plan_counts(client: &Client) -> Result<(i64, i64), tokio_postgres::Error> {
+/// This connection's generic and custom plan counts of the product search (the statements that
+/// begin with `product_search`), summed over its prepared statements (one per distinct limit, or
+/// the one with `LIMIT $2`).
+pub async fn product_plan_counts(client: &Client, product_search: &str) -> Result<(i64, i64), tokio_postgres::Error> {
     let row = client
         .query_one(
             "SELECT coalesce(sum(generic_plans), 0)::bigint, coalesce(sum(custom_plans), 0)::bigint
              FROM pg_prepared_statements WHERE starts_with(statement, $1)",
-            &[&crate::sql::PRODUCT_SEARCH],
+            &[&product_search],
         )
         .await?;
     Ok((row.get(0), row.get(1)))
 }
 
 /// The plan a prepared statement may switch to after five executions (generic: `$1` unknown,
-/// `@>` estimated by a fixed selectivity) and the one it gets for a real product (custom).
-async fn product_plans(client: &Client, query: &'static str) -> Result<ProductQuery, tokio_postgres::Error> {
+/// `@>` estimated by a fixed selectivity) and the one it gets for a real product (custom: `$1` is
+/// `product`, a literal, and a `$2` limit is 10).
+pub async fn product_plans(client: &Client, query: &str, product: &str) -> Result<ProductQuery, tokio_postgres::Error> {
     let generic = explain(client, &format!("EXPLAIN (GENERIC_PLAN, FORMAT JSON) {query}")).await?;
-    let custom_sql = query.replace("$1", "'[{\"product_id\": 1}]'::jsonb").replace("$2", "10");
+    let custom_sql = query.replace("$1", product).replace("$2", "10");
     let custom = explain(client, &format!("EXPLAIN (FORMAT JSON) {custom_sql}")).await?;
     let explained =
         |plan: Value| ExplainedPlan { nodes: node_types(&plan), total_cost: plan["Plan"]["Total Cost"].as_f64(), plan };

@@ -1,9 +1,12 @@
 //! `orders-pg`: the order service on PostgreSQL jsonb. `config` holds the Postgres settings and
-//! their environment toggles, `migrate` applies `migrations/postgres` at start-up, `sql` holds
-//! every statement and runs it prepared or unprepared, `store` implements `OrderStore` (one round
-//! trip per request on the success path), and `diagnostics` reads back what the server is really
-//! doing (settings, GIN pending list, table counters, plans of the product query). `admin` holds
-//! what the bench runner asks this database besides (seeding, counts, `CHECKPOINT`, WAL figures).
+//! their environment toggles, `migrate` applies `migrations/postgres` at start-up, `pool` opens
+//! connections with those settings and hands them out within `POOL_TIMEOUT_MS` (shared with
+//! `orders-pg-hybrid`), `sql` holds every statement and runs it prepared or unprepared, `store`
+//! implements `OrderStore` (one round trip per request on the success path) with `writes` (the
+//! keyed insert and the status change, shared with `orders-pg-hybrid`), and `diagnostics` reads
+//! back what the server is really doing (settings, GIN pending list, table counters, plans of the
+//! product query). `admin` holds what the bench runner asks this database besides (seeding,
+//! counts, `CHECKPOINT`, WAL figures).
 
 #![forbid(unsafe_code)]
 
@@ -12,9 +15,11 @@ pub mod config;
 pub mod diagnostics;
 pub mod errors;
 pub mod migrate;
+pub mod pool;
 pub mod sql;
 pub mod store;
 pub mod testing;
+pub mod writes;
 
 pub use config::{Config, PgConfig};
 pub use store::PgStore;

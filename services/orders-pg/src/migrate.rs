@@ -28,23 +28,36 @@ const MIGRATION_LOCK: i64 = 0x6f72_6465_7273;
 
 /// Applies pending migrations; returns the versions applied now.
 pub async fn run(client: &mut Client) -> Result<Vec<&'static str>, tokio_postgres::Error> {
+    apply(client, MIGRATIONS, MIGRATION_LOCK, "schema_migrations").await
+}
+
+/// Applies those of `migrations` not yet recorded in `table` (created if missing), in order, in
+/// one transaction under the advisory lock `lock`; returns the versions applied now. Each layout
+/// (jsonb, hybrid) has its own list, table and lock, so neither can take the other's records.
+/// `table` is the caller's constant, never input.
+pub async fn apply(
+    client: &mut Client,
+    migrations: &[(&'static str, &'static str)],
+    lock: i64,
+    table: &str,
+) -> Result<Vec<&'static str>, tokio_postgres::Error> {
     let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock]).await?;
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {table} (
              version    text PRIMARY KEY,
-             applied_at timestamptz NOT NULL DEFAULT now())",
-    )
+             applied_at timestamptz NOT NULL DEFAULT now())"
+    ))
     .await?;
     let applied: Vec<String> =
-        tx.query("SELECT version FROM schema_migrations", &[]).await?.iter().map(|row| row.get(0)).collect();
+        tx.query(&format!("SELECT version FROM {table}"), &[]).await?.iter().map(|row| row.get(0)).collect();
     let mut now_applied = Vec::new();
-    for (version, sql) in MIGRATIONS {
+    for (version, sql) in migrations {
         if applied.iter().any(|done| done == version) {
             continue;
         }
         tx.batch_execute(sql).await?;
-        tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", &[version]).await?;
+        tx.execute(&format!("INSERT INTO {table} (version) VALUES ($1)"), &[version]).await?;
         now_applied.push(*version);
     }
     tx.commit().await?;

@@ -7,14 +7,15 @@
 //!   Execute), planned on every execution with the actual values.
 //!
 //! Orders go in as `JsonbText`: the JSON the service already wrote, sent without a second
-//! serialisation.
+//! serialisation; they come back as `JsonText` (`stored_json`, `list_from`): the document as the
+//! server sent it, not parsed again.
 
 use crate::config::{LimitMode, StatementMode};
-use orders_core::Limit;
+use orders_core::{Limit, OrderListJson, StoreError};
 use std::sync::LazyLock;
 use tokio_postgres::Row;
 use tokio_postgres::types::private::BytesMut;
-use tokio_postgres::types::{IsNull, ToSql, Type, accepts, to_sql_checked};
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, accepts, to_sql_checked};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Statement {
@@ -174,6 +175,43 @@ impl ToSql for JsonbText<'_> {
 
     accepts!(JSON, JSONB);
     to_sql_checked!();
+}
+
+/// The JSON text of a `json` or `jsonb` value, borrowed from the row as the server sent it.
+pub struct JsonText<'a>(pub &'a [u8]);
+
+/// The only binary format of jsonb so far: a version byte, then the JSON text.
+const JSONB_VERSION: u8 = 1;
+
+impl<'a> FromSql<'a> for JsonText<'a> {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        match (*ty == Type::JSONB, raw.split_first()) {
+            (false, _) => Ok(JsonText(raw)),
+            (true, Some((&JSONB_VERSION, text))) => Ok(JsonText(text)),
+            (true, _) => Err("unsupported jsonb encoding version".into()),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::JSONB || *ty == Type::JSON
+    }
+}
+
+/// The document in the row's first column, as JSON text.
+pub fn stored_json(row: &Row) -> Result<&[u8], StoreError> {
+    row.try_get::<_, JsonText>(0)
+        .map(|JsonText(text)| text)
+        .map_err(|e| StoreError::Internal(format!("stored document is not JSON: {e}")))
+}
+
+/// The documents of `rows` (first column) as the API's list.
+pub fn list_from(rows: &[Row]) -> Result<OrderListJson, StoreError> {
+    let texts = rows.iter().map(stored_json).collect::<Result<Vec<_>, _>>()?;
+    let mut list = OrderListJson::with_capacity(texts.iter().map(|text| text.len() + 1).sum());
+    for text in texts {
+        list.push_stored(text);
+    }
+    Ok(list)
 }
 
 #[cfg(test)]

@@ -1,0 +1,156 @@
+//! The connection pool every Postgres layout shares (`orders-pg`'s jsonb table and
+//! `orders-pg-hybrid`'s typed columns): the URL plus the session settings as start-up options, a
+//! start-up connection that waits for the server, and `PgPool`, which hands out a pooled
+//! connection within `POOL_TIMEOUT_MS` and runs a statement on it in the configured
+//! `PG_STATEMENT_MODE`. A request waits at most `POOL_TIMEOUT_MS` for a connection, whether a free
+//! pooled one or a new one being opened (so a database that is down answers 503 within that time,
+//! whatever the driver's connect timeout).
+
+use crate::config::{PgConfig, setting_name};
+use crate::diagnostics;
+use crate::errors::{from_db, from_pool, from_write};
+use crate::sql::{self, Statement};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts};
+use orders_core::{PoolStatus, StoreError};
+use std::time::{Duration, Instant};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{NoTls, Row};
+
+/// How long start-up waits for the database to accept connections.
+const STARTUP_WAIT: Duration = Duration::from_secs(30);
+
+/// The URL plus this service's session settings as start-up options (`-c name=value`), so every
+/// connection has them from its first statement and no request pays a `SET`.
+pub fn connection_config(config: &PgConfig, application_name: &str) -> Result<tokio_postgres::Config, StoreError> {
+    let mut pg: tokio_postgres::Config = config
+        .database_url
+        .parse()
+        .map_err(|e| StoreError::Internal(format!("DATABASE_URL is not a valid PostgreSQL URL: {e}")))?;
+    let mut options: Vec<String> = pg.get_options().map(str::to_owned).into_iter().collect();
+    if let Some(mode) = config.plan_cache_mode {
+        options.push(format!("-c plan_cache_mode={}", setting_name(mode)));
+    }
+    if let Some(commit) = config.synchronous_commit {
+        options.push(format!("-c synchronous_commit={}", setting_name(commit)));
+    }
+    if !options.is_empty() {
+        pg.options(options.join(" "));
+    }
+    if pg.get_application_name().is_none() {
+        pg.application_name(application_name);
+    }
+    if pg.get_connect_timeout().is_none() {
+        pg.connect_timeout(config.limits.pool_timeout);
+    }
+    Ok(pg)
+}
+
+/// One connection for start-up work (migrations), waiting up to 30 s for the server.
+pub async fn connect_with_retry(pg: &tokio_postgres::Config) -> Result<tokio_postgres::Client, StoreError> {
+    let started = Instant::now();
+    loop {
+        match pg.connect(NoTls).await {
+            Ok((client, connection)) => {
+                tokio::spawn(async move {
+                    if let Err(error) = connection.await {
+                        tracing::warn!(%error, "start-up connection ended");
+                    }
+                });
+                return Ok(client);
+            }
+            Err(error) if error.code().is_none() && started.elapsed() < STARTUP_WAIT => {
+                tracing::warn!(%error, "database not reachable yet; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(error) => return Err(from_db(error)),
+        }
+    }
+}
+
+/// The request connections and the settings they run with.
+pub struct PgPool {
+    pool: Pool,
+    config: PgConfig,
+}
+
+impl PgPool {
+    /// A pool over `pg` (from `connection_config`). Only pooled (request) connections get the
+    /// statement timeout: migrations at start-up may legitimately run longer.
+    pub fn new(mut pg: tokio_postgres::Config, config: &PgConfig) -> Result<Self, StoreError> {
+        let timeout_ms = config.limits.statement_timeout.as_millis().max(1);
+        let options = pg.get_options().map_or(String::new(), |options| format!("{options} "));
+        pg.options(format!("{options}-c statement_timeout={timeout_ms}"));
+        let manager = Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager)
+            .max_size(usize::from(config.pool_size))
+            .create_timeout(Some(config.limits.pool_timeout))
+            .recycle_timeout(Some(config.limits.pool_timeout))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| StoreError::Internal(format!("could not build the connection pool: {e}")))?;
+        Ok(Self { pool, config: config.clone() })
+    }
+
+    pub fn config(&self) -> &PgConfig {
+        &self.config
+    }
+
+    /// A pooled connection within `POOL_TIMEOUT_MS`, counting both the wait for a free one and
+    /// opening a new one.
+    pub async fn connection(&self) -> Result<Object, StoreError> {
+        match tokio::time::timeout(self.config.limits.pool_timeout, self.pool.get()).await {
+            Ok(result) => result.map_err(from_pool),
+            Err(_) => Err(StoreError::Busy(format!(
+                "no database connection within POOL_TIMEOUT_MS ({} ms)",
+                self.config.limits.pool_timeout.as_millis()
+            ))),
+        }
+    }
+
+    pub async fn query(&self, statement: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
+        let client = self.connection().await?;
+        sql::query(&client, self.config.statement_mode, statement, params).await.map_err(from_db)
+    }
+
+    /// A statement that writes: once it may have reached the server, a lost connection leaves its
+    /// outcome unknown.
+    pub async fn write(&self, statement: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
+        let client = self.connection().await?;
+        sql::query(&client, self.config.statement_mode, statement, params).await.map_err(from_write)
+    }
+
+    /// The plan counts of the product search (statements beginning with `product_search`) of
+    /// `first` and of every other connection idle at this moment, each taken from the pool without
+    /// waiting and without opening a new one (all of them once a run has ended): F1 is about which
+    /// plan each connection cached, not one.
+    pub async fn plans(&self, first: Object, product_search: &str) -> Result<diagnostics::PoolPlans, StoreError> {
+        let status = self.pool.status();
+        let no_wait = Timeouts {
+            wait: Some(Duration::ZERO),
+            create: Some(Duration::ZERO),
+            recycle: Some(self.config.limits.pool_timeout),
+        };
+        let mut held = vec![first];
+        for _ in 0..status.available {
+            match self.pool.timeout_get(&no_wait).await {
+                Ok(client) => held.push(client),
+                Err(_) => break,
+            }
+        }
+        let mut plans = diagnostics::PoolPlans { connections_open: Some(status.size as u64), ..Default::default() };
+        for client in &held {
+            plans.add(diagnostics::product_plan_counts(client, product_search).await.map_err(from_db)?);
+        }
+        Ok(plans)
+    }
+
+    pub fn status(&self) -> PoolStatus {
+        let status = self.pool.status();
+        PoolStatus {
+            max_size: status.max_size,
+            size: status.size,
+            available: status.available,
+            waiting: status.waiting,
+        }
+    }
+}
