@@ -1,4 +1,4 @@
-//! Holds no code: this crate's tests (`tests/`) start both services over real databases and
-//! check that they answer the same requests identically.
+//! Holds no code: this crate's tests (`tests/`) start the services (orders-pg, orders-pg-hybrid,
+//! orders-mongo) over real databases and check that they answer the same requests identically.
 
 #![forbid(unsafe_code)]

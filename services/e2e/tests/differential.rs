@@ -1,12 +1,13 @@
-//! The differential test: `orders-pg` and `orders-mongo` over real databases, sent the same long,
-//! seeded sequence of requests (creates with and without ids, duplicates, reads, lists, status
-//! changes with and without `from`, bad input of every kind). Both must answer with the same
-//! status and semantically equal JSON, ignoring only server-assigned ids and write timestamps;
-//! product lists are compared as sets. A difference is a bug in one of the services.
+//! The differential test: `orders-pg`, `orders-pg-hybrid` and `orders-mongo` over real databases,
+//! sent the same long, seeded sequence of requests (creates with and without ids, duplicates,
+//! reads, lists, status changes with and without `from`, bad input of every kind). All must answer
+//! with the same status and semantically equal JSON, ignoring only server-assigned ids and write
+//! timestamps; product lists are compared as sets. A difference is a bug in one of the services.
 
 use orders_http::HttpConfig;
 use orders_mongo::{MongoConfig, MongoStore};
 use orders_pg::{PgConfig, PgStore};
+use orders_pg_hybrid::HybridStore;
 use orders_testkit::{Reply, TestApp};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -41,16 +42,17 @@ const PRODUCTS: u64 = 10;
 
 /// One service under test and what it assigned: its own id for each order it numbered.
 struct Target {
+    name: &'static str,
     app: TestApp,
-    /// Server-assigned id -> the position of the create that got it (same on both sides).
+    /// Server-assigned id -> the position of the create that got it (same on every service).
     assigned: HashMap<u64, usize>,
     /// Position -> server-assigned id.
     by_position: Vec<u64>,
 }
 
 impl Target {
-    fn new(app: TestApp) -> Self {
-        Self { app, assigned: HashMap::new(), by_position: Vec::new() }
+    fn new(name: &'static str, app: TestApp) -> Self {
+        Self { name, app, assigned: HashMap::new(), by_position: Vec::new() }
     }
 
     /// The reply with assigned ids replaced by `"assigned#N"` and timestamps removed.
@@ -79,7 +81,7 @@ impl Target {
     }
 }
 
-/// A request in terms both sides understand: `Assigned(n)` is the n-th server-assigned id.
+/// A request in terms every service understands: `Assigned(n)` is the n-th server-assigned id.
 #[derive(Debug, Clone, Copy)]
 enum OrderRef {
     Explicit(u64),
@@ -233,45 +235,59 @@ fn sorted_orders(value: &Value) -> Value {
     json!({ "orders": orders })
 }
 
+/// The reply as compared: normalized, and a product list sorted when the step says so.
+fn comparable(target: &Target, step: &Step, reply: &Reply) -> Value {
+    let normalized = target.normalize(&reply.json);
+    if step.compare_as_set { sorted_orders(&normalized) } else { normalized }
+}
+
 #[tokio::test]
-async fn both_services_answer_a_long_seeded_sequence_identically() {
+async fn every_service_answers_a_long_seeded_sequence_identically() {
     let seed: u64 = 20_261_130;
     let steps = 600;
     let pg = PgStore::connect(&PgConfig::with_url(orders_pg::testing::fresh_database().await)).await.expect("pg");
+    let hybrid =
+        HybridStore::connect(&PgConfig::with_url(orders_pg::testing::fresh_database().await)).await.expect("hybrid");
     let database = format!("orders_differential_{}", std::process::id());
     let mongo_uri = std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:57017".into());
     let mongo = MongoStore::connect(&MongoConfig::new(mongo_uri, database)).await.expect("mongo");
     let mongo_database = mongo.database().clone();
+    // The first is the reference every other answer must equal.
     let mut targets = [
-        Target::new(TestApp::spawn(pg, HttpConfig::for_tests()).await),
-        Target::new(TestApp::spawn(mongo, HttpConfig::for_tests()).await),
+        Target::new("orders-pg", TestApp::spawn(pg, HttpConfig::for_tests()).await),
+        Target::new("orders-pg-hybrid", TestApp::spawn(hybrid, HttpConfig::for_tests()).await),
+        Target::new("orders-mongo", TestApp::spawn(mongo, HttpConfig::for_tests()).await),
     ];
 
     let mut rng = Rng(seed);
     let mut statuses: HashMap<u16, usize> = HashMap::new();
     for n in 0..steps {
         let step = next_step(&mut rng, targets[0].by_position.len());
-        let pg_reply = send(&targets[0], &step).await;
-        let mongo_reply = send(&targets[1], &step).await;
-        assert_eq!(
-            pg_reply.status, mongo_reply.status,
-            "step {n} {step:?}: pg {} vs mongo {}",
-            pg_reply.text, mongo_reply.text
-        );
-        *statuses.entry(pg_reply.status).or_default() += 1;
-        if step.creates_with_assigned_id && pg_reply.status == 201 {
-            for (target, reply) in targets.iter_mut().zip([&pg_reply, &mongo_reply]) {
+        let mut replies = Vec::with_capacity(targets.len());
+        for target in &targets {
+            replies.push(send(target, &step).await);
+        }
+        let (reference, first) = (&targets[0], &replies[0]);
+        for (target, reply) in targets.iter().zip(&replies).skip(1) {
+            assert_eq!(
+                first.status, reply.status,
+                "step {n} {step:?}: {} {} vs {} {}",
+                reference.name, first.text, target.name, reply.text
+            );
+        }
+        *statuses.entry(first.status).or_default() += 1;
+        if step.creates_with_assigned_id && first.status == 201 {
+            for (target, reply) in targets.iter_mut().zip(&replies) {
                 let id = reply.json["id"].as_u64().expect("assigned id");
                 target.assigned.insert(id, target.by_position.len());
                 target.by_position.push(id);
             }
         }
-        let (mut pg_json, mut mongo_json) =
-            (targets[0].normalize(&pg_reply.json), targets[1].normalize(&mongo_reply.json));
-        if step.compare_as_set {
-            (pg_json, mongo_json) = (sorted_orders(&pg_json), sorted_orders(&mongo_json));
+        let expected = comparable(&targets[0], &step, first);
+        for (target, reply) in targets.iter().zip(&replies).skip(1) {
+            let answer = comparable(target, &step, reply);
+            assert_eq!(expected, answer, "step {n} {step:?}: {} vs {}", targets[0].name, target.name);
         }
-        assert_eq!(pg_json, mongo_json, "step {n} {step:?}");
     }
     let _ = mongo_database.drop().await;
 
