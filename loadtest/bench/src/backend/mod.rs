@@ -10,6 +10,7 @@
 //! backend").
 
 mod figures;
+pub mod hybrid;
 pub mod mongo;
 pub mod postgres;
 
@@ -150,9 +151,15 @@ pub struct Facts {
     pub own_checks: Vec<(String, String, bool, String)>,
 }
 
-/// Every engine the runner knows, over the databases `databases` names, in report order.
+/// Every engine the runner knows, over the databases `databases` names, in report order: the
+/// hybrid layout only when `--database pgh=URL` names its database.
 pub fn all(databases: &Databases) -> Vec<Arc<dyn Backend>> {
-    vec![Arc::new(postgres::Postgres::new(databases)), Arc::new(mongo::Mongo::new(databases))]
+    let mut all: Vec<Arc<dyn Backend>> =
+        vec![Arc::new(postgres::Postgres::new(databases)), Arc::new(mongo::Mongo::new(databases))];
+    if let Some(url) = databases.other(hybrid::NAME) {
+        all.push(Arc::new(hybrid::Hybrid::new(url)));
+    }
+    all
 }
 
 /// One system under test: an engine and its service.

@@ -24,7 +24,6 @@ use std::time::Duration;
 
 const COUNT_LIMIT: Duration = Duration::from_secs(15);
 const CONNECT_LIMIT: Duration = Duration::from_secs(5);
-/// What the runner's own samples say they are.
 
 #[derive(Debug, Clone)]
 pub struct Postgres {
@@ -33,8 +32,33 @@ pub struct Postgres {
 
 impl Postgres {
     pub fn new(databases: &Databases) -> Self {
-        Self { url: databases.database_url.clone() }
+        Self::at(&databases.database_url)
     }
+
+    /// Over the database at `url` (another layout's backend builds on this one).
+    pub fn at(url: &str) -> Self {
+        Self { url: url.to_owned() }
+    }
+
+    /// The runner's own connection for the per-step samples of `layout`'s tables.
+    pub async fn sampler_of(&self, layout: Layout) -> Result<Box<dyn Sampler>, String> {
+        match tokio::time::timeout(CONNECT_LIMIT, tokio_postgres::connect(&self.url, tokio_postgres::NoTls)).await {
+            Ok(Ok((client, connection))) => {
+                let connection = tokio::spawn(async move { drop(connection.await) });
+                Ok(Box::new(PgSampler { client, connection, layout }))
+            }
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err("no answer within 5 s".into()),
+        }
+    }
+}
+
+/// How the orders are stored, for what a sample reads: orders-pg's jsonb table with its GIN
+/// index, or the hybrid layout's columns (`orders_pg_hybrid`), which has no GIN index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Jsonb,
+    Hybrid,
 }
 
 /// The PostgreSQL database named in `url`.
@@ -104,6 +128,7 @@ pub async fn wal_stats(database_url: &str) -> Option<WalStats> {
 struct PgSampler {
     client: tokio_postgres::Client,
     connection: tokio::task::JoinHandle<()>,
+    layout: Layout,
 }
 
 impl Drop for PgSampler {
@@ -115,7 +140,10 @@ impl Drop for PgSampler {
 #[async_trait]
 impl Sampler for PgSampler {
     async fn sample(&self) -> Value {
-        super::sample_json(admin::sample(&self.client).await)
+        match self.layout {
+            Layout::Jsonb => super::sample_json(admin::sample(&self.client).await),
+            Layout::Hybrid => super::sample_json(orders_pg_hybrid::admin::sample(&self.client).await),
+        }
     }
 
     fn cost(&self) -> (u64, &'static str) {
@@ -223,14 +251,7 @@ impl Backend for Postgres {
     /// One query per sample: the GIN pending list (`pgstatginindex`), the `pg_stat_user_tables`
     /// counters of `orders` and the WAL position (`orders_pg::admin::sample`).
     async fn sampler(&self) -> Result<Box<dyn Sampler>, String> {
-        match tokio::time::timeout(CONNECT_LIMIT, tokio_postgres::connect(&self.url, tokio_postgres::NoTls)).await {
-            Ok(Ok((client, connection))) => {
-                let connection = tokio::spawn(async move { drop(connection.await) });
-                Ok(Box::new(PgSampler { client, connection }))
-            }
-            Ok(Err(error)) => Err(error.to_string()),
-            Err(_) => Err("no answer within 5 s".into()),
-        }
+        self.sampler_of(Layout::Jsonb).await
     }
 
     fn explain(&self, before: &Value, polled: &[&Value], after: &Value, write_requests: u64) -> EngineExplain {

@@ -8,22 +8,21 @@ use crate::backend::{Loaded, Seeder, refusal_message};
 use crate::seed::feed;
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
-use bytes::{BufMut, BytesMut};
 use indicatif::ProgressBar;
 use orders_dataset::Profile;
 use orders_pg::admin;
 use orders_pg::migrate::{self, SECONDARY_INDEXES};
-use std::error::Error;
+use orders_pg::sql::JsonbText;
 use std::time::Instant;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
-use tokio_postgres::types::{IsNull, ToSql, Type, accepts, to_sql_checked};
+use tokio_postgres::types::Type;
 use tokio_postgres::{Client, NoTls, Transaction};
 
 /// Rows generated and sent per batch (one progress step).
 const BATCH: u64 = 5_000;
 /// Memory for the index builds of this transaction (the server default, 64 MB, makes the GIN
 /// build spill to disk several times for a million orders).
-const MAINTENANCE_WORK_MEM: &str = "256MB";
+pub const MAINTENANCE_WORK_MEM: &str = "256MB";
 
 pub struct PgTarget {
     client: Client,
@@ -33,19 +32,24 @@ pub struct PgTarget {
 impl PgTarget {
     /// Connects and applies `migrations/postgres` exactly as the service does at start-up.
     pub async fn connect(url: &str) -> Result<Self> {
-        let config: tokio_postgres::Config =
-            url.parse().context("--database-url (DATABASE_URL) is not a PostgreSQL URL")?;
-        let database = describe(&config);
-        let (mut client, connection) =
-            config.connect(NoTls).await.with_context(|| format!("connecting to PostgreSQL at {database}"))?;
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                eprintln!("pg: connection ended: {error}");
-            }
-        });
+        let (mut client, database) = connect(url).await?;
         migrate::run(&mut client).await.context("applying migrations/postgres")?;
         Ok(Self { client, database })
     }
+}
+
+/// The seeder's connection to the database at `url`, and the database in words.
+pub async fn connect(url: &str) -> Result<(Client, String)> {
+    let config: tokio_postgres::Config = url.parse().with_context(|| format!("{url:?} is not a PostgreSQL URL"))?;
+    let database = describe(&config);
+    let (client, connection) =
+        config.connect(NoTls).await.with_context(|| format!("connecting to PostgreSQL at {database}"))?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            eprintln!("pg: connection ended: {error}");
+        }
+    });
+    Ok((client, database))
 }
 
 #[async_trait]
@@ -80,7 +84,7 @@ impl Seeder for PgTarget {
 
         bar.set_message("COPY");
         let copying = Instant::now();
-        let copied = copy_orders(&tx, profile, &bar).await?;
+        let copied = copy_orders(&tx, admin::COPY_ORDERS, profile, &bar).await?;
         phases.push(("copy", copying.elapsed().as_secs_f64()));
 
         bar.set_message("building indexes");
@@ -138,10 +142,11 @@ fn with_options(statement: &str, options: &[String]) -> Result<String> {
     Ok(format!("{statement} WITH ({})", clauses.join(", ")))
 }
 
-/// Streams every order with `COPY orders (id, doc) FROM STDIN (FORMAT binary, FREEZE)`; returns the rows.
-async fn copy_orders(tx: &Transaction<'_>, profile: Profile, bar: &ProgressBar) -> Result<u64> {
+/// Streams every order as `(id, doc)` rows with `copy`, a binary `COPY ... FROM STDIN`
+/// (`orders_pg::admin::COPY_ORDERS`); returns the rows.
+pub async fn copy_orders(tx: &Transaction<'_>, copy: &str, profile: Profile, bar: &ProgressBar) -> Result<u64> {
     let mut batches = feed::batches(profile, BATCH, |order| Ok((order.id.as_i64(), serde_json::to_vec(&order)?)));
-    let sink = tx.copy_in(admin::COPY_ORDERS).await?;
+    let sink = tx.copy_in(copy).await?;
     let writer = BinaryCopyInWriter::new(sink, &[Type::INT8, Type::JSONB]);
     let mut writer = std::pin::pin!(writer);
     while let Some(batch) = batches.recv().await {
@@ -156,22 +161,6 @@ async fn copy_orders(tx: &Transaction<'_>, profile: Profile, bar: &ProgressBar) 
         bail!("COPY wrote {copied} rows, expected {}", profile.orders);
     }
     Ok(copied)
-}
-
-/// JSON text already serialised (by the generator thread), sent as a jsonb value: the binary
-/// jsonb format is a version byte (1) followed by the text.
-#[derive(Debug)]
-struct JsonbText<'a>(&'a [u8]);
-
-impl ToSql for JsonbText<'_> {
-    fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        out.put_u8(1);
-        out.put_slice(self.0);
-        Ok(IsNull::No)
-    }
-
-    accepts!(JSONB);
-    to_sql_checked!();
 }
 
 /// `postgres://host:port/database`, without user or password, for messages and the manifest.
