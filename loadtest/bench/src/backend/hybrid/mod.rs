@@ -147,11 +147,7 @@ mod tests {
         assert_eq!(columns.data_fingerprint, jsonb.data_fingerprint, "the same orders, the same JSON");
 
         let (client, _connection) = pg_session(hybrid.database_url()).await.expect("connect");
-        let items: i64 = client
-            .query_one("SELECT count(*) FROM order_items", &[])
-            .await
-            .expect("count")
-            .get(0);
+        let items: i64 = client.query_one("SELECT count(*) FROM order_items", &[]).await.expect("count").get(0);
         let (pg_client, _pg_connection) = pg_session(pg.database_url()).await.expect("connect");
         let expected: i64 = pg_client
             .query_one(
