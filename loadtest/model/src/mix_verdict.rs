@@ -15,7 +15,7 @@
 
 use super::capacity;
 use super::cpu::limit_counts;
-use super::result::{RepeatResult, RoundResult};
+use super::result::{RatePlan, RepeatResult, RoundResult};
 use crate::stats::median;
 use crate::target::TargetInfo;
 use serde::Serialize;
@@ -219,11 +219,20 @@ fn stopped_by_database(counted: &[&RepeatResult], target: &TargetInfo) -> Option
     (failed > 0).then_some((database * 2 > failed, words))
 }
 
+/// Per counted repeat, each target's rate as the ratios within a repeat compare it: a target that
+/// failed the staircase's first rate (`plan`'s) counts at that rate: it did less, so a lead over it
+/// is at least that (not the leader's rate over 1).
+fn compared_rates(counted: &[&RepeatResult], targets: &[TargetInfo], plan: &RatePlan) -> Vec<BTreeMap<String, f64>> {
+    let first = plan.rates().first().map_or(1.0, |r| f64::from(*r));
+    per_repeat(counted, targets, |r, t| max_rate(r, t).map(|v| if v > 0.0 { v } else { first }))
+}
+
 /// Whether the comparison itself is unsure, for deciding on another repeat: the leader's rate over
-/// another target's, within each counted repeat, spreads more than `TOLERANCE` around its median
-/// (in words). Rates that spread together (the machine's speed) leave it settled.
-pub fn comparison_unsettled(counted: &[&RepeatResult], targets: &[TargetInfo]) -> Option<String> {
-    let runs = per_repeat(counted, targets, max_rate);
+/// another target's, within each counted repeat (`compared_rates` on `plan`), spreads more than
+/// `TOLERANCE` around its median (in words). Rates that spread together (the machine's speed)
+/// leave it settled.
+pub fn comparison_unsettled(counted: &[&RepeatResult], targets: &[TargetInfo], plan: &RatePlan) -> Option<String> {
+    let runs = compared_rates(counted, targets, plan);
     let leader = leader_of(&by_target(targets, &runs))?;
     targets.iter().filter(|t| t.name != leader.name).find_map(|other| {
         let ratios = paired_ratios(&runs, &leader.name, &other.name);
@@ -243,10 +252,7 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
     let counted: Vec<&RepeatResult> = round.repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
     let targets = round.targets();
     let rate_runs = per_repeat(&counted, &targets, max_rate);
-    // For the ratios within a repeat, a target that failed the staircase's first rate counts at
-    // that rate: it did less, so the leader's lead over it is at least that (not its rate over 1).
-    let first = round.plan.rates().first().map_or(1.0, |r| f64::from(*r));
-    let compared = per_repeat(&counted, &targets, |r, t| max_rate(r, t).map(|v| if v > 0.0 { v } else { first }));
+    let compared = compared_rates(&counted, &targets, &round.plan);
     let capacity_runs = per_repeat(&counted, &targets, |r, t| capacity::of_repeat(r, t).map(|c| c.rate));
     let rates = by_target(&targets, &rate_runs);
     let capacities = by_target(&targets, &capacity_runs);

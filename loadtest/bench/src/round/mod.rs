@@ -400,7 +400,7 @@ fn needs_another(
             spoiled.join(", ")
         ));
     }
-    orders_bench_model::mix_verdict::comparison_unsettled(&counted, &targets.info())
+    orders_bench_model::mix_verdict::comparison_unsettled(&counted, &targets.info(), &spec.plan)
 }
 
 /// Whether `mix` (a named mix or weights) searches by product.

@@ -437,7 +437,7 @@ fn a_winner_is_judged_within_each_repeat_so_a_machine_that_moves_both_does_not_h
     assert_eq!(moved.headline(), "PostgreSQL (unstable)", "both moved by a third in repeat 3: {:?}", moved.reasons);
     let counted: Vec<_> = round.repeats.iter().collect();
     assert_eq!(
-        comparison_unsettled(&counted[..3], &round.targets()),
+        comparison_unsettled(&counted[..3], &round.targets(), &round.plan),
         None,
         "1.25, 1.26, 1.00: settled, no extra repeat"
     );
@@ -445,7 +445,8 @@ fn a_winner_is_judged_within_each_repeat_so_a_machine_that_moves_both_does_not_h
     let verdict = judge(&answered(&[630, 630, 500], &[500, 500, 560], None));
     assert_eq!(verdict.winner, None);
     assert!(verdict.reasons.iter().any(|r| r.contains("in repeat 3")), "{:?}", verdict.reasons);
-    let unsettled = comparison_unsettled(&[&round.repeats[0], &round.repeats[6], &round.repeats[2]], &round.targets());
+    let unsettled =
+        comparison_unsettled(&[&round.repeats[0], &round.repeats[6], &round.repeats[2]], &round.targets(), &round.plan);
     assert!(unsettled.is_some_and(|u| u.contains("1.25, 1.57, 1.00")), "1.57 is 26% above 1.25");
 }
 
@@ -459,6 +460,12 @@ fn a_target_that_failed_the_first_step_counts_at_that_step_within_its_repeat() {
     assert_eq!(within, ["1.31", "1.19", "1.31"], "MongoDB below 520 in repeat 2: PostgreSQL at least 620 / 520 ahead");
     assert_eq!(verdict.headline(), "PostgreSQL (unstable)", "{:?}", verdict.reasons);
     assert_eq!(verdict.rates_of("mongo"), [520.0, 0.0, 520.0], "the rates say what was measured");
+    let counted: Vec<_> = round.repeats.iter().collect();
+    assert_eq!(
+        orders_bench_model::mix_verdict::comparison_unsettled(&counted, &round.targets(), &round.plan),
+        None,
+        "1.31, 1.19, 1.31 agree: no extra repeat for a ratio of 620 over nothing"
+    );
 }
 
 /// `answered`, with each repeat's CPU per request at the first step (µs, PostgreSQL and MongoDB).
