@@ -9,6 +9,7 @@ use super::format::{self, NONE, joined};
 use crate::charts::{self, Chart, Point, Series};
 use orders_bench_model::explain::{EngineExplain, Growth, MongoExplain, PgExplain};
 use orders_bench_model::result::{RepeatResult, RoundResult};
+use orders_bench_model::target::TargetInfo;
 use orders_bench_model::verdict::{Outcome, StepResult};
 
 fn chart(round: &RoundResult, latency: bool) -> Chart {
@@ -147,8 +148,25 @@ fn growth_cell(g: &Growth) -> String {
     format::growth(g.before, g.after)
 }
 
-fn pg_table(round: &RoundResult) -> Block {
-    let pg = |f: &dyn Fn(&PgExplain) -> String| per_repeat(round, |r| r.explain.pg().map_or_else(|| NONE.into(), f));
+/// Target `name`'s PostgreSQL figures in one repeat (orders-pg's and the hybrid layout's are
+/// both PostgreSQL's, each of its own database).
+fn pg_of<'a>(repeat: &'a RepeatResult, name: &str) -> Option<&'a PgExplain> {
+    match repeat.explain.0.get(name)? {
+        EngineExplain::Pg(pg) => Some(pg),
+        _ => None,
+    }
+}
+
+fn mongo_of<'a>(repeat: &'a RepeatResult, name: &str) -> Option<&'a MongoExplain> {
+    match repeat.explain.0.get(name)? {
+        EngineExplain::Mongo(mongo) => Some(mongo),
+        _ => None,
+    }
+}
+
+fn pg_table(round: &RoundResult, target: &TargetInfo) -> Block {
+    let key = target.name.as_str();
+    let pg = |f: &dyn Fn(&PgExplain) -> String| per_repeat(round, |r| pg_of(r, key).map_or_else(|| NONE.into(), f));
     let mut rows = vec![
         row("write requests (insert + status)", pg(&|e| format::count(e.write_requests as f64))),
         row("WAL per write request (F2)", pg(&|e| format::opt_bytes(e.wal_bytes_per_write))),
@@ -190,7 +208,7 @@ fn pg_table(round: &RoundResult) -> Block {
     let names: Vec<String> = round
         .repeats
         .first()
-        .and_then(|r| r.explain.pg())
+        .and_then(|r| pg_of(r, key))
         .map(|e| e.index.keys().cloned().collect())
         .unwrap_or_default();
     for name in names {
@@ -215,14 +233,15 @@ fn pg_table(round: &RoundResult) -> Block {
             }),
         ),
     ]);
-    let mut header = vec!["PostgreSQL".to_owned()];
+    let mut header = vec![target.label.clone()];
     header.extend(round.repeats.iter().map(|r| format!("repeat {}", r.index)));
     Block::Table { header, rows }
 }
 
-fn mongo_table(round: &RoundResult) -> Block {
+fn mongo_table(round: &RoundResult, target: &TargetInfo) -> Block {
+    let key = target.name.as_str();
     let mongo =
-        |f: &dyn Fn(&MongoExplain) -> String| per_repeat(round, |r| r.explain.mongo().map_or_else(|| NONE.into(), f));
+        |f: &dyn Fn(&MongoExplain) -> String| per_repeat(round, |r| mongo_of(r, key).map_or_else(|| NONE.into(), f));
     let op = |name: &'static str| move |e: &MongoExplain| format::opt_count(e.opcounters.get(name).copied());
     let mut rows = vec![
         row("write requests (insert + status)", mongo(&|e| format::count(e.write_requests as f64))),
@@ -249,14 +268,14 @@ fn mongo_table(round: &RoundResult) -> Block {
     let names: Vec<String> = round
         .repeats
         .first()
-        .and_then(|r| r.explain.mongo())
+        .and_then(|r| mongo_of(r, key))
         .map(|e| e.index.keys().cloned().collect())
         .unwrap_or_default();
     for name in names {
         rows.push(row(&format!("index {name}"), mongo(&|e| e.index.get(&name).map_or(NONE.into(), growth_cell))));
     }
     rows.push(row("product query plan", mongo(&|e| e.plan.clone())));
-    let mut header = vec!["MongoDB".to_owned()];
+    let mut header = vec![target.label.clone()];
     header.extend(round.repeats.iter().map(|r| format!("repeat {}", r.index)));
     Block::Table { header, rows }
 }
@@ -269,8 +288,8 @@ fn explain_tables(round: &RoundResult) -> Vec<Block> {
         .targets()
         .iter()
         .filter_map(|target| match first?.explain.0.get(&target.name)? {
-            EngineExplain::Pg(_) => Some(pg_table(round)),
-            EngineExplain::Mongo(_) => Some(mongo_table(round)),
+            EngineExplain::Pg(_) => Some(pg_table(round, target)),
+            EngineExplain::Mongo(_) => Some(mongo_table(round, target)),
             EngineExplain::Other(figures) => Some(other_table(round, &target.name, &target.label, figures)),
         })
         .collect()

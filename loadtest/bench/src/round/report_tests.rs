@@ -543,3 +543,33 @@ fn f2_and_f3_are_not_seen_when_postgresql_writes_less_than_the_document_and_upda
     let f3 = findings::f3(&[&status]).join(" ");
     assert!(f3.contains("**F3 not seen**") && f3.contains("(100.0%)"), "{f3}");
 }
+
+#[test]
+fn a_third_target_on_postgresql_gets_a_table_of_its_own_figures() {
+    use orders_bench_model::explain::EngineExplain;
+    use orders_bench_model::target::TargetInfo;
+    let out = std::env::temp_dir().join(format!("orders-bench-report-three-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
+    let hybrid = TargetInfo::new("pgh", "PostgreSQL hybrid", "orders-pg-hybrid", "postgres");
+    shop.targets = TargetInfo::legacy();
+    shop.targets.push(hybrid);
+    for repeat in &mut shop.repeats {
+        let mut own = repeat.explain.pg().expect("pg").clone();
+        own.write_requests = 4242;
+        repeat.explain.0.insert("pgh".into(), EngineExplain::Pg(Box::new(own)));
+        let pg = repeat.targets["pg"].clone();
+        repeat.targets.insert("pgh".into(), pg);
+    }
+    write(&out, &[(out.join("shop"), shop)]).expect("report");
+
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    let tables: Vec<&str> = md.split("\n\n").filter(|b| b.contains("| write requests (insert + status) |")).collect();
+    assert_eq!(tables.len(), 3, "one table per target: {md}");
+    let hybrid = tables.iter().find(|t| t.starts_with("| PostgreSQL hybrid |")).expect("the hybrid's table");
+    assert!(hybrid.contains("| write requests (insert + status) | 4,242 | 4,242 |"), "its own figures: {hybrid}");
+    let jsonb = tables.iter().find(|t| t.starts_with("| PostgreSQL |")).expect("orders-pg's table");
+    assert!(!jsonb.contains("4,242"), "orders-pg's figures are not the hybrid's: {jsonb}");
+    assert!(md.contains("PostgreSQL hybrid"), "{md}");
+    let _ = std::fs::remove_dir_all(&out);
+}
