@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# OpenAPI-driven fuzzing of both services over the local stack's real databases, with
-# schemathesis (pinned, in a venv of its own under .local/fuzz). Each service runs on a fresh
-# database; schemathesis generates a fixed number of cases per operation from a fixed seed
+# OpenAPI-driven fuzzing of every service (orders-pg, orders-pg-hybrid, orders-mongo) over the
+# local stack's real databases, with schemathesis (pinned, in a venv of its own under
+# .local/fuzz). Each service runs on a fresh database of its own; schemathesis generates a fixed number of cases per operation from a fixed seed
 # (examples, coverage and fuzzing phases, including the Prefer and Idempotency-Key headers) and
 # fails on any 5xx and on any response that breaks the OpenAPI description (status code, content
 # type, headers, body schema), or that accepts data the description rejects.
@@ -18,6 +18,7 @@ PINNED=(schemathesis==4.32.5 pymongo==4.20.0) # pymongo only drops the fuzz data
 EXAMPLES=20                                    # generated cases per operation and phase
 SEED=20261201
 DB=orders_fuzz
+DB_HYBRID=orders_fuzz_hybrid # the hybrid layout refuses orders-pg's database
 VENV=.local/fuzz/venv
 STAMP="$VENV/.installed"
 
@@ -29,8 +30,10 @@ if [ ! -x "$VENV/bin/st" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "${PINNED[*]}" 
 fi
 
 eval "$(bash infra/local/stack.sh env)"
-cargo build -q -p orders-pg -p orders-mongo
-bash infra/local/stack.sh psql -q -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
+cargo build -q -p orders-pg -p orders-pg-hybrid -p orders-mongo
+for db in "$DB" "$DB_HYBRID"; do
+	bash infra/local/stack.sh psql -q -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db" >/dev/null
+done
 drop_mongo() { "$VENV/bin/python" -c 'import pymongo, sys; pymongo.MongoClient(sys.argv[1]).drop_database(sys.argv[2])' "$MONGODB_URI" "$DB"; }
 drop_mongo
 
@@ -40,7 +43,9 @@ cleanup() {
 	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	drop_mongo || true
-	bash infra/local/stack.sh psql -q -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+	for db in "$DB" "$DB_HYBRID"; do
+		bash infra/local/stack.sh psql -q -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+	done
 	rm -rf "$logs"
 }
 trap cleanup EXIT
@@ -64,11 +69,13 @@ start() {
 
 start orders-pg DATABASE_URL="${DATABASE_URL%/*}/$DB"
 pg_url=$url
+start orders-pg-hybrid DATABASE_URL="${DATABASE_URL%/*}/$DB_HYBRID"
+hybrid_url=$url
 start orders-mongo MONGODB_URI="$MONGODB_URI" MONGODB_DB="$DB"
 mongo_url=$url
 
 failed=0
-for target in "orders-pg=$pg_url" "orders-mongo=$mongo_url"; do
+for target in "orders-pg=$pg_url" "orders-pg-hybrid=$hybrid_url" "orders-mongo=$mongo_url"; do
 	set -- "${target%%=*}" "${target#*=}"
 	echo "fuzz: $1 at $2 ($EXAMPLES cases per operation and phase, seed $SEED)"
 	if "$VENV/bin/st" run "$2/openapi.json" \

