@@ -149,13 +149,27 @@ pub enum EngineExplain {
     Other(serde_json::Map<String, serde_json::Value>),
 }
 
-impl Explain {
-    /// PostgreSQL's figures, when a target recorded them.
-    pub fn pg(&self) -> Option<&PgExplain> {
-        self.0.values().find_map(|e| match e {
-            EngineExplain::Pg(pg) => Some(pg.as_ref()),
+impl EngineExplain {
+    pub fn as_pg(&self) -> Option<&PgExplain> {
+        match self {
+            EngineExplain::Pg(pg) => Some(pg),
             _ => None,
-        })
+        }
+    }
+
+    pub fn as_mongo(&self) -> Option<&MongoExplain> {
+        match self {
+            EngineExplain::Mongo(mongo) => Some(mongo),
+            _ => None,
+        }
+    }
+}
+
+impl Explain {
+    /// The first PostgreSQL target's figures in the round's order: orders-pg's (the jsonb layout
+    /// the studies' findings are about) wherever it ran; `pg_of` for a given target.
+    pub fn pg(&self) -> Option<&PgExplain> {
+        self.0.values().find_map(EngineExplain::as_pg)
     }
 
     pub fn pg_mut(&mut self) -> Option<&mut PgExplain> {
@@ -165,12 +179,20 @@ impl Explain {
         })
     }
 
-    /// MongoDB's figures, when a target recorded them.
+    /// The first MongoDB target's figures in the round's order; `mongo_of` for a given target.
     pub fn mongo(&self) -> Option<&MongoExplain> {
-        self.0.values().find_map(|e| match e {
-            EngineExplain::Mongo(mongo) => Some(mongo.as_ref()),
-            _ => None,
-        })
+        self.0.values().find_map(EngineExplain::as_mongo)
+    }
+
+    /// Target `name`'s figures, when it is a PostgreSQL target (orders-pg and the hybrid layout
+    /// are both, each over a database of its own).
+    pub fn pg_of(&self, name: &str) -> Option<&PgExplain> {
+        self.0.get(name)?.as_pg()
+    }
+
+    /// Target `name`'s figures, when it is a MongoDB target.
+    pub fn mongo_of(&self, name: &str) -> Option<&MongoExplain> {
+        self.0.get(name)?.as_mongo()
     }
 
     /// The settings target `name` ran with, by name.

@@ -148,25 +148,10 @@ fn growth_cell(g: &Growth) -> String {
     format::growth(g.before, g.after)
 }
 
-/// Target `name`'s PostgreSQL figures in one repeat (orders-pg's and the hybrid layout's are
-/// both PostgreSQL's, each of its own database).
-fn pg_of<'a>(repeat: &'a RepeatResult, name: &str) -> Option<&'a PgExplain> {
-    match repeat.explain.0.get(name)? {
-        EngineExplain::Pg(pg) => Some(pg),
-        _ => None,
-    }
-}
-
-fn mongo_of<'a>(repeat: &'a RepeatResult, name: &str) -> Option<&'a MongoExplain> {
-    match repeat.explain.0.get(name)? {
-        EngineExplain::Mongo(mongo) => Some(mongo),
-        _ => None,
-    }
-}
-
 fn pg_table(round: &RoundResult, target: &TargetInfo) -> Block {
     let key = target.name.as_str();
-    let pg = |f: &dyn Fn(&PgExplain) -> String| per_repeat(round, |r| pg_of(r, key).map_or_else(|| NONE.into(), f));
+    let pg =
+        |f: &dyn Fn(&PgExplain) -> String| per_repeat(round, |r| r.explain.pg_of(key).map_or_else(|| NONE.into(), f));
     let mut rows = vec![
         row("write requests (insert + status)", pg(&|e| format::count(e.write_requests as f64))),
         row("WAL per write request (F2)", pg(&|e| format::opt_bytes(e.wal_bytes_per_write))),
@@ -208,7 +193,7 @@ fn pg_table(round: &RoundResult, target: &TargetInfo) -> Block {
     let names: Vec<String> = round
         .repeats
         .first()
-        .and_then(|r| pg_of(r, key))
+        .and_then(|r| r.explain.pg_of(key))
         .map(|e| e.index.keys().cloned().collect())
         .unwrap_or_default();
     for name in names {
@@ -240,8 +225,9 @@ fn pg_table(round: &RoundResult, target: &TargetInfo) -> Block {
 
 fn mongo_table(round: &RoundResult, target: &TargetInfo) -> Block {
     let key = target.name.as_str();
-    let mongo =
-        |f: &dyn Fn(&MongoExplain) -> String| per_repeat(round, |r| mongo_of(r, key).map_or_else(|| NONE.into(), f));
+    let mongo = |f: &dyn Fn(&MongoExplain) -> String| {
+        per_repeat(round, |r| r.explain.mongo_of(key).map_or_else(|| NONE.into(), f))
+    };
     let op = |name: &'static str| move |e: &MongoExplain| format::opt_count(e.opcounters.get(name).copied());
     let mut rows = vec![
         row("write requests (insert + status)", mongo(&|e| format::count(e.write_requests as f64))),
@@ -268,7 +254,7 @@ fn mongo_table(round: &RoundResult, target: &TargetInfo) -> Block {
     let names: Vec<String> = round
         .repeats
         .first()
-        .and_then(|r| mongo_of(r, key))
+        .and_then(|r| r.explain.mongo_of(key))
         .map(|e| e.index.keys().cloned().collect())
         .unwrap_or_default();
     for name in names {
