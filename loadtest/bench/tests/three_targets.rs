@@ -1,7 +1,8 @@
 //! A round over three targets: orders-pg, orders-mongo and orders-pg-hybrid (the hybrid layout,
 //! `--database pgh=URL`, a PostgreSQL database of its own), all three services in this process
 //! over a small seeded data set, two short steps of the native generator. The round must drive
-//! all three at the same rates, judge each, pass the fairness gate with three targets, and the
+//! all three at the same rates, judge each, pass the fairness gate with every check covering the
+//! third (the pool check naming each pool setting once), and the
 //! report must give the third target its own column group and its own table of what its
 //! database did (its product search on `order_items_product`, not orders-pg's GIN index).
 
@@ -60,6 +61,16 @@ async fn a_round_drives_judges_and_reports_a_third_target() {
         repeat["explain"]["pgh"]["write_requests"], repeat["explain"]["pg"]["write_requests"],
         "same mix, same writes"
     );
+    assert!(round["max_rate"]["pgh"].is_object(), "the third target's maximum passing rate: {:#}", round["max_rate"]);
+    let fairness = &repeat["fairness"];
+    assert_eq!(fairness["ok"], true, "{fairness:#}");
+    let checks = fairness["checks"].as_array().expect("checks");
+    for check in checks {
+        assert!(check["pgh"].is_string(), "every check has the third target's value: {check:#}");
+    }
+    let pools = checks.iter().find(|c| c["name"] == "connection pool").and_then(|c| c["note"].as_str());
+    let note = pools.expect("the pool check");
+    assert!(note.starts_with("PG_POOL_SIZE and MONGO_POOL_SIZE must match"), "each setting named once: {note}");
     let report = std::fs::read_to_string(out.join("report.md")).expect("report");
     assert!(report.contains("| PostgreSQL hybrid max rate, req/s | PostgreSQL hybrid CPU capacity |"), "{report}");
     let own_table =

@@ -87,7 +87,7 @@ pub fn check_all(manifest: Option<&Manifest>, prefilled: u64, seen: &[Seen]) -> 
         "durability",
         |s| format!("{} ({})", words(s.facts.waits_for_disk), s.facts.durability),
         all_equal(&waits),
-        "both must acknowledge a write at the same point (study S2, finding F4)".into(),
+        "every target must acknowledge a write at the same point (study S2, finding F4)".into(),
     ));
 
     let count = |s: &Seen| s.counted.map(|c| c as f64).or(s.facts.estimated_orders);
@@ -108,10 +108,10 @@ pub fn check_all(manifest: Option<&Manifest>, prefilled: u64, seen: &[Seen]) -> 
             _ => false,
         },
         match manifest {
-            None => "no data set manifest: seed both with `orders-bench seed --target both` (or pass --reseed)".into(),
-            Some(_) if !in_all => "the manifest does not list both databases: seed both with the same profile".into(),
+            None => "no data set manifest: seed every target with `orders-bench seed` (or pass --reseed)".into(),
+            Some(_) if !in_all => "the manifest does not list every target's database: seed them all with the same profile".into(),
             Some(m) => format!(
-                "the manifest says {} orders (seed {}, {} items, note {} bytes) in both{}; other counts mean other data \
+                "the manifest says {} orders (seed {}, {} items, note {} bytes) in each{}; other counts mean other data \
                  or writes since seeding: reseed (--reseed)",
                 m.orders,
                 m.seed,
@@ -134,7 +134,12 @@ pub fn check_all(manifest: Option<&Manifest>, prefilled: u64, seen: &[Seen]) -> 
     }
 
     let pools: Vec<Option<String>> = seen.iter().map(|s| s.facts.pool_size.clone()).collect();
-    let settings: Vec<&str> = seen.iter().map(|s| s.pool_setting).collect();
+    let mut settings: Vec<&str> = Vec::new();
+    for setting in seen.iter().map(|s| s.pool_setting) {
+        if !settings.contains(&setting) {
+            settings.push(setting);
+        }
+    }
     checks.push(check(
         seen,
         "connection pool",
@@ -148,7 +153,7 @@ pub fn check_all(manifest: Option<&Manifest>, prefilled: u64, seen: &[Seen]) -> 
         "service runtime",
         |s| s.facts.runtime.clone().unwrap_or_else(|| "not reported".into()),
         runtimes.iter().all(|r| *r == runtimes[0]),
-        "both services must run with the same WORKER_THREADS (a multi-threaded service costs more CPU per \
+        "every service must run with the same WORKER_THREADS (a multi-threaded service costs more CPU per \
          request on a small machine)"
             .into(),
     ));
