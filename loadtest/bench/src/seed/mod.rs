@@ -39,8 +39,9 @@ pub struct SeedArgs {
     /// Adds a note of exactly this many bytes of text to every order (study S2's big documents).
     #[arg(long = "note-bytes", default_value_t = 0)]
     pub note_bytes: u32,
-    /// Which database(s) to seed: pg, mongo, or both (loaded at the same time).
-    #[arg(long, default_value = "both")]
+    /// Which database(s) to seed: one target's name (pg, mongo; pgh with `--database pgh=URL`), or
+    /// `all` of them, loaded at the same time (`both` is the same).
+    #[arg(long, default_value = "all")]
     pub target: Selection,
     /// Empty the table / drop the collection first (otherwise a target holding orders is refused).
     #[arg(long)]
@@ -52,7 +53,7 @@ pub struct SeedArgs {
     pub manifest: PathBuf,
 }
 
-/// `--target`: one database by its target's name, or `both` (also `all`) for every one.
+/// `--target`: one database by its target's name, or `all` (also `both`) for every one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selection(Option<String>);
 
@@ -73,7 +74,7 @@ impl FromStr for Selection {
         match text {
             "both" | "all" => Ok(Self::all()),
             name if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric()) => Ok(Self(Some(name.into()))),
-            _ => Err("expected a target's name (pg, mongo) or both".into()),
+            _ => Err("expected a target's name (pg, mongo, pgh) or all".into()),
         }
     }
 }
