@@ -10,7 +10,7 @@
 //! factor, so both knees are found with the same relative resolution, and every repeat climbs the
 //! same staircase. `--quick` skips the probe and climbs one wide staircase once.
 //!
-//! Time (two cores, 100,000 orders): a probe takes about 30 s; a repeat holds at most `STEPS`
+//! Time (two cores, 100,000 orders): a probe round takes 31–47 s (26–42 s with ×1.6 steps); a repeat holds at most `STEPS`
 //! rates of 3.5 s and stops three rates after both targets failed; with reseeding and diagnostics a mix
 //! takes about three minutes in full, 30 s with `--quick` (measured under the default budgets: the
 //! whole demo in 11 min 52 s, `--quick` in 1 min 50 s, builds not counted).
