@@ -2,8 +2,8 @@
 # The project's one test command (the README's and CI's): starts the local stack (real
 # PostgreSQL 18 and mongod 6.0.5 from pinned wheels), checks formatting, the Markdown files'
 # relative links and lints, installs the monitoring tools the dashboard test runs (pinned Debian
-# packages), checks the infrastructure files, then runs every test of the
-# workspace against those servers and fuzzes every service from its OpenAPI description
+# packages), runs every test of the workspace against those servers, checks the infrastructure
+# files (the simulated cloud included) and fuzzes every service from its OpenAPI description
 # (scripts/fuzz-api.sh). Stops the servers afterwards if it started them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -44,9 +44,6 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "monitoring tools (pinned Debian packages: prometheus, postgres_exporter, node_exporter)"
 bash infra/local/monitor.sh install
 
-step "infrastructure checks"
-bash infra/ci/check-infra.sh
-
 step "the demo builds once (cargo feature unification)"
 bash scripts/check-build-once.sh
 
@@ -56,6 +53,12 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
 	cargo test --workspace
 fi
+
+# After the tests: the simulated cloud's droplets run the debug binaries the test build has just
+# compiled (SIMCLOUD_PROFILE=dev). Before them, it compiled every crate a third time in release
+# (after clippy's check build and the test build) on a clean machine.
+step "infrastructure checks"
+SIMCLOUD_PROFILE=dev bash infra/ci/check-infra.sh
 
 step "API fuzzing: schemathesis against every service over real databases"
 bash scripts/fuzz-api.sh

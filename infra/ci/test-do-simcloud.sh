@@ -15,7 +15,9 @@
 # cannot write), no password in any user-data, secrets only in root-only files, a wide operator
 # range refused, Grafana and Prometheus reached by the operator through the tunnel alone, and the
 # plan log orders_loader reads through its two functions and nothing else. Every remote
-# orders-bench is the release binary (from $CARGO_TARGET_DIR/release when that is set).
+# orders-bench is the release binary (from $CARGO_TARGET_DIR/release when that is set), or with
+# SIMCLOUD_PROFILE=dev the debug one: what CI uses, right after its test build compiled them, since
+# a release build would compile every crate once more (the droplets' steps here are 20-40 req/s).
 #
 # Needs root, network namespaces, overlayfs and nftables (installed from Debian when missing);
 # skipped, saying why, where they are missing. Everything it creates is removed at the end, on
@@ -56,7 +58,7 @@ if ! command -v nft >/dev/null; then
 fi
 /usr/bin/python3 -c 'import yaml' 2>/dev/null || skip "/usr/bin/python3 without PyYAML (apt-get install python3-yaml)"
 
-# --- what the simulation installs from: the pinned wheels and Debian packages, the release binaries -
+# --- what the simulation installs from: the pinned wheels and Debian packages, the binaries -------
 bash "$REPO/infra/local/stack.sh" install >/dev/null
 # Prometheus and postgres_exporter, the local stack's pinned Debian packages (their units too).
 bash "$REPO/infra/local/monitor.sh" install >/dev/null || skip "could not install the local stack's monitoring packages"
@@ -70,22 +72,24 @@ if ! "$venv/bin/python" -c 'import pymongo, yaml' 2>/dev/null; then
   /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "${PYMONGO[@]}"
 fi
-echo "building the release binaries (cargo build --release; quick when up to date)"
-(cd "$REPO" && nice -n 19 cargo build --release --quiet -p orders-pg -p orders-mongo -p orders-bench -p orders-monitoring)
+profile=${SIMCLOUD_PROFILE:-release}
+case $profile in release) bin=release ;; dev) bin=debug ;; *) fail "SIMCLOUD_PROFILE: release or dev, not $profile" ;; esac
+echo "building the $profile binaries (cargo build --profile $profile; quick when up to date)"
+(cd "$REPO" && nice -n 19 cargo build --profile "$profile" --quiet -p orders-pg -p orders-mongo -p orders-bench -p orders-monitoring)
 # Where cargo put them: CARGO_TARGET_DIR (relative to the checkout, where cargo ran) or target/.
 target_dir=${CARGO_TARGET_DIR:-target}
 case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
-echo "the droplets get the binaries of $target_dir/release"
+echo "the droplets get the binaries of $target_dir/$bin"
 # What serves Percona's command line on the simulated mongo-db (simcloud/mongodb_exporter.py).
 mkdir -p "$REPO/.local/simcloud"
-ln -sfn "$target_dir/release/mongo-serverstatus-exporter" "$REPO/.local/simcloud/mongo-serverstatus-exporter"
+ln -sfn "$target_dir/$bin/mongo-serverstatus-exporter" "$REPO/.local/simcloud/mongo-serverstatus-exporter"
 
 # --- the world, removed whatever happens -------------------------------------------------------
 W=$REPO/.local/simcloud/run-$$
 mkdir -p "$(dirname "$W")"
 # Every droplet has a /tmp, /run and /dev/shm of its own; the checkout, the world and the binaries'
 # folder stay visible in it where they are (a checkout or CARGO_TARGET_DIR under /tmp works).
-/usr/bin/python3 "$SIM/world.py" create "$W" --operator-ip "$OPERATOR" --keep "$target_dir/release"
+/usr/bin/python3 "$SIM/world.py" create "$W" --operator-ip "$OPERATOR" --keep "$target_dir/$bin"
 cleanup() {
   local rc=$?
   if [ "$rc" != 0 ]; then echo "test-do-simcloud: FAIL (exit $rc) in: $current" >&2; fi
@@ -105,7 +109,7 @@ trap cleanup EXIT
 OPNS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$W/state.json")-op
 TAG=obsim
 # Percona's tarball is not downloaded here (the install step is simulated): any well-formed pin.
-export TAG REGION=fra1 LOAD_COUNT=2 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$target_dir/release \
+export TAG REGION=fra1 LOAD_COUNT=2 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$target_dir/$bin \
   STATE_DIR=$W/do-state RESULTS_DIR=$W/results MONGODB_EXPORTER_SHA256=0000000000000000000000000000000000000000000000000000000000000000
 # The plan log keeps every plan (threshold 0 ms): the small round's statements are all fast, and
 # its result must still show the log read and sorted through orders_loader's two functions.
