@@ -49,7 +49,7 @@ export BIN_DIR=$work/bin STATE_DIR=$work/do-state RESULTS_DIR=$work/results
 # A well-formed pin of Percona's tarball (nothing is downloaded here).
 pin=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 export MONGODB_EXPORTER_SHA256=$pin
-unset DRY_RUN SSH_IDENTITY VPC_RANGE SSH_KEY ALLOW_WIDE_OPERATOR PG_PLAN_LOG_MS
+unset DRY_RUN SSH_IDENTITY VPC_RANGE SSH_KEY ALLOW_WIDE_OPERATOR PG_PLAN_LOG_MS HYBRID
 : >"$FAKE_LOG"
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -132,6 +132,11 @@ MONGODB_EXPORTER_SHA256=${pin^^} run_do up-pin up --yes || true
 check "a malformed MONGODB_EXPORTER_SHA256 is refused" grep -q "MONGODB_EXPORTER_SHA256=${pin^^}: " "$work/up-pin.out"
 PG_PLAN_LOG_MS=20ms run_do up-plan up --yes || true
 check "PG_PLAN_LOG_MS must be whole milliseconds" grep -q "PG_PLAN_LOG_MS=20ms: give whole milliseconds" "$work/up-plan.out"
+HYBRID=1 run_do up-hybrid-bin up --yes || true
+check "HYBRID=1 without orders-pg-hybrid in BIN_DIR is refused, saying how to build it" \
+  grep -q "bin/orders-pg-hybrid missing: cargo build --release -p orders-pg -p orders-mongo -p orders-pg-hybrid -p orders-bench" "$work/up-hybrid-bin.out"
+HYBRID=yes run_do up-hybrid-bad up --yes || true
+check "HYBRID is 0 or 1" grep -q "HYBRID=yes: 1 (the hybrid's pair of droplets too) or 0" "$work/up-hybrid-bad.out"
 check "none of them created anything" same "$(creates 0)" 0
 
 echo "up (LOAD_COUNT=2)"
@@ -208,10 +213,19 @@ check "the load droplets' env names both databases, as the seeding roles (no sup
   bash -c "grep -q '=postgres://orders_loader:[0-9a-f]*@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/bench.env' && grep -q '=mongodb://orders_loader:[0-9a-f]*@$(ip_of mongo-db private):27017/' '$STATE_DIR/env/bench.env'"
 check "postgres-db pg_hba admits the two roles from the VPC range only" \
   grep -q "host orders orders_service,orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256" "$STATE_DIR/user-data/postgres-db.yaml"
-check "the PostgreSQL migrations up applies are the ones orders-pg runs (same versions, same lock)" bash -c "
-  [ \"\$(grep -o '(\"[0-9]\{4\}_[a-z_]*\"' '$REPO/services/orders-pg/src/migrate.rs' | tr -d '(\"')\" = \"\$(cd '$REPO/migrations/postgres' && ls *.sql | sed 's/\.sql\$//')\" ] &&
-  lock=\$(sed -n 's/^const MIGRATION_LOCK: i64 = 0x\([0-9a-f_]*\);/\1/p' '$REPO/services/orders-pg/src/migrate.rs' | tr -d _) &&
-  grep -qx \"MIGRATION_LOCK=\$((16#\$lock))\" '$REPO/infra/do/remote/setup-postgres.sh'"
+# migrations_match SERVICE FOLDER LOCK-VARIABLE: the migrations setup-postgres.sh applies from
+# migrations/FOLDER are the ones SERVICE carries (same versions), under its lock.
+migrations_match() {
+  local rs=$REPO/services/$1/src/migrate.rs lock
+  [ "$(grep -o '("[0-9]\{4\}_[a-z_]*"' "$rs" | tr -d '("')" = "$(for f in "$REPO/migrations/$2"/*.sql; do basename "$f" .sql; done)" ] &&
+    lock=$(sed -n 's/^const MIGRATION_LOCK: i64 = 0x\([0-9a-f_]*\);/\1/p' "$rs" | tr -d _) &&
+    grep -qx "$3=$((16#$lock))" "$REPO/infra/do/remote/setup-postgres.sh" &&
+    grep -q "migrations=$2 .*lock=\$$3 " "$REPO/infra/do/remote/setup-postgres.sh"
+}
+check "the PostgreSQL migrations up applies are the ones orders-pg runs (same versions, same lock)" \
+  migrations_match orders-pg postgres MIGRATION_LOCK
+check "on hybrid-db, the ones orders-pg-hybrid runs (same versions, same lock)" \
+  migrations_match orders-pg-hybrid postgres-hybrid HYBRID_MIGRATION_LOCK
 check "first-boot apt waits for the dpkg lock" same "$(grep -l 'DPkg::Lock::Timeout' "$STATE_DIR"/user-data/*.yaml | lines)" 7
 check "k6 and Grafana are pinned" bash -c "grep -q 'k6=1\\.1\\.0' '$STATE_DIR/user-data/load-1.yaml' && grep -q 'grafana=[0-9]' '$STATE_DIR/user-data/monitor.yaml'"
 check "Prometheus targets are valid JSON" python3 -c "import json,sys; [json.load(open(f)) for f in sys.argv[1:]]" "$STATE_DIR"/targets/*.json
@@ -235,7 +249,7 @@ check "firewalls updated to the current rules" same "$(calls_since "$m" | grep -
 echo "seed and round"
 m=$(mark)
 check "seed exits 0" run_do seed seed --orders 1000
-check "both databases are seeded from the first load droplet" has_call "$m" "root@$(ip_of load-1 public)	.*orders-bench seed --target both .*--orders 1000"
+check "every database is seeded from the first load droplet" has_call "$m" "root@$(ip_of load-1 public)	.*orders-bench seed --target all .*--orders 1000"
 m=$(mark)
 check "round exits 0" run_do round round --mix shop --repeats 2
 check "the round starts detached on the first load droplet" has_call "$m" "root@$(ip_of load-1 public)	orders-round start "
@@ -309,7 +323,62 @@ OPERATOR_IP=198.51.100.0/24 ALLOW_WIDE_OPERATOR=1 run_do dry-wide up
 check "ALLOW_WIDE_OPERATOR=1 lets a range through, with a warning" \
   bash -c "grep -q 'warning: ALLOW_WIDE_OPERATOR=1' '$work/dry-wide.out' && grep -q 'ports:22,address:198.51.100.0/24' '$work/dry-wide.out'"
 check "dry down prints the delete by tag" grep -q "^+ doctl compute droplet delete --tag-name $TAG --force" "$work/dry-down.out"
-unset DRY_RUN
+check "without HYBRID=1 the plan has no hybrid droplet, firewall or tag" bash -c "! grep -q hybrid '$work/dry-up.out'"
+
+echo "DRY_RUN=1 HYBRID=1 (the hybrid's pair)"
+export HYBRID=1 STATE_DIR=$work/do-state-hybrid
+check "dry up with HYBRID=1 exits 0" run_do dry-up-hybrid up
+check "the plan lists nine droplets, the hybrid's pair with the PostgreSQL pair's sizes" bash -c "
+  [ \$(grep -c '^  droplet .* create\$' '$work/dry-up-hybrid.out') = 9 ] &&
+  grep -q '^  droplet  $TAG-hybrid-db  *c-2  *0.06250 USD/hour  create\$' '$work/dry-up-hybrid.out' &&
+  grep -q '^  droplet  $TAG-hybrid-app  *c-8  *0.25000 USD/hour  create\$' '$work/dry-up-hybrid.out'"
+check "its cost includes them (1.1607 USD/hour without, 1.4732 with)" \
+  bash -c "grep -q '^  cost     1.1607 USD/hour' '$work/dry-up.out' && grep -q '^  cost     1.4732 USD/hour' '$work/dry-up-hybrid.out'"
+check "the plan names the hybrid's firewall and tags" \
+  bash -c "grep -q '^  firewalls $TAG-postgres-db, -mongo-db, -hybrid-db, -apps, -load, -monitor:' '$work/dry-up-hybrid.out' &&
+    grep -q '^  tags .*$TAG-hybrid-db .*$TAG-hybrid-app ' '$work/dry-up-hybrid.out'"
+# The dry run's firewall commands, as printed: NAME TAGS RULES.
+dry_firewall() { sed -n "s/^+ doctl compute firewall create --name \\($TAG-$1\\) --tag-names \\([^ ]*\\) --inbound-rules '\\([^']*\\)'.*/\\2 \\3/p" "$work/dry-up-hybrid.out"; }
+check "hybrid-db: 5432 from hybrid-app and the load droplets, its exporter from the monitor, as postgres-db" \
+  same "$(dry_firewall hybrid-db | tr ' ' '\n' | grep -v ports:22, | grep -v ports:9100, | sort | tr '\n' ' ')" \
+  "$TAG-hybrid-db protocol:tcp,ports:5432,tag:$TAG-hybrid-app protocol:tcp,ports:5432,tag:$TAG-load protocol:tcp,ports:9187,tag:$TAG-monitor "
+check "postgres-db still admits orders-pg's app droplet alone (not hybrid-app)" \
+  bash -c "[ \"\$(grep -o 'ports:5432,tag:[a-z-]*' '$work/dry-up-hybrid.out' | sort | tr '\n' ' ')\" = 'ports:5432,tag:$TAG-hybrid-app ports:5432,tag:$TAG-load ports:5432,tag:$TAG-load ports:5432,tag:$TAG-postgres-app ' ]"
+check "the apps firewall covers hybrid-app" same "$(dry_firewall apps | cut -d' ' -f1)" "$TAG-postgres-app,$TAG-mongo-app,$TAG-hybrid-app"
+check "hybrid-app's user-data runs orders-pg-hybrid (the postgres-app template)" \
+  bash -c "grep -q 'ExecStart=/usr/local/bin/orders-pg-hybrid\$' '$STATE_DIR/user-data/hybrid-app.yaml' && grep -qx '    content: \"postgres-db\\\\n\"' '$STATE_DIR/user-data/hybrid-db.yaml'"
+check "the hybrid's roles have passwords of their own, in no user-data" bash -c "
+  [ \$(grep -c '^PGH_[A-Z]*_PASSWORD=[0-9a-f]\{32\}$' '$STATE_DIR/secrets.env') = 3 ] &&
+  ! cat '$STATE_DIR'/user-data/*.yaml | grep -qF -f <(sed -n 's/^[A-Z_]*PASSWORD=//p' '$STATE_DIR/secrets.env')"
+hybrid_db=$(grep -o '"10\.110\.0\.[0-9]*:9187"' "$STATE_DIR/targets/postgres-do.json" | tail -n 1 | tr -d '"' | cut -d: -f1)
+check "orders-pg-hybrid reaches hybrid-db as its orders_service (0600), with orders-pg's settings" bash -c "
+  . '$STATE_DIR/secrets.env' && [ -n '$hybrid_db' ] &&
+  grep -qx \"DATABASE_URL=postgres://orders_service:\$PGH_SERVICE_PASSWORD@$hybrid_db:5432/orders\" '$STATE_DIR/env/orders-pg-hybrid.env' &&
+  [ \"\$(grep -v DATABASE_URL '$STATE_DIR/env/orders-pg-hybrid.env')\" = \"\$(grep -v DATABASE_URL '$STATE_DIR/env/orders-pg.env')\" ] &&
+  [ \$(stat -c %a '$STATE_DIR/env/orders-pg-hybrid.env') = 600 ]"
+check "hybrid-db gets its own roles' passwords and exporter settings" bash -c "
+  . '$STATE_DIR/secrets.env' && grep -qx \"PG_LOADER_PASSWORD=\$PGH_LOADER_PASSWORD\" '$STATE_DIR/env/hybrid/postgres-db.env' &&
+  grep -qx 'LISTEN_ADDRESS=$hybrid_db:9187' '$STATE_DIR/env/hybrid/postgres-exporter.env'"
+check "the load droplets name the hybrid's database in bench.env (ORDERS_BENCH_DATABASE), not on a command line" bash -c "
+  . '$STATE_DIR/secrets.env' && grep -qx \"ORDERS_BENCH_DATABASE=pgh=postgres://orders_loader:\$PGH_LOADER_PASSWORD@$hybrid_db:5432/orders\" '$STATE_DIR/env/bench.env'"
+check "hybrid-db is set up with the hybrid layout's migrations, then the same plan log" \
+  bash -c "grep -q '^+ ssh .*root@[0-9.]* bash -s -- hybrid < .*setup-postgres.sh' '$work/dry-up-hybrid.out' &&
+    [ \$(grep -c '^+ ssh .* bash -s -- 20 < .*setup-plan-log.sh' '$work/dry-up-hybrid.out') = 2 ]"
+check "Prometheus scrapes the hybrid's service and exporter under its own labels" bash -c "
+  grep -q '\"service\": \"orders-pg-hybrid\", \"backend\": \"pgh\"' '$STATE_DIR/targets/orders-do.json' &&
+  grep -q '\"$hybrid_db:9187\"\], \"labels\": {\"service\": \"orders-pg-hybrid\", \"engine\": \"postgres\"}' '$STATE_DIR/targets/postgres-do.json'"
+check "binaries copied to the three app droplets" same "$(grep -c '^+ scp .*/orders-pg-hybrid ' "$work/dry-up-hybrid.out")/$(grep -cE '^\+ scp .*/orders-(pg|mongo|pg-hybrid) ' "$work/dry-up-hybrid.out")" 1/3
+check "dry seed, round and toggle with HYBRID=1 exit 0" bash -c "bash '$DO' seed >'$work/dry-seed-hybrid.out' 2>&1 &&
+  bash '$DO' round >'$work/dry-round-hybrid.out' 2>&1 && bash '$DO' toggle PG_PLAN_CACHE_MODE=force_custom_plan >'$work/dry-toggle-hybrid.out' 2>&1"
+check "the round drives the hybrid's app as the third target" grep -q "orders-round start .* --target pgh=http://10\.110\.0\.[0-9]*:8080" "$work/dry-round-hybrid.out"
+check "toggle sets the plan cache mode for orders-pg and orders-pg-hybrid alike" bash -c "
+  grep -q 'bash -s -- /etc/orders/orders-pg.toggles.env orders-pg 8080 PG_PLAN_CACHE_MODE=force_custom_plan <' '$work/dry-toggle-hybrid.out' &&
+  grep -q 'bash -s -- /etc/orders/orders-pg-hybrid.toggles.env orders-pg-hybrid 8080 PG_PLAN_CACHE_MODE=force_custom_plan <' '$work/dry-toggle-hybrid.out'"
+if [ -n "$bench" ]; then
+  check "every flag of the hybrid's round is one orders-bench round accepts" \
+    flags_known round "$(grep -o 'orders-round start .*' "$work/dry-round-hybrid.out" | cut -d' ' -f4-)"
+fi
+unset DRY_RUN HYBRID
 
 if [ "$failed" -gt 0 ]; then
   echo "--- output of the do.sh runs ---"

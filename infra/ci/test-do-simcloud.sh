@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The DigitalOcean journey, for real, on a simulated cloud on this machine (infra/ci/simcloud):
-# infra/do/do.sh up, seed, round (two repeats, two load droplets), toggle PG_GIN_FASTUPDATE=off,
-# round again (its ssh session dropped and re-attached), status, tunnel, up again (nothing
-# restarts; then a changed setting restarts exactly the services it reaches), down and down again,
-# all against a
+# The DigitalOcean journey, for real, on a simulated cloud on this machine (infra/ci/simcloud),
+# with the hybrid's third pair of droplets (HYBRID=1: hybrid-db and hybrid-app, orders-pg-hybrid
+# seeded, driven and judged as the third target, firewalled and locked down as the PostgreSQL
+# pair; one journey with it rather than a second one without): infra/do/do.sh up, seed, round
+# (two repeats, two load droplets), toggle PG_GIN_FASTUPDATE=off with PG_PLAN_CACHE_MODE (which
+# reaches both PostgreSQL services), round again (its ssh session dropped and re-attached),
+# status, tunnel, up again (nothing restarts; then a changed setting restarts exactly the services
+# it reaches), HYBRID=0 refused on this deployment, down (with HYBRID=0) and down again, all
+# against a
 # fake doctl whose droplets are network + mount + PID namespaces on bridges of their own (no
 # uplink, no route off this machine). cloud-init is emulated from the rendered user-data, with the
 # apt install step replaced by the project's pinned wheels; the cloud firewalls do.sh asks for are
@@ -21,7 +25,7 @@
 #
 # Needs root, network namespaces, overlayfs and nftables (installed from Debian when missing);
 # skipped, saying why, where they are missing. Everything it creates is removed at the end, on
-# failure too. Small data and short steps: about two and a half minutes.
+# failure too. Small data and short steps: about three minutes.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -75,7 +79,7 @@ fi
 profile=${SIMCLOUD_PROFILE:-release}
 case $profile in release) bin=release ;; dev) bin=debug ;; *) fail "SIMCLOUD_PROFILE: release or dev, not $profile" ;; esac
 echo "building the $profile binaries (cargo build --profile $profile; quick when up to date)"
-(cd "$REPO" && nice -n 19 cargo build --profile "$profile" --quiet -p orders-pg -p orders-mongo -p orders-bench -p orders-monitoring)
+(cd "$REPO" && nice -n 19 cargo build --profile "$profile" --quiet -p orders-pg -p orders-mongo -p orders-pg-hybrid -p orders-bench -p orders-monitoring)
 # Where cargo put them: CARGO_TARGET_DIR (relative to the checkout, where cargo ran) or target/.
 target_dir=${CARGO_TARGET_DIR:-target}
 case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
@@ -109,7 +113,7 @@ trap cleanup EXIT
 OPNS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$W/state.json")-op
 TAG=obsim
 # Percona's tarball is not downloaded here (the install step is simulated): any well-formed pin.
-export TAG REGION=fra1 LOAD_COUNT=2 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$target_dir/$bin \
+export TAG REGION=fra1 LOAD_COUNT=2 HYBRID=1 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$target_dir/$bin \
   STATE_DIR=$W/do-state RESULTS_DIR=$W/results MONGODB_EXPORTER_SHA256=0000000000000000000000000000000000000000000000000000000000000000
 # The plan log keeps every plan (threshold 0 ms): the small round's statements are all fast, and
 # its result must still show the log read and sorted through orders_loader's two functions.
@@ -137,7 +141,8 @@ contains() { grep -q -- "$2" "$1"; }
 # --- a dry run creates nothing -------------------------------------------------------------------
 step "DRY_RUN=1 up: the plan and its cost, nothing created"
 DRY_RUN=1 OPERATOR_IP=203.0.113.1 operator bash "$DO" up >"$W/dry-up.out" 2>&1 || { cat "$W/dry-up.out"; fail "dry up"; }
-expect "the plan lists the seven droplets with their sizes" test "$(grep -c '^  droplet .* USD/hour  create$' "$W/dry-up.out")" = 7
+expect "the plan lists the nine droplets with their sizes (the hybrid's pair too)" \
+  test "$(grep -c '^  droplet .* USD/hour  create$' "$W/dry-up.out")/$(grep -c "^  droplet  $TAG-hybrid-\(db\|app\) " "$W/dry-up.out")" = 9/2
 expect "the plan prints the hourly cost before anything exists" contains "$W/dry-up.out" "USD/hour (.* USD a day) once up"
 expect "the dry run asked the fake cloud nothing" test "$(state 'len(s["droplets"]) + len(s["tags"]) + len(s["vpcs"])')" = 0
 
@@ -152,9 +157,9 @@ expect "nothing was created" test "$(state 'len(s["droplets"]) + len(s["vpcs"])'
 step "up --yes"
 started=$SECONDS
 dosh up --yes 2>&1 | tee "$W/up.out" | show
-expect "seven droplets in one VPC" test "$(state 'len(s["droplets"])')/$(state 'len(s["vpcs"])')" = 7/1
+expect "nine droplets in one VPC (the hybrid's pair too)" test "$(state 'len(s["droplets"])')/$(state 'len(s["vpcs"])')" = 9/1
 expect "the VPC became the region's default (the first VPC of fra1)" test "$(state 's["vpcs"][0]["default"]')" = True
-expect "up ends with the cost of what exists" contains "$W/up.out" "for 7 droplet(s) that exist now"
+expect "up ends with the cost of what exists" contains "$W/up.out" "for 9 droplet(s) that exist now"
 
 step "the cloud firewalls, enforced: who reaches what"
 reach() { on "$1" "timeout 2 bash -c '</dev/tcp/$2/$3'"; }
@@ -172,6 +177,16 @@ pairs=(
   "load-1 monitor 9090 yes" "load-2 monitor 9090 yes" "postgres-app monitor 9090 no" "mongo-db monitor 9090 no"
   "load-1 postgres-db 22 no"
 )
+# The hybrid's pair has the PostgreSQL pair's rules with its own app droplet: neither app droplet
+# reaches the other's database.
+pairs+=(
+  "hybrid-app hybrid-db 5432 yes" "load-1 hybrid-db 5432 yes" "load-2 hybrid-db 5432 yes"
+  "postgres-app hybrid-db 5432 no" "mongo-app hybrid-db 5432 no" "monitor hybrid-db 5432 no" "postgres-db hybrid-db 5432 no"
+  "hybrid-app postgres-db 5432 no" "hybrid-app mongo-db 27017 no"
+  "load-2 hybrid-app 8080 yes" "monitor hybrid-app 8080 yes" "hybrid-db hybrid-app 8080 no"
+  "monitor hybrid-db 9187 yes" "load-1 hybrid-db 9187 no" "hybrid-app hybrid-db 9187 no"
+  "load-1 hybrid-db 22 no"
+)
 for pair in "${pairs[@]}"; do
   read -r from to port want <<<"$pair"
   (if reach "$from" "$(private_ip "$to")" "$port" >/dev/null 2>&1; then echo yes; else echo no; fi >"$jobs_out/$from-$to-$port") &
@@ -188,6 +203,7 @@ for pair in "${pairs[@]}"; do
   fi
 done
 refuse "the operator does not reach PostgreSQL (public address)" operator timeout 2 bash -c "</dev/tcp/$(public_ip postgres-db)/5432"
+refuse "the operator does not reach the hybrid's PostgreSQL (public address)" operator timeout 2 bash -c "</dev/tcp/$(public_ip hybrid-db)/5432"
 expect "the operator reaches SSH" operator timeout 2 bash -c "</dev/tcp/$(public_ip postgres-db)/22"
 check_monitor_closed
 
@@ -198,21 +214,31 @@ step "secrets: after boot, in root-only files, never in user-data"
 check_secrets
 
 step "least privilege: one role per job on each database"
-check_postgres_roles
+check_postgres_roles postgres-db
+check_postgres_roles hybrid-db
 check_mongo_users
 check_exporter_roles
 
 step "the databases' own settings"
 refuse "mongod refuses a command without credentials" on mongo-db "mongosh --quiet --eval 'db.getSiblingDB(\"admin\").runCommand({\"listDatabases\": 1}).ok'"
-expect "PostgreSQL admits the service's and the seeding role from the VPC range only (pg_hba)" on postgres-db \
-  "grep -qx 'host orders orders_service,orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf"
-expect "PostgreSQL is durable (fsync, synchronous_commit) with pg_stat_statements and auto_explain" \
-  on postgres-db "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -h /var/run/postgresql -d orders -At -c 'SHOW synchronous_commit' -c 'SHOW fsync' -c 'SHOW shared_preload_libraries' | tr '\n' ' ' | grep -qx 'on on pg_stat_statements,auto_explain '"
+# psql on a PostgreSQL droplet as its superuser (peer authentication over the local socket).
+as_postgres() { on "$1" "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -h /var/run/postgresql -d orders -At -c $(printf '%q' "$2")"; }
+for db in postgres-db hybrid-db; do
+  expect "$db: PostgreSQL admits the service's and the seeding role from the VPC range only (pg_hba)" on "$db" \
+    "grep -qx 'host orders orders_service,orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf"
+  expect "$db: PostgreSQL is durable (fsync, synchronous_commit) with pg_stat_statements and auto_explain (PG_PLAN_LOG_MS)" \
+    test "$(as_postgres "$db" "SELECT concat_ws(' ', current_setting('synchronous_commit'), current_setting('fsync'), current_setting('shared_preload_libraries'), current_setting('auto_explain.log_min_duration'))")" \
+    = "on on pg_stat_statements,auto_explain 0"
+done
 
 # --- seed, round ---------------------------------------------------------------------------------
 step "seed"
 dosh seed --orders 2000 2>&1 | tee "$W/seed.out" | show
-expect "one seed from the first load droplet loaded both databases" contains "$W/seed.out" "\[load-1\] mongo *2000 orders"
+expect "one seed from the first load droplet loaded every database" \
+  bash -c "grep -q '\[load-1\] mongo *2000 orders' '$W/seed.out' && grep -q '\[load-1\] pgh *2000 orders' '$W/seed.out'"
+expect "the same count in both PostgreSQL databases, counted on their droplets (each hybrid order with its order_items)" \
+  test "$(as_postgres postgres-db 'SELECT count(*) FROM orders')/$(as_postgres hybrid-db \
+    'SELECT count(*) FROM orders WHERE id IN (SELECT order_id FROM order_items)')" = 2000/2000
 expect "the seeding user may fsync: the MongoDB size is read after a checkpoint" \
   bash -c "grep -q 'totalIndexSize' '$W/seed.out' && ! grep -q 'no fsync allowed' '$W/seed.out'"
 
@@ -220,35 +246,42 @@ step "the plan log: orders_loader reads auto_explain's plans through its two fun
 check_plan_log
 
 round_args=(--mix shop --start-rate 20 --step 20 --max-rate 40 --step-duration 3s --p95-ms 250)
-step "round: two repeats, two load droplets"
+step "round: two repeats, two load droplets, three targets"
 dosh round "${round_args[@]}" --repeats 2 2>&1 | tee "$W/round1.out" | show
 round1=$(find "$RESULTS_DIR" -mindepth 1 -maxdepth 1 -printf '%f\n' | head -n 1)
 result=$RESULTS_DIR/$round1/result.json
 jqr() { jq -e "$@" "$result" >/dev/null; }
 expect "the round's folder and report came back" test -s "$RESULTS_DIR/$round1/report.md"
 expect "two repeats, each on freshly reloaded data" jqr '[.rounds[0].repeats[] | select(.reseeded)] | length == 2'
-expect "the fairness gate passed every repeat with counted rows" jqr '[.rounds[0].repeats[] | select(.fairness.ok and (.fairness.checks[] | select(.name == "data set") | .pg | test("2000 rows \\(counted\\)")))] | length == 2'
+expect "the round drove three targets, the hybrid third (pgh)" jqr '.rounds[0].targets | map(.name) == ["pg", "mongo", "pgh"]'
+expect "the fairness gate passed every repeat with counted rows, the hybrid's too" jqr '[.rounds[0].repeats[] | select(.fairness.ok and
+  (.fairness.checks[] | select(.name == "data set") | (.pg | test("2000 rows \\(counted\\)")) and (.pgh | test("2000 rows \\(counted\\)"))))] | length == 2'
+expect "the hybrid was measured at every step of every repeat" jqr '[.rounds[0].repeats[].targets.pgh.steps | length == 2 and all(.count > 0)] == [true, true]'
+expect "the report gives the hybrid its own column group" contains "$RESULTS_DIR/$round1/report.md" "PostgreSQL hybrid max rate"
 expect "WAL records per write (pg_stat_wal, read from the load droplet)" jqr '[.rounds[0].repeats[].explain.pg.wal_records | numbers] | length == 2'
 expect "each repeat ran in two k6 execution segments" jqr '[.rounds[0].repeats[].fleet.machines | map(.segment) == ["0:1/2", "1/2:1"]] | all'
 expect "the machines are the two load droplets" jqr "[.rounds[0].repeats[0].fleet.machines[].host] == [\"$TAG-load-1\", \"$TAG-load-2\"]"
 # shellcheck disable=SC2016 # jq's variables
-expect "merged step counts are the sum of both droplets' counts" jqr '[.rounds[0].repeats[] as $r | ("pg", "mongo") as $t | range(0; 2) as $i
+expect "merged step counts are the sum of both droplets' counts" jqr '[.rounds[0].repeats[] as $r | ("pg", "mongo", "pgh") as $t | range(0; 2) as $i
   | ($r.targets[$t].steps[$i].count) == ([$r.fleet.machines[].steps[$i].targets[$t].count] | add)] | all'
 expect "every droplet offered half of each step" jqr '[.rounds[0].repeats[].fleet.machines[].steps[] | .offered_rate] == [10, 20, 10, 20, 10, 20, 10, 20]'
 expect "the report shows the load machines" contains "$RESULTS_DIR/$round1/report.md" "all machines"
 expect "the round ran in its own unit, logged on the droplet" test -s "$RESULTS_DIR/$round1/round.log"
-expect "the seeding role may CHECKPOINT after each reload (pg_checkpoint; MongoDB's fsync too)" \
-  jqr '[.rounds[0].repeats[].start | .reset == "reloaded" and .databases.pg.checkpointed and .databases.mongo.checkpointed] == [true, true]'
+expect "the seeding roles may CHECKPOINT after each reload (pg_checkpoint, on both PostgreSQL servers; MongoDB's fsync too)" \
+  jqr '[.rounds[0].repeats[].start | .reset == "reloaded" and .databases.pg.checkpointed and .databases.mongo.checkpointed
+    and .databases.pgh.checkpointed] == [true, true]'
 expect "the plan log sorted each repeat's plans, read as orders_loader (no superuser) through its functions" \
   jqr '[.rounds[0].repeats[].explain.pg.scans | .error == null and .threshold_ms == 0 and .plans_logged > 0
     and .generic_seq_scans + .custom_seq_scans + .generic_index_plans + .custom_index_plans > 0] == [true, true]'
 echo "  plan log of round 1: $(jq -c '[.rounds[0].repeats[].explain.pg.scans | del(.custom_scan_products)]' "$result")"
 check_remote_write
 
-step "toggle PG_GIN_FASTUPDATE=off"
-dosh toggle PG_GIN_FASTUPDATE=off 2>&1 | tee "$W/toggle.out" | show
+step "toggle PG_GIN_FASTUPDATE=off PG_PLAN_CACHE_MODE=force_custom_plan"
+dosh toggle PG_GIN_FASTUPDATE=off PG_PLAN_CACHE_MODE=force_custom_plan 2>&1 | tee "$W/toggle.out" | show
 expect "the index was changed by its owner on postgres-db" contains "$W/toggle.out" "orders_items: fastupdate=off, set as orders_owner"
 expect "orders-pg reports fastupdate off" contains "$W/toggle.out" '"gin_fastupdate":"off"'
+expect "the plan cache mode reached both PostgreSQL services (orders-pg and orders-pg-hybrid restarted with it)" \
+  test "$(grep -c '"plan_cache_mode":"force_custom_plan"' "$W/toggle.out")/$(grep -c 'orders-pg-hybrid restarted and ready' "$W/toggle.out")" = 2/1
 
 step "round again; its ssh session drops and do.sh re-attaches"
 # In a session of its own, so that the whole session (do.sh and its ssh) can be ended at once.
@@ -264,12 +297,13 @@ round2=$(sed -n 's/.*round \([0-9TZ]*-shop\):.*/\1/p' "$W/round2-lost.out" | hea
 expect "the round goes on without the session" on load-1 "systemctl is-active --quiet orders-round-$round2"
 refuse "a second round is refused while one runs" dosh round "${round_args[@]}" --repeats 1
 dosh round --attach "$round2" 2>&1 | tee "$W/round2.out" | show
-expect "the re-attached round finished and came back with fastupdate off" \
-  jq -e '.rounds[0].repeats[0].explain.pg.settings.gin_fastupdate == "off"' "$RESULTS_DIR/$round2/result.json"
+expect "the re-attached round finished and came back with fastupdate off, both PostgreSQL services on custom plans" \
+  jq -e '.rounds[0].repeats[0].explain | .pg.settings.gin_fastupdate == "off"
+    and .pg.settings.plan_cache_mode == "force_custom_plan" and .pgh.settings.plan_cache_mode == "force_custom_plan"' "$RESULTS_DIR/$round2/result.json"
 
 step "status"
 dosh status 2>&1 | tee "$W/status.out" | show
-expect "status prices what exists (2 x c-2, 4 x c-8, s-2vcpu-4gb)" contains "$W/status.out" "1.16071 USD/hour"
+expect "status prices what exists (3 x c-2, 5 x c-8, s-2vcpu-4gb)" contains "$W/status.out" "1.47321 USD/hour"
 
 step "tunnel: Grafana and Prometheus through SSH"
 check_tunnel
@@ -277,17 +311,23 @@ check_tunnel
 step "up again: nothing changed, nothing restarts"
 pid_before=$(on postgres-app 'systemctl show -p MainPID --value orders-pg')
 dosh up --yes >"$W/up2.out" 2>&1 || { cat "$W/up2.out"; fail "second up"; }
-expect "no droplet created the second time" test "$(state 'len(s["droplets"])')" = 7
-expect "every service left running (both exporters too)" test "$(grep -c 'nothing changed, left running' "$W/up2.out")" = 6
+expect "no droplet created the second time" test "$(state 'len(s["droplets"])')" = 9
+expect "every service left running (the three exporters too)" test "$(grep -c 'nothing changed, left running' "$W/up2.out")" = 8
 expect "orders-pg kept its process" test "$(on postgres-app 'systemctl show -p MainPID --value orders-pg')" = "$pid_before"
 POOL_SIZE=6 dosh up --yes >"$W/up3.out" 2>&1 || { cat "$W/up3.out"; fail "third up"; }
-expect "a changed setting restarts the services it reaches" test "$(grep -c 'restarted, changed: /etc/orders/orders-.*\.env' "$W/up3.out")" = 2
+expect "a changed setting restarts the services it reaches (the three services)" test "$(grep -c 'restarted, changed: /etc/orders/orders-.*\.env' "$W/up3.out")" = 3
 expect "the index kept fastupdate off through up" on postgres-app \
   "curl -fsS http://127.0.0.1:8080/diagnostics | jq -e '.gin_index.fastupdate == \"off\"'"
 
+step "HYBRID=0 on a deployment that has the hybrid's pair"
+refused_with "up refuses (it would take hybrid-app off the apps' firewall), saying why" "made with HYBRID=1: set HYBRID=1 again" \
+  env HYBRID=0 nsenter --net="/run/netns/$OPNS" env PATH="$W/bin:$PATH" SIMCLOUD_WORLD="$W" bash "$DO" up --yes
+refused_with "round refuses too (its database is in bench.env, its service would not be driven)" "made with HYBRID=1" \
+  env HYBRID=0 nsenter --net="/run/netns/$OPNS" env PATH="$W/bin:$PATH" SIMCLOUD_WORLD="$W" bash "$DO" round "${round_args[@]}"
+
 # --- down ----------------------------------------------------------------------------------------
-step "down"
-dosh down 2>&1 | tee "$W/down.out" | show
+step "down, with HYBRID=0: the hybrid's droplets, firewall and tags go all the same"
+HYBRID=0 dosh down 2>&1 | tee "$W/down.out" | show
 elapsed=$((SECONDS - started))
 expect "no droplet, firewall or tag left" test "$(state 'len(s["droplets"]) + len(s["firewalls"]) + len(s["tags"])')" = 0
 expect "no droplet namespace left" test "$(ip netns list | grep -c "^${OPNS%-op}-d")" = 0

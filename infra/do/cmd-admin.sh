@@ -1,9 +1,12 @@
 # shellcheck shell=bash
 # `do.sh toggle`, `status`, `tunnel`, `ssh` and `down`.
 
-# The settings of orders-pg's environment go to the postgres-app droplet (a restart); the GIN
-# index's fastupdate is applied on the postgres-db droplet as the role that owns the index, which
-# orders-pg's role on droplets is not (docs/security.md); the service reads it back.
+# The settings of orders-pg's environment go to the postgres-app droplet (a restart), and with
+# HYBRID=1 to the hybrid-app droplet too: orders-pg-hybrid reads the same PG_PLAN_CACHE_MODE and
+# PG_STATEMENT_MODE, and both PostgreSQL services must run with the same ones for a round to
+# compare their layouts alone. The GIN index's fastupdate is orders-pg's alone (the hybrid layout
+# has no GIN index): it is applied on the postgres-db droplet as the role that owns the index,
+# which orders-pg's role on droplets is not (docs/security.md); the service reads it back.
 cmd_toggle() {
   local kv fastupdate='' service=()
   [ $# -gt 0 ] || die "usage: infra/do/do.sh toggle NAME=VALUE... (see: infra/do/do.sh help)"
@@ -17,11 +20,23 @@ cmd_toggle() {
     esac
   done
   refresh_droplets
+  check_hybrid_setting
   if [ -n "$fastupdate" ]; then
     rscript "$(need_ip postgres-db public)" "$HERE/remote/gin-fastupdate.sh" "$fastupdate"
   fi
-  rscript "$(need_ip postgres-app public)" "$HERE/remote/set-env.sh" /etc/orders/orders-pg.toggles.env orders-pg "$APP_PORT" \
-    ${service[@]+"${service[@]}"}
+  toggle_service postgres-app ${service[@]+"${service[@]}"}
+  if hybrid && [ ${#service[@]} -gt 0 ]; then
+    say "the same settings for orders-pg-hybrid on $TAG-hybrid-app (both PostgreSQL services run with the same ones)"
+    toggle_service hybrid-app "${service[@]}"
+  fi
+}
+# toggle_service ROLE [NAME=VALUE]...: set them in the toggles file of the service on app droplet
+# ROLE and restart it (without any, only show its settings).
+toggle_service() {
+  local role=$1 service
+  shift
+  service=$(service_of "$role")
+  rscript "$(need_ip "$role" public)" "$HERE/remote/set-env.sh" "/etc/orders/$service.toggles.env" "$service" "$APP_PORT" "$@"
 }
 
 # The VPC and firewalls of this deployment that exist ("id name default" lines; firewalls "id name").
@@ -29,10 +44,14 @@ list_vpc() {
   query "[{\"id\":\"dry-run-vpc\",\"name\":\"$TAG-vpc\",\"default\":false}]" doctl vpcs list --output json |
     jq -r --arg n "$TAG-vpc" '.[] | select(.name == $n) | "\(.id) \(.name) \(.default)"'
 }
+# Every firewall the deployment can have, the hybrid's too whatever HYBRID says now (a deployment
+# made with HYBRID=1 may be taken down without it); a dry run has those of the current settings.
 list_firewalls() {
   local fake='' name ours
-  ours=$(OPERATOR_CIDR=- firewall_specs | cut -d'|' -f1)
-  while read -r name; do fake+="{\"id\":\"dry-run-fw-$name\",\"name\":\"$name\"},"; done <<<"$ours"
+  ours=$(HYBRID=1 OPERATOR_CIDR=- firewall_specs | cut -d'|' -f1)
+  while read -r name; do
+    fake+="{\"id\":\"dry-run-fw-$name\",\"name\":\"$name\"},"
+  done < <(OPERATOR_CIDR=- firewall_specs | cut -d'|' -f1)
   query "[${fake%,}]" doctl compute firewall list --output json |
     jq -r --arg p "$TAG-" '.[] | select(.name | startswith($p)) | "\(.id) \(.name)"' |
     while read -r id name; do
@@ -118,8 +137,9 @@ cmd_down() {
     done
   fi
 
+  # Every tag the deployment can have, the hybrid's too (as the firewalls above).
   have=$(query "$(all_tags)" doctl compute tag list --format Name --no-header)
-  for t in $(all_tags); do
+  for t in $(HYBRID=1 all_tags); do
     if grep -qx -- "$t" <<<"$have"; then run doctl compute tag delete "$t" --force; fi
   done
   if dry; then show rm -rf "$STATE_DIR"; else rm -rf "$STATE_DIR"; fi

@@ -1,11 +1,13 @@
 # shellcheck shell=bash
 # `do.sh seed` and `do.sh round`: the benchmark runs on the load droplets. The first load droplet
-# leads: the cloud firewalls admit it (and the other load droplets) to both databases, so it
-# loads both at the same moment with one `orders-bench seed --target both` (one manifest listing
-# both), and its `orders-bench round --reseed` reloads both before every repeat and counts their
-# rows and WAL for the fairness gate. With several load droplets the others run
-# `orders-bench agent`, and the leader's round runs every repeat in k6 execution segments, one per
-# droplet, started together and merged into one result.
+# leads: the cloud firewalls admit it (and the other load droplets) to every database, so it
+# loads them all at the same moment with one `orders-bench seed --target all` (one manifest listing
+# each), and its `orders-bench round --reseed` reloads them before every repeat and counts their
+# rows and WAL for the fairness gate. With HYBRID=1 the hybrid's database is one of them: bench.env
+# names it (ORDERS_BENCH_DATABASE, orders-bench's --database pgh=URL, kept off the command line for
+# its password) and the round drives its service as the third target (--target pgh=URL). With
+# several load droplets the others run `orders-bench agent`, and the leader's round runs every
+# repeat in k6 execution segments, one per droplet, started together and merged into one result.
 
 prefix() {
   local line
@@ -20,10 +22,11 @@ leader() {
 
 cmd_seed() {
   refresh_droplets
+  check_hybrid_setting
   leader
-  say "loading both databases from $TAG-$LEADER: orders-bench seed --target both $*"
+  say "loading every database from $TAG-$LEADER: orders-bench seed --target all $*"
   # The passwords reach orders-bench through its environment (bench.env), not its command line.
-  rssh "$(need_ip "$LEADER" public)" "cd /opt/orders && set -a && . /etc/orders/bench.env && set +a && orders-bench seed --target both --manifest /opt/orders/dataset.json $(quote "$@")" 2>&1 |
+  rssh "$(need_ip "$LEADER" public)" "cd /opt/orders && set -a && . /etc/orders/bench.env && set +a && orders-bench seed --target all --manifest /opt/orders/dataset.json $(quote "$@")" 2>&1 |
     prefix "[$LEADER] "
 }
 
@@ -63,6 +66,7 @@ cmd_round() {
     esac
   done
   refresh_droplets
+  check_hybrid_setting
   leader
   if [ -n "$attach_id" ]; then attach "$attach_id"; return; fi
   pg=$(need_ip postgres-app private)
@@ -79,8 +83,11 @@ cmd_round() {
     --pg-url "http://$pg:$APP_PORT" --mongo-url "http://$mongo:$APP_PORT" ${reseed[@]+"${reseed[@]}"}
     --manifest /opt/orders/dataset.json --generator k6 --script /opt/orders/loadtest/k6/orders.js --out "/opt/orders/results/$id")
   if [ -n "$followers" ]; then args+=(--followers "$followers"); fi
-  # The plan log (which plan ran each sequential scan): postgres-db logs plans server-wide with its
-  # own threshold (PG_PLAN_LOG_MS at `up`), which orders-bench then uses whatever is passed here.
+  # The hybrid: its database comes from bench.env (ORDERS_BENCH_DATABASE), its service is the third target.
+  if hybrid; then args+=(--target "pgh=http://$(need_ip hybrid-app private):$APP_PORT"); fi
+  # The plan log (which plan ran each sequential scan; orders-bench reads orders-pg's database's):
+  # postgres-db logs plans server-wide with its own threshold (PG_PLAN_LOG_MS at `up`), which
+  # orders-bench then uses whatever is passed here.
   if [ "$PG_PLAN_LOG_MS" != -1 ] && [[ " ${extra[*]-} " != *" --plan-log-ms "* ]]; then
     args+=(--plan-log-ms "$PG_PLAN_LOG_MS")
   fi

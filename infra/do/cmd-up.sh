@@ -7,27 +7,38 @@
 # installed only when it differs, and a service is restarted only when one of its files changed (or
 # it was not running).
 
+# The tags: TAG on every droplet, and one per role (the load droplets share theirs).
 all_tags() {
-  printf '%s\n' "$TAG" "$TAG-postgres-db" "$TAG-mongo-db" "$TAG-postgres-app" "$TAG-mongo-app" \
-    "$TAG-load" "$TAG-monitor"
+  local role
+  printf '%s\n' "$TAG"
+  for role in $(roles); do printf '%s\n' "$(role_tag "$role")"; done | awk '!seen[$0]++'
 }
 
 # Who may reach what: the one place where the droplets' inbound ports are declared. One line per
 # port: FIREWALL PORT FROM..., where FIREWALL is one of `firewalls` below (or `*`: every one) and
 # each FROM is a role, meaning the droplets carrying its tag, or `operator` (OPERATOR_CIDR). Nothing
 # else is let in: each database only from its own app droplet and the load droplets (which reload
-# both databases before every repeat and count their rows), the databases' exporters and
+# every database before every repeat and count their rows), the databases' exporters and
 # node_exporter from the monitor, the apps from the load and monitor droplets, the agents of the
 # load droplets from load droplets, Prometheus from the load droplets (their k6 push by remote
 # write), and SSH from the operator alone. Grafana listens on the monitor's loopback
 # and Prometheus on its VPC address; the operator reaches both through `do.sh tunnel` (SSH), so no
-# HTTP port is open to the internet.
+# HTTP port is open to the internet. The hybrid's database (HYBRID=1) has the PostgreSQL pair's
+# rules, with its own app droplet.
 inbound_ports() {
   cat <<PORTS
 postgres-db 5432 postgres-app load
 postgres-db $PG_EXPORTER_PORT monitor
 mongo-db 27017 mongo-app load
 mongo-db $MONGO_EXPORTER_PORT monitor
+PORTS
+  if hybrid; then
+    cat <<PORTS
+hybrid-db 5432 hybrid-app load
+hybrid-db $PG_EXPORTER_PORT monitor
+PORTS
+  fi
+  cat <<PORTS
 apps $APP_PORT load monitor
 load $AGENT_PORT load
 monitor $PROMETHEUS_PORT load
@@ -37,8 +48,13 @@ PORTS
 }
 # The firewalls: NAME and the tags it applies to (named $TAG-NAME).
 firewalls() {
-  printf '%s\n' "postgres-db $TAG-postgres-db" "mongo-db $TAG-mongo-db" "apps $TAG-postgres-app,$TAG-mongo-app" \
-    "load $TAG-load" "monitor $TAG-monitor"
+  local apps=$TAG-postgres-app,$TAG-mongo-app
+  printf '%s\n' "postgres-db $TAG-postgres-db" "mongo-db $TAG-mongo-db"
+  if hybrid; then
+    printf '%s\n' "hybrid-db $TAG-hybrid-db"
+    apps+=,$TAG-hybrid-app
+  fi
+  printf '%s\n' "apps $apps" "load $TAG-load" "monitor $TAG-monitor"
 }
 # One line per firewall: NAME|TAGS IT APPLIES TO|INBOUND RULES (doctl's syntax).
 firewall_specs() {
@@ -95,13 +111,20 @@ binary_kind() {
   esac
 }
 
+# The binaries the droplets run.
+binaries() {
+  printf '%s\n' orders-pg orders-mongo
+  if hybrid; then printf '%s\n' orders-pg-hybrid; fi
+  printf '%s\n' orders-bench
+}
+
 check_binaries() {
   local bin f kind
-  for bin in orders-pg orders-mongo orders-bench; do
+  for bin in $(binaries); do
     f=$BIN_DIR/$bin
     if [ ! -f "$f" ]; then
       if dry; then say "note: $f is missing (fine for a dry run)"; continue; fi
-      die "$f missing: cargo build --release -p orders-pg -p orders-mongo -p orders-bench, or
+      die "$f missing: cargo build --release$(binaries | sed 's/^/ -p /' | tr -d '\n'), or
   docker build --platform linux/amd64 --target export --output type=local,dest=.local/dist . && export BIN_DIR=\$PWD/.local/dist"
     fi
     kind=$(binary_kind "$f")
@@ -146,6 +169,7 @@ plan() {
   load_sizes
   refresh_droplets
   if dry; then DROPLETS=''; fi  # a dry run shows the plan of a deployment that does not exist yet
+  check_hybrid_setting
   in_account=$(query '[]' doctl compute droplet list --output json | jq 'length')
   limit=$(printf '%s' "$ACCOUNT" | jq -r '.droplet_limit // 0')
   have_tags=$(query '' doctl compute tag list --format Name --no-header)
@@ -181,7 +205,7 @@ plan() {
     else
       printf '  VPC      %-30s %s\n' "$TAG-vpc" "exists"
     fi
-    printf '  firewalls %s-postgres-db, -mongo-db, -apps, -load, -monitor: create or bring up to date\n' "$TAG"
+    printf '  firewalls %s: create or bring up to date\n' "$(firewalls | awk -v t="$TAG" '{ printf "%s%s", (NR > 1 ? ", -" : t "-"), $1 }')"
     printf '  tags     %s\n' "$(all_tags | while read -r t; do grep -qx -- "$t" <<<"$have_tags" || printf '%s ' "$t"; done)(to create)"
     awk -v after="$total_after" -v now="$total_now" 'BEGIN {
       printf "  cost     %.4f USD/hour (%.2f USD a day) once up; %.4f USD/hour of it exists now\n", after, after * 24, now }'
@@ -238,11 +262,13 @@ ensure_firewalls() {
 }
 
 create_droplet() {
-  local role=$1 name=$TAG-$1 ud
+  local role=$1 name=$TAG-$1 ud SERVICE=''
   if printf '%s\n' "$DROPLETS" | awk -v n="$name" '$1 == n { found = 1 } END { exit !found }'; then return 0; fi
   ud=$STATE_DIR/user-data/$role.yaml
   mkdir -p "$STATE_DIR/user-data"
-  render "$HERE/cloud-init/${role%-[0-9]*}.yaml" "$ud"
+  # shellcheck disable=SC2034 # read by render through ${!name}: the unit an app droplet runs
+  case $role in *-app) SERVICE=$(service_of "$role") ;; esac
+  render "$HERE/cloud-init/$(template_of "$role").yaml" "$ud"
   # The metadata service hands user-data to any process on the droplet: secrets come after boot.
   if holds_secret "$ud"; then die "$ud holds a password; user-data must not (copy it after boot, as render_env's files are)"; fi
   run doctl compute droplet create "$name" --region "$REGION" --image "$IMAGE" \
@@ -286,21 +312,55 @@ render_env() {
   for f in orders-pg orders-mongo bench postgres-db mongo-db postgres-exporter mongodb-exporter grafana; do
     render "$HERE/env/$f.env" "$STATE_DIR/env/$f.env"
   done
+  if hybrid; then render_hybrid_env; fi
   tar -C "$REPO" --owner=0 --group=0 --mtime=@0 --sort=name -cf "$STATE_DIR/migrations.tar" migrations
 }
 
+# The hybrid's files are the PostgreSQL pair's templates filled in with its own database (the
+# address of hybrid-db, the passwords of its roles): orders-pg-hybrid.env for hybrid-app, and
+# for hybrid-db its roles' passwords and its exporter's settings under the names its scripts read
+# (env/hybrid/postgres-db.env, postgres-exporter.env). bench.env gains its database
+# (env/bench-hybrid.env): orders-bench takes it from its environment, not its command line.
+render_hybrid_env() {
+  local dir=$STATE_DIR/env/hybrid
+  mkdir -p "$dir"
+  # shellcheck disable=SC2034,SC2153 # read by render through ${!name}; PGH_* come from secrets.env
+  (
+    PG_DB_IP=$(need_ip hybrid-db private) PG_SERVICE_PASSWORD=$PGH_SERVICE_PASSWORD \
+      PG_LOADER_PASSWORD=$PGH_LOADER_PASSWORD PG_MONITOR_PASSWORD=$PGH_MONITOR_PASSWORD
+    render "$HERE/env/orders-pg.env" "$STATE_DIR/env/orders-pg-hybrid.env"
+    render "$HERE/env/postgres-db.env" "$dir/postgres-db.env"
+    render "$HERE/env/postgres-exporter.env" "$dir/postgres-exporter.env"
+    render "$HERE/env/bench-hybrid.env" "$dir/bench.env"
+  )
+  cat "$dir/bench.env" >>"$STATE_DIR/env/bench.env"
+}
+
 # The databases' roles and users, one per job (docs/security.md), and on PostgreSQL the migrations,
-# applied as the role that owns the tables before orders-pg starts (its own role could not) and the
-# plan log; then each database's exporter, on the droplet's VPC address, as the role made for it.
+# applied as the role that owns the tables before the service starts (its own role could not) and
+# the plan log; then each database's exporter, on the droplet's VPC address, as the role made for it.
 provision_databases() {
-  local host
-  host=$(need_ip postgres-db public)
-  send "$host" "$STATE_DIR/env/postgres-db.env" "$STATE_DIR/migrations.tar"
-  rscript "$host" "$HERE/remote/setup-postgres.sh"
+  provision_postgres postgres-db jsonb "$STATE_DIR/env"
+  provision_mongo
+  if hybrid; then provision_postgres hybrid-db hybrid "$STATE_DIR/env/hybrid"; fi
+}
+
+# provision_postgres ROLE LAYOUT ENV_DIR: a PostgreSQL droplet with the migrations of LAYOUT (jsonb:
+# orders-pg's, hybrid: orders-pg-hybrid's), its passwords and exporter settings from ENV_DIR.
+provision_postgres() {
+  local role=$1 layout=$2 env_dir=$3 host
+  host=$(need_ip "$role" public)
+  send "$host" "$env_dir/postgres-db.env" "$STATE_DIR/migrations.tar"
+  rscript "$host" "$HERE/remote/setup-postgres.sh" "$layout"
+  # The same plan log on both servers: what it costs, it costs both.
   rscript "$host" "$HERE/remote/setup-plan-log.sh" "$PG_PLAN_LOG_MS"
-  install_on "$host" prometheus-postgres-exporter "http://$(need_ip postgres-db private):$PG_EXPORTER_PORT/metrics" \
-    "$STATE_DIR/env/postgres-exporter.env" /etc/orders/postgres-exporter.env 0600 \
+  install_on "$host" prometheus-postgres-exporter "http://$(need_ip "$role" private):$PG_EXPORTER_PORT/metrics" \
+    "$env_dir/postgres-exporter.env" /etc/orders/postgres-exporter.env 0600 \
     "$REPO/infra/monitoring/exporters/postgres-queries.yaml" /etc/prometheus/postgres-queries.yaml 0644
+}
+
+provision_mongo() {
+  local host
   host=$(need_ip mongo-db public)
   send "$host" "$STATE_DIR/env/mongo-db.env"
   rscript "$host" "$HERE/remote/setup-mongo.sh"
@@ -337,32 +397,39 @@ provision_load() {
     "$HERE/remote/round.sh" /usr/local/sbin/orders-round 0755
 }
 
-# Prometheus file_sd targets (private IPs): both services, each database's exporter (the labels of
-# infra/monitoring/prometheus.yml) and node_exporter on every droplet.
+# Prometheus file_sd targets (private IPs): every service, each database's exporter (the labels of
+# infra/monitoring/prometheus.yml; the hybrid's as its service's) and node_exporter on every droplet.
 write_targets() {
-  local dir=$STATE_DIR/targets role sep=''
+  local dir=$STATE_DIR/targets role
   mkdir -p "$dir"
-  cat >"$dir/orders-do.json" <<JSON
-[
-  {"targets": ["$(ip_of postgres-app private):$APP_PORT"], "labels": {"service": "orders-pg", "backend": "pg", "host": "$TAG-postgres-app"}},
-  {"targets": ["$(ip_of mongo-app private):$APP_PORT"], "labels": {"service": "orders-mongo", "backend": "mongo", "host": "$TAG-mongo-app"}}
-]
-JSON
-  cat >"$dir/postgres-do.json" <<JSON
-[{"targets": ["$(ip_of postgres-db private):$PG_EXPORTER_PORT"], "labels": {"service": "orders-pg", "engine": "postgres"}}]
-JSON
-  cat >"$dir/mongodb-do.json" <<JSON
-[{"targets": ["$(ip_of mongo-db private):$MONGO_EXPORTER_PORT"], "labels": {"service": "orders-mongo", "engine": "mongodb"}}]
-JSON
+  for role in $(roles); do
+    case $role in
+      postgres-app) app_target "$role" pg ;;
+      mongo-app) app_target "$role" mongo ;;
+      hybrid-app) app_target "$role" pgh ;;
+    esac
+  done | sd_list >"$dir/orders-do.json"
   {
-    printf '['
-    for role in $(roles); do
-      printf '%s\n  {"targets": ["%s:9100"], "labels": {"host": "%s", "role": "%s"}}' \
-        "$sep" "$(ip_of "$role" private)" "$TAG-$role" "${role%-[0-9]*}"
-      sep=','
-    done
-    printf '\n]\n'
-  } >"$dir/node-do.json"
+    exporter_target postgres-db "$PG_EXPORTER_PORT" orders-pg postgres
+    if hybrid; then exporter_target hybrid-db "$PG_EXPORTER_PORT" orders-pg-hybrid postgres; fi
+  } | sd_list >"$dir/postgres-do.json"
+  exporter_target mongo-db "$MONGO_EXPORTER_PORT" orders-mongo mongodb | sd_list >"$dir/mongodb-do.json"
+  for role in $(roles); do
+    printf '%s:9100 {"host": "%s", "role": "%s"}\n' "$(ip_of "$role" private)" "$TAG-$role" "${role%-[0-9]*}"
+  done | sd_list >"$dir/node-do.json"
+}
+# One target per line, "ADDRESS:PORT LABELS" (LABELS a JSON object): an app droplet's service by
+# its target name in the runner's results (BACKEND), a database droplet's exporter.
+app_target() {
+  printf '%s:%s {"service": "%s", "backend": "%s", "host": "%s"}\n' \
+    "$(ip_of "$1" private)" "$APP_PORT" "$(service_of "$1")" "$2" "$TAG-$1"
+}
+exporter_target() { printf '%s:%s {"service": "%s", "engine": "%s"}\n' "$(ip_of "$1" private)" "$2" "$3" "$4"; }
+# Those lines as a file_sd JSON list.
+sd_list() {
+  awk 'BEGIN { printf "[" }
+    { printf "%s\n  {\"targets\": [\"%s\"], \"labels\": %s}", (NR > 1 ? "," : ""), $1, substr($0, length($1) + 2) }
+    END { print "\n]" }'
 }
 
 provision_monitor() {
@@ -402,10 +469,11 @@ cmd_up() {
   say "database roles, secrets, migrations and exporters (docs/security.md), then the binaries, settings and the k6 script (installed where they changed; services restarted only then)"
   render_env
   provision_databases
-  provision_app postgres-app orders-pg
-  provision_app mongo-app orders-mongo
   for role in $(roles); do
-    case $role in load-*) provision_load "$role" ;; esac
+    case $role in
+      *-app) provision_app "$role" "$(service_of "$role")" ;;
+      load-*) provision_load "$role" ;;
+    esac
   done
   provision_monitor
 

@@ -16,7 +16,12 @@ SSH_KEY=${SSH_KEY:-}                  # DigitalOcean SSH key IDs/fingerprints; e
 SSH_IDENTITY=${SSH_IDENTITY:-}        # local private key for ssh/scp (default: ssh's own)
 OPERATOR_IP=${OPERATOR_IP:-}          # the only address SSH accepts (Grafana and Prometheus: tunnel)
 ALLOW_WIDE_OPERATOR=${ALLOW_WIDE_OPERATOR:-0}  # 1: accept an OPERATOR_IP range wider than one address
-POOL_SIZE=${POOL_SIZE:-64}            # the same on both services
+POOL_SIZE=${POOL_SIZE:-64}            # the same on every service
+# 1: a third pair of droplets, hybrid-db (PostgreSQL, a server of its own) and hybrid-app
+# (orders-pg-hybrid, the hot fields in columns beside the jsonb document), made, seeded, driven and
+# firewalled as the PostgreSQL pair is, with its sizes (DB_SIZE, APP_SIZE) and POOL_SIZE. 0: the
+# two pairs alone (the plan and cost without it are unchanged).
+HYBRID=${HYBRID:-0}
 APP_PORT=${APP_PORT:-8080}
 AGENT_PORT=${AGENT_PORT:-9400}        # orders-bench agent on the load droplets (open to load droplets only)
 # The exporters on the database droplets (open to the monitor droplet only) and Prometheus on the
@@ -41,7 +46,7 @@ MONGODB_EXPORTER_SHA256=${MONGODB_EXPORTER_SHA256:-}
 PG_PLAN_LOG_MS=${PG_PLAN_LOG_MS:-20}
 
 REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-BIN_DIR=${BIN_DIR:-$REPO/target/release}  # Linux x86-64 builds of the three binaries
+BIN_DIR=${BIN_DIR:-$REPO/target/release}  # Linux x86-64 builds of the binaries (orders-pg-hybrid too with HYBRID=1)
 STATE_DIR=${STATE_DIR:-$REPO/.local/do/$TAG}  # passwords, rendered user-data and env files
 RESULTS_DIR=${RESULTS_DIR:-$REPO/results/do}
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # DigitalOcean deployment of the comparison: each service beside its database on separate
-# droplets, k6 and orders-bench on their own droplet(s), Prometheus + Grafana on a monitor droplet
-# (reached through an SSH tunnel). Who can reach what, the roles and the secrets: docs/security.md.
+# droplets (with HYBRID=1 a third pair, for orders-pg-hybrid), k6 and orders-bench on their own
+# droplet(s), Prometheus + Grafana on a monitor droplet (reached through an SSH tunnel). Who can reach what, the roles and the secrets: docs/security.md.
 # Run `infra/do/do.sh help`. DRY_RUN=1 prints every doctl/ssh/scp command instead of running it.
 set -euo pipefail
 
@@ -27,7 +27,7 @@ usage: infra/do/do.sh COMMAND [ARGS]
                           (--yes: don't), then create the VPC, firewalls and droplets (tag $TAG),
                           install and start everything. Run again to reconcile: only changed
                           files are installed, only services whose files changed restart
-  seed [ARGS]             load the same orders into both databases at once from the first load
+  seed [ARGS]             load the same orders into every database at once from the first load
                           droplet (ARGS go to orders-bench seed, e.g. --orders 1000000 --reset)
   round [--mix M] [--start-rate R] [--step S] [--max-rate R] [--step-duration D] [--no-reseed] [..]
                           run orders-bench round on the first load droplet, detached (a unit of its
@@ -38,12 +38,15 @@ usage: infra/do/do.sh COMMAND [ARGS]
   round --attach ID       wait for a round that is running (after a dropped connection) and fetch it
   toggle NAME=VALUE...    set PG_PLAN_CACHE_MODE (auto|force_custom_plan|force_generic_plan) or
                           PG_STATEMENT_MODE (prepared|unprepared) on the postgres-app droplet and
-                          restart orders-pg (NAME= removes the setting); PG_GIN_FASTUPDATE (on|off)
-                          is set on the index itself, as its owner, on the postgres-db droplet
+                          restart orders-pg, and with HYBRID=1 the same on hybrid-app for
+                          orders-pg-hybrid (NAME= removes the setting); PG_GIN_FASTUPDATE (on|off)
+                          is set on orders-pg's index itself, as its owner, on the postgres-db
+                          droplet (the hybrid layout has no GIN index)
   status                  droplets, addresses, VPC, firewalls and the hourly cost of what exists
   tunnel                  an SSH tunnel to Grafana and Prometheus on the monitor droplet (on its
                           loopback and VPC address); prints their local URLs, runs until Ctrl-C
   ssh ROLE [COMMAND]      ssh to a droplet: postgres-db mongo-db postgres-app mongo-app load-N monitor
+                          (hybrid-db hybrid-app with HYBRID=1)
   down                    delete every droplet tagged $TAG, the firewalls, the VPC (unless it is
                           the region's default) and the tags; says what it cost and what is left
   help                    this text
@@ -52,6 +55,7 @@ Settings (environment; defaults in infra/do/config.sh): OPERATOR_IP (required by
 a range wider than one address only with ALLOW_WIDE_OPERATOR=1), SSH_KEY,
 SSH_IDENTITY, TAG=$TAG, REGION=$REGION, DB_SIZE=$DB_SIZE, APP_SIZE=$APP_SIZE,
 LOAD_SIZE=$LOAD_SIZE, MONITOR_SIZE=$MONITOR_SIZE, LOAD_COUNT=$LOAD_COUNT, POOL_SIZE=$POOL_SIZE,
+HYBRID=$HYBRID (1: a third pair, hybrid-db and hybrid-app, for orders-pg-hybrid; DB_SIZE and APP_SIZE),
 K6_VERSION=$K6_VERSION, GRAFANA_VERSION=$GRAFANA_VERSION, MONGODB_EXPORTER_VERSION=$MONGODB_EXPORTER_VERSION,
 MONGODB_EXPORTER_SHA256 (required by up: the SHA-256 of Percona's release tarball),
 PG_PLAN_LOG_MS=$PG_PLAN_LOG_MS (PostgreSQL logs the plans of statements this slow), TUNNEL_GRAFANA_PORT=$TUNNEL_GRAFANA_PORT,
@@ -64,6 +68,7 @@ exec 3>&1
 command=${1:-help}
 if [ $# -gt 0 ]; then shift; fi
 case $command in help | -h | --help) usage; exit 0 ;; esac
+case $HYBRID in 0 | 1) ;; *) die "HYBRID=$HYBRID: 1 (the hybrid's pair of droplets too) or 0" ;; esac
 ssh_opts
 case $command in
   up) cmd_up "$@" ;;

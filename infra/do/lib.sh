@@ -60,14 +60,38 @@ rscript() {
 }
 rscp() { run scp "${SSH_OPTS[@]}" "$@"; }
 
+# Whether the deployment has the third pair, the hybrid layout's (HYBRID=1 in config.sh).
+hybrid() { [ "$HYBRID" = 1 ]; }
+
 # The droplets: role names, one per line ("load-1".."load-N" for the load droplets).
 roles() {
   local i
-  printf '%s\n' postgres-db mongo-db postgres-app mongo-app
+  printf '%s\n' postgres-db mongo-db
+  if hybrid; then printf '%s\n' hybrid-db; fi
+  printf '%s\n' postgres-app mongo-app
+  if hybrid; then printf '%s\n' hybrid-app; fi
   for i in $(seq 1 "$LOAD_COUNT"); do printf 'load-%s\n' "$i"; done
   printf '%s\n' monitor
 }
 role_tag() { printf '%s-%s' "$TAG" "${1%-[0-9]*}"; }  # load-2 -> TAG-load
+# The cloud-init template (infra/do/cloud-init/NAME.yaml) of a role: the hybrid's pair is a
+# PostgreSQL pair, made from the same files.
+template_of() {
+  case $1 in
+    hybrid-db) printf postgres-db ;;
+    hybrid-app) printf postgres-app ;;
+    *) printf '%s' "${1%-[0-9]*}" ;;
+  esac
+}
+# The service an app droplet runs.
+service_of() {
+  case $1 in
+    postgres-app) printf orders-pg ;;
+    mongo-app) printf orders-mongo ;;
+    hybrid-app) printf orders-pg-hybrid ;;
+    *) die "$1 runs no service" ;;
+  esac
+}
 size_of() {
   case $1 in
     *-db) printf '%s' "$DB_SIZE" ;;
@@ -107,6 +131,16 @@ ip_of() {
   local col=2
   if [ "$2" = private ]; then col=3; fi
   printf '%s\n' "$DROPLETS" | awk -v n="$TAG-$1" -v c="$col" '$1 == n && $c != "-" { print $c }'
+}
+# Commands that use the hybrid's pair refuse a deployment that has it while HYBRID=1 is not set:
+# its firewall rules, its seeding and its target would be left out (and up would take its
+# droplet off the apps' firewall).
+check_hybrid_setting() {
+  local made
+  hybrid && return 0
+  made=$(printf '%s\n' "$DROPLETS" | awk -v p="$TAG-hybrid-" 'index($1, p) == 1 { printf "%s ", $1 }')
+  [ -z "$made" ] ||
+    die "this deployment has the hybrid's droplets (${made% }), made with HYBRID=1: set HYBRID=1 again (export HYBRID=1), or take everything down (infra/do/do.sh down)"
 }
 need_ip() {
   local addr
@@ -161,25 +195,31 @@ rand_hex() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
 
 # The deployment's passwords, one per role and job (docs/security.md, "On droplets"): made once
 # per deployment in STATE_DIR/secrets.env (0600); a name missing from an older file is added.
-# They reach the droplets after boot, over scp into root-only files, never in user-data.
-SECRET_NAMES='PG_SERVICE_PASSWORD PG_LOADER_PASSWORD PG_MONITOR_PASSWORD MONGO_SERVICE_PASSWORD MONGO_LOADER_PASSWORD MONGO_MONITOR_PASSWORD GRAFANA_PASSWORD'
+# They reach the droplets after boot, over scp into root-only files, never in user-data. The
+# hybrid's database server has roles of its own, with passwords of their own (PGH_*).
+secret_names() {
+  printf '%s\n' PG_SERVICE_PASSWORD PG_LOADER_PASSWORD PG_MONITOR_PASSWORD MONGO_SERVICE_PASSWORD \
+    MONGO_LOADER_PASSWORD MONGO_MONITOR_PASSWORD GRAFANA_PASSWORD
+  if hybrid; then printf '%s\n' PGH_SERVICE_PASSWORD PGH_LOADER_PASSWORD PGH_MONITOR_PASSWORD; fi
+}
 load_secrets() {
   local f=$STATE_DIR/secrets.env name
   mkdir -p "$STATE_DIR"
   (umask 077 && touch "$f")
-  for name in $SECRET_NAMES; do
+  for name in $(secret_names); do
     grep -q "^$name=" "$f" || printf '%s=%s\n' "$name" "$(rand_hex)" >>"$f"
   done
   # shellcheck source=/dev/null
   . "$f"
 }
 
-# holds_secret FILE: whether FILE contains one of the deployment's passwords.
+# holds_secret FILE: whether FILE contains one of the deployment's passwords (every one in
+# secrets.env, whatever HYBRID says now).
 holds_secret() {
-  local name
-  for name in $SECRET_NAMES; do
-    if [ -n "${!name:-}" ] && grep -qF -- "${!name}" "$1"; then return 0; fi
-  done
+  local name value
+  while IFS='=' read -r name value; do
+    if [ -n "$value" ] && grep -qF -- "$value" "$1"; then return 0; fi
+  done <"$STATE_DIR/secrets.env"
   return 1
 }
 

@@ -2,7 +2,8 @@
 # The least-privilege checks of infra/ci/test-do-simcloud.sh (docs/security.md, "On droplets"),
 # sourced by it and run at its steps with its helpers (expect, refuse, on, operator, state, ...).
 # Each refusal is asserted by the server's own message, so a check cannot pass because a
-# connection or a login failed instead.
+# connection or a login failed instead. The test runs with HYBRID=1: what is checked of the
+# PostgreSQL pair is checked of the hybrid's (hybrid-db, hybrid-app) too.
 # shellcheck disable=SC2154 # W, DO, TAG, STATE_DIR, OPNS and the helpers come from the test
 
 # What a command printed (stdout and stderr) must contain, and its exit status must be non-zero.
@@ -62,19 +63,26 @@ prom_until() { # QUERY JQ-TEST
 # The exporters listen on their droplet's VPC address, answer the monitor (the firewall pairs of
 # the test show nobody else gets through), and the monitor's Prometheus scrapes them.
 check_exporters() {
-  local pg mongo
+  local pg mongo hybrid
   pg=$(private_ip postgres-db)
   mongo=$(private_ip mongo-db)
+  hybrid=$(private_ip hybrid-db)
   expect "postgres_exporter answers the monitor: pg_up 1 and the project's queries (the GIN pending list)" on monitor \
     "curl -fsS http://$pg:9187/metrics | awk '/^pg_up 1\$/ { u = 1 } /^orders_pg_gin_pending_tuples/ { g = 1 } END { exit !(u && g) }'"
+  expect "the hybrid's postgres_exporter answers the monitor: pg_up 1 and the project's queries (WAL)" on monitor \
+    "curl -fsS http://$hybrid:9187/metrics | awk '/^pg_up 1\$/ { u = 1 } /^orders_pg_wal_records/ { w = 1 } END { exit !(u && w) }'"
   expect "the MongoDB exporter answers the monitor: mongodb_up 1 and Percona's names (opcounters)" on monitor \
     "curl -fsS http://$mongo:9216/metrics | awk '/^mongodb_up 1\$/ { u = 1 } /^mongodb_ss_opcounters\{/ { o = 1 } END { exit !(u && o) }'"
   refuse "postgres_exporter listens on the VPC address alone (not the loopback)" on postgres-db "curl -fsS http://127.0.0.1:9187/metrics"
+  refuse "the hybrid's postgres_exporter too" on hybrid-db "curl -fsS http://127.0.0.1:9187/metrics"
   refuse "the MongoDB exporter listens on the VPC address alone (not the loopback)" on mongo-db "curl -fsS http://127.0.0.1:9216/metrics"
   refuse "the operator does not reach postgres_exporter" operator timeout 2 bash -c "</dev/tcp/$(public_ip postgres-db)/9187"
+  refuse "the operator does not reach the hybrid's postgres_exporter" operator timeout 2 bash -c "</dev/tcp/$(public_ip hybrid-db)/9187"
   refuse "the operator does not reach the MongoDB exporter" operator timeout 2 bash -c "</dev/tcp/$(public_ip mongo-db)/9216"
-  expect "the monitor's Prometheus scrapes both exporters and both services (up == 1)" prom_until 'up{job=~"postgres|mongodb|orders"}' \
-    '[.data.result[] | select(.value[1] == "1") | .metric.job] | sort == ["mongodb", "orders", "orders", "postgres"]'
+  expect "the monitor's Prometheus scrapes the three exporters and the three services (up == 1)" prom_until 'up{job=~"postgres|mongodb|orders"}' \
+    '[.data.result[] | select(.value[1] == "1") | .metric.job] | sort == ["mongodb", "orders", "orders", "orders", "postgres", "postgres"]'
+  expect "the hybrid's service and database are labelled as its own (service=\"orders-pg-hybrid\", backend=\"pgh\")" \
+    prom_until 'up{service="orders-pg-hybrid"}' '[.data.result[] | "\(.metric.job) \(.metric.backend // .metric.engine)"] | sort == ["orders pgh", "postgres postgres"]'
   expect "the engines' series reach Prometheus (GIN pending list, seq scans, WAL records, MongoDB opcounters)" prom_until \
     'count by (__name__) ({__name__=~"orders_pg_gin_pending_tuples|orders_pg_table_seq_scan|orders_pg_wal_records|mongodb_ss_opcounters"})' \
     '[.data.result[].metric.__name__] | sort == ["mongodb_ss_opcounters", "orders_pg_gin_pending_tuples", "orders_pg_table_seq_scan", "orders_pg_wal_records"]'
@@ -99,10 +107,10 @@ secret_values() {
 check_secrets() {
   local values=$W/secret-values role
   secret_values >"$values"
-  expect "eight passwords: three PostgreSQL roles, three MongoDB users, Grafana, MongoDB's administrator" \
-    test "$(grep -c . "$values")" = 8
+  expect "eleven passwords: three PostgreSQL roles on each of two servers, three MongoDB users, Grafana, MongoDB's administrator" \
+    test "$(grep -c . "$values")" = 11
   expect "the user-data given to doctl holds none of them" bash -c "! cat '$STATE_DIR'/user-data/*.yaml | grep -qF -f '$values'"
-  for role in postgres-db mongo-db postgres-app mongo-app load-1 load-2 monitor; do
+  for role in postgres-db mongo-db hybrid-db postgres-app mongo-app hybrid-app load-1 load-2 monitor; do
     # shellcheck disable=SC2016 # expanded by the droplet's shell
     expect "$role: its user-data (what the metadata service serves) holds no password" on "$role" \
       'test -s /var/lib/cloud/instance/user-data.txt && ! grep -qF -f /dev/stdin /var/lib/cloud/instance/user-data.txt' <"$values"
@@ -115,40 +123,59 @@ check_secrets() {
   done
 }
 
-# psql on postgres-db as ROLE over TCP (to HOST, default the loopback) with its password (read on
-# the droplet from the root-only file; it reaches psql in its environment); the SQL on standard input.
+# psql on a PostgreSQL droplet (PG_DB: postgres-db unless set) as ROLE over TCP (to HOST, default
+# the loopback) with its password (read on the droplet from the root-only file; it reaches psql in
+# its environment); the SQL on standard input.
 pg_as() { # ROLE PASSWORD-VARIABLE [HOST]
-  on postgres-db "cd / && PGPASSWORD=\$(sed -n 's/^$2=//p' /etc/orders/postgres-db.env) \
+  on "${PG_DB:-postgres-db}" "cd / && PGPASSWORD=\$(sed -n 's/^$2=//p' /etc/orders/postgres-db.env) \
     /usr/lib/postgresql/*/bin/psql -X -At -v ON_ERROR_STOP=1 -h ${3:-127.0.0.1} -U $1 -d orders -f -"
 }
 service_sql() { pg_as orders_service PG_SERVICE_PASSWORD <<<"$1"; }
 loader_sql() { pg_as orders_loader PG_LOADER_PASSWORD <<<"$1"; }
 monitor_sql() { pg_as orders_monitor PG_MONITOR_PASSWORD <<<"$1"; }
 
-check_postgres_roles() {
-  expect "the migrations were applied as orders_owner by up" contains "$W/up.out" "applied migration 0003_idempotency_key"
-  expect "orders_service: logs in, is no superuser, owns nothing" test "$(service_sql "SELECT rolsuper, (SELECT count(*) FROM pg_class
+# The roles of one PostgreSQL droplet (DB): postgres-db, orders-pg's on postgres-app, or hybrid-db,
+# orders-pg-hybrid's on hybrid-app (its descriptions say so): the same roles with the same
+# refusals, each on its layout's own tables and migrations.
+check_postgres_roles() { # DB
+  local PG_DB=$1 app=postgres-app service=orders-pg at='' diagnostics own='GIN pending list'
+  diagnostics='(.gin_index.pending_pages | type == "number")'
+  if [ "$PG_DB" = hybrid-db ]; then
+    app=hybrid-app service=orders-pg-hybrid at='hybrid-db: ' own='both tables'
+    diagnostics='.layout == "hybrid" and (.items_table | type == "object")'
+    expect "${at}its own migrations were applied as orders_owner by up (schema_migrations_hybrid)" \
+      grep -qx 'orders: owner orders_owner, applied migrations: 0001_orders, 0002_extensions' "$W/up.out"
+  else
+    expect "the migrations were applied as orders_owner by up" contains "$W/up.out" "applied migration 0003_idempotency_key"
+  fi
+  expect "${at}orders_service: logs in, is no superuser, owns nothing" test "$(service_sql "SELECT rolsuper, (SELECT count(*) FROM pg_class
     WHERE relowner = r.oid) FROM pg_roles r WHERE rolname = current_user")" = "f|0"
-  expect "orders_loader: logs in, is no superuser" test "$(loader_sql "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")" = f
-  refused_with "orders_service cannot COPY ... TO PROGRAM (a shell on the database droplet)" \
+  expect "${at}orders_loader: logs in, is no superuser" test "$(loader_sql "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")" = f
+  refused_with "${at}orders_service cannot COPY ... TO PROGRAM (a shell on the database droplet)" \
     "permission denied to COPY to or from an external program" service_sql "COPY orders TO PROGRAM 'id'"
-  refused_with "orders_loader cannot COPY ... TO PROGRAM either" \
+  refused_with "${at}orders_loader cannot COPY ... TO PROGRAM either" \
     "permission denied to COPY to or from an external program" loader_sql "COPY orders TO PROGRAM 'id'"
-  refused_with "orders_service cannot DROP TABLE orders" "must be owner of table orders" service_sql "DROP TABLE orders"
-  refused_with "orders_service cannot TRUNCATE or DELETE" "permission denied for table orders" \
+  refused_with "${at}orders_service cannot DROP TABLE orders" "must be owner of table orders" service_sql "DROP TABLE orders"
+  refused_with "${at}orders_service cannot TRUNCATE or DELETE" "permission denied for table orders" \
     service_sql "DELETE FROM orders"
-  refused_with "orders_service cannot create a table" "it does not change the schema (CREATE TABLE)" \
+  if [ "$PG_DB" = hybrid-db ]; then
+    refused_with "${at}orders_service cannot DELETE from order_items either" "permission denied for table order_items" \
+      service_sql "DELETE FROM order_items"
+  fi
+  refused_with "${at}orders_service cannot create a table" "it does not change the schema (CREATE TABLE)" \
     service_sql "CREATE TABLE stolen (id int)"
-  refused_with "orders_service cannot create a function" "it does not change the schema (CREATE FUNCTION)" \
+  refused_with "${at}orders_service cannot create a function" "it does not change the schema (CREATE FUNCTION)" \
     service_sql "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'"
-  refused_with "orders_service cannot change the GIN index (hence do.sh toggle runs it as the owner)" \
-    "must be owner of index orders_items" service_sql "ALTER INDEX orders_items SET (fastupdate = off)"
-  refused_with "orders_service cannot read the roles' password hashes" "permission denied for table pg_authid" \
+  if [ "$PG_DB" = postgres-db ]; then
+    refused_with "orders_service cannot change the GIN index (hence do.sh toggle runs it as the owner)" \
+      "must be owner of index orders_items" service_sql "ALTER INDEX orders_items SET (fastupdate = off)"
+  fi
+  refused_with "${at}orders_service cannot read the roles' password hashes" "permission denied for table pg_authid" \
     service_sql "SELECT rolpassword FROM pg_authid"
-  expect "orders-pg applied no migration itself (its role could not)" \
-    on postgres-app "journalctl -u orders-pg | grep -q 'listening on' && ! journalctl -u orders-pg | grep -q 'applied migrations'"
-  expect "orders-pg's /diagnostics is complete with its role (settings, GIN pending list)" on postgres-app \
-    "curl -fsS http://127.0.0.1:8080/diagnostics | jq -e '.error == null and (.gin_index.pending_pages | type == \"number\")
+  expect "$service applied no migration itself (its role could not)" \
+    on "$app" "journalctl -u $service | grep -q 'listening on' && ! journalctl -u $service | grep -q 'applied migrations'"
+  expect "$service's /diagnostics is complete with its role (settings, $own)" on "$app" \
+    "curl -fsS http://127.0.0.1:8080/diagnostics | jq -e '.error == null and $diagnostics
       and (.settings.shared_preload_libraries | test(\"pg_stat_statements\")) and (.product_query.generic_plan.nodes | length > 0)'"
 }
 
@@ -207,16 +234,21 @@ check_tunnel() {
 
 # The exporters' own database roles read statistics and nothing else: no data, no write.
 check_exporter_roles() {
-  expect "orders_monitor (postgres_exporter): no superuser, a member of pg_monitor" \
-    test "$(monitor_sql "SELECT rolsuper, pg_has_role('pg_monitor', 'member') FROM pg_roles WHERE rolname = current_user")" = "f|t"
-  refused_with "orders_monitor cannot read the orders" "permission denied for table orders" monitor_sql "SELECT count(*) FROM orders"
-  refused_with "orders_monitor cannot write an order" "permission denied for table orders" \
-    monitor_sql "INSERT INTO orders VALUES (1, '{}')"
-  refused_with "orders_monitor cannot create a table" "permission denied for schema public" monitor_sql "CREATE TABLE t (i int)"
-  refused_with "orders_monitor cannot COPY ... TO PROGRAM" "permission denied to COPY to or from an external program" \
-    monitor_sql "COPY (SELECT 1) TO PROGRAM 'id'"
-  refused_with "orders_monitor logs in over the loopback only, not from the VPC (pg_hba)" "no pg_hba.conf entry" \
-    pg_as orders_monitor PG_MONITOR_PASSWORD "$(private_ip postgres-db)" <<<"SELECT 1"
+  local PG_DB at
+  for PG_DB in postgres-db hybrid-db; do
+    at=''
+    if [ "$PG_DB" = hybrid-db ]; then at='hybrid-db: '; fi
+    expect "${at}orders_monitor (postgres_exporter): no superuser, a member of pg_monitor" \
+      test "$(monitor_sql "SELECT rolsuper, pg_has_role('pg_monitor', 'member') FROM pg_roles WHERE rolname = current_user")" = "f|t"
+    refused_with "${at}orders_monitor cannot read the orders" "permission denied for table orders" monitor_sql "SELECT count(*) FROM orders"
+    refused_with "${at}orders_monitor cannot write an order" "permission denied for table orders" \
+      monitor_sql "INSERT INTO orders (id) VALUES (1)"
+    refused_with "${at}orders_monitor cannot create a table" "permission denied for schema public" monitor_sql "CREATE TABLE t (i int)"
+    refused_with "${at}orders_monitor cannot COPY ... TO PROGRAM" "permission denied to COPY to or from an external program" \
+      monitor_sql "COPY (SELECT 1) TO PROGRAM 'id'"
+    refused_with "${at}orders_monitor logs in over the loopback only, not from the VPC (pg_hba)" "no pg_hba.conf entry" \
+      pg_as orders_monitor PG_MONITOR_PASSWORD "$(private_ip "$PG_DB")" <<<"SELECT 1"
+  done
   expect "orders_monitor (the MongoDB exporter) reads the server's statistics" \
     mongo_as orders_monitor MONGO_MONITOR_PASSWORD admin '{"serverStatus": 1}'
   refused_with "orders_monitor cannot write an order" "not authorized on orders" \

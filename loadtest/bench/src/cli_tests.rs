@@ -128,3 +128,22 @@ fn both_commands_list_every_shared_flag_with_its_help() {
         }
     }
 }
+
+#[test]
+fn other_databases_come_from_the_flag_or_from_the_environment_several_at_once() {
+    let cli = Cli::command();
+    for name in ["seed", "round"] {
+        let command = cli.find_subcommand(name).expect(name);
+        let arg = command.get_arguments().find(|a| a.get_long() == Some("database")).expect("--database");
+        assert_eq!(arg.get_env(), Some(std::ffi::OsStr::new("ORDERS_BENCH_DATABASE")), "{name}");
+        assert!(arg.is_hide_env_values_set(), "{name}: its URL holds a password, which --help must not show");
+    }
+    let line = ["orders-bench", "seed", "--database", "pgh=postgres://a/x pg2=postgres://b/y"];
+    match Cli::try_parse_from(line).expect("two in one value").command {
+        Command::Runner(Runner::Seed(args)) => {
+            assert_eq!(args.databases.other("pgh"), Some("postgres://a/x"));
+            assert_eq!(args.databases.other("pg2"), Some("postgres://b/y"));
+        }
+        other => panic!("not seed: {other:?}"),
+    }
+}

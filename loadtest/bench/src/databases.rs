@@ -26,8 +26,16 @@ pub struct Databases {
     #[arg(long = "mongodb-db", env = "MONGODB_DB", default_value = "orders")]
     pub mongodb_db: String,
     /// Any other engine's database, `NAME=URL` (repeatable), by its target's name: where a backend
-    /// without flags of its own finds its database.
-    #[arg(long = "database", value_parser = crate::backend::parse_database)]
+    /// without flags of its own finds its database. From the environment, several are separated by
+    /// spaces (the droplets' load machines name the hybrid's there, keeping its password off every
+    /// command line, as DATABASE_URL and MONGODB_URI do).
+    #[arg(
+        long = "database",
+        env = "ORDERS_BENCH_DATABASE",
+        value_delimiter = ' ',
+        value_parser = crate::backend::parse_database,
+        hide_env_values = true
+    )]
     pub others: Vec<(String, String)>,
 }
 
