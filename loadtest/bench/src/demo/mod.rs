@@ -175,11 +175,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
-    let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
-    format!("{server}/{name}{}", query.map(|q| format!("?{q}")).unwrap_or_default())
-}
+pub use crate::databases::with_database;
 
 /// Everything between starting and stopping; returns the summary table.
 async fn body(
@@ -351,15 +347,6 @@ mod tests {
             share_of_time_left(deadline + Duration::from_secs(5), deadline, 2),
             deadline + Duration::from_secs(5)
         );
-    }
-
-    #[test]
-    fn the_demo_database_replaces_the_stack_database_in_the_url() {
-        assert_eq!(
-            with_database("postgres://postgres@127.0.0.1:55432/orders", "orders_demo"),
-            "postgres://postgres@127.0.0.1:55432/orders_demo"
-        );
-        assert_eq!(with_database("postgres://h/orders?sslmode=disable", "x"), "postgres://h/x?sslmode=disable");
     }
 
     #[test]
