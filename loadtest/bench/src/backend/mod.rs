@@ -258,3 +258,20 @@ pub fn refusal_message(what: &str, database: &str) -> String {
          describe, so pass --reset to empty it first"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server's name keys its CPU figures and budget in `result.json`: two PostgreSQL targets
+    /// named alike would overwrite each other's (the hybrid's server would pass for orders-pg's).
+    #[test]
+    fn every_target_names_its_database_server_its_own_way() {
+        let databases = Databases {
+            others: vec![(hybrid::NAME.into(), "postgres://127.0.0.1:55433/orders".into())],
+            ..Databases::default()
+        };
+        let servers: Vec<String> = all(&databases).iter().map(|b| b.info().database).collect();
+        assert_eq!(servers, ["postgres", "mongod", "postgres (hybrid)"]);
+    }
+}

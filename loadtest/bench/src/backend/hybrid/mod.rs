@@ -22,6 +22,12 @@ use serde_json::Value;
 
 /// Its target's name: the key of its figures and of `--database` / `--target`.
 pub const NAME: &str = "pgh";
+/// Its service's package and binary.
+pub const SERVICE: &str = "orders-pg-hybrid";
+/// Its database server as the CPU figures and budgets name it: its process is `postgres` like
+/// orders-pg's, but the name keys its figures in `result.json`, so two servers named alike would
+/// overwrite each other's.
+pub const SERVER: &str = "postgres (hybrid)";
 
 #[derive(Debug, Clone)]
 pub struct Hybrid {
@@ -37,7 +43,7 @@ impl Hybrid {
 #[async_trait]
 impl Backend for Hybrid {
     fn info(&self) -> TargetInfo {
-        TargetInfo::new(NAME, "PostgreSQL hybrid", "orders-pg-hybrid", "postgres")
+        TargetInfo::new(NAME, "PostgreSQL hybrid", SERVICE, SERVER)
     }
 
     fn database_url(&self) -> &str {
