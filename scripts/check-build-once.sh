@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The demo builds once. `cargo run --release -p orders-bench -- demo` compiles orders-bench, then
-# the demo runs `cargo build --release -p orders-bench -p orders-pg -p orders-mongo` for the two
-# service binaries. Cargo unifies features over the packages it is asked for, so that second build
+# the demo runs `cargo build --release -p orders-bench -p orders-pg -p orders-mongo
+# -p orders-pg-hybrid` for the service binaries. Cargo unifies features over the packages it is asked for, so that second build
 # recompiles every dependency whose features differ between the two selections (about twenty
 # crates when the demo asked for the services alone). This compares the features both selections
 # resolve (`cargo tree`, no compiling, about a second) and fails when they differ. The package list
@@ -16,7 +16,7 @@ resolved() {
 }
 
 first="$(resolved -p orders-bench)"
-demo="$(resolved -p orders-bench -p orders-pg -p orders-mongo)"
+demo="$(resolved -p orders-bench -p orders-pg -p orders-mongo -p orders-pg-hybrid)"
 if [[ "$first" != "$demo" ]]; then
 	echo "check-build-once: the demo's build resolves other features than 'cargo run -p orders-bench':" >&2
 	diff <(printf '%s\n' "$first") <(printf '%s\n' "$demo") >&2 || true

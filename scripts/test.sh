@@ -30,7 +30,7 @@ stop_stack() {
 }
 trap stop_stack EXIT
 eval "$(bash infra/local/stack.sh env)"
-export DATABASE_URL STACK_PG_ADMIN_URL MONGODB_URI MONGODB_DB PG_BIN K6
+export DATABASE_URL STACK_PG_ADMIN_URL HYBRID_DATABASE_URL STACK_PGH_ADMIN_URL MONGODB_URI MONGODB_DB PG_BIN K6
 
 step "cargo fmt --check"
 cargo fmt --all --check

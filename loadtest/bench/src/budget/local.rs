@@ -113,7 +113,7 @@ impl Session {
         let choice = choose(flags, &stack.env().await?, crate::procstat::cores(), machine_memory())?;
         eprintln!("{who}: {}", choice.said);
         self.cpus = if choice.note.is_none() { choice.budget.cpus } else { Cap::Unlimited };
-        eprintln!("{who}: both services run with WORKER_THREADS={}", service_threads(self.cpus));
+        eprintln!("{who}: every service runs with WORKER_THREADS={}", service_threads(self.cpus));
         if stack.running().await? {
             eprintln!("{who}: the local stack is running; it will be left running (and its budgets put back)");
             if choice.note.is_none() {

@@ -1,4 +1,4 @@
-//! Equal resource budgets for the two databases, as `round`, `demo` and `experiment` take them
+//! Equal resource budgets for the databases, as `round`, `demo` and `experiment` take them
 //! (`--db-cpus`, `--db-memory`): the flags, the default choice of `demo` and `experiment` (one
 //! place: [`demo_default`]), applying a budget to the local stack through `infra/local/stack.sh
 //! budget` and putting back what was there afterwards, the local stack under a budget for one
@@ -16,6 +16,7 @@ use crate::stack::Stack;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use orders_bench_report::format::bytes;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A limit, or explicitly none (`none` on the command line).
@@ -89,7 +90,7 @@ pub fn parse_memory(text: &str) -> Result<Cap<u64>, String> {
     Ok(Cap::At(bytes))
 }
 
-/// A budget for both databases.
+/// A budget for every database (each server its own of this size).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
     pub cpus: Cap<f64>,
@@ -153,7 +154,7 @@ pub fn machine_memory() -> Option<u64> {
 }
 
 /// How the local stack can set budgets (`STACK_BUDGET_METHOD` of `stack.sh env`), or why not.
-pub fn stack_method(env: &std::collections::BTreeMap<String, String>) -> Result<String, String> {
+pub fn stack_method(env: &BTreeMap<String, String>) -> Result<String, String> {
     match env.get("STACK_BUDGET_METHOD").map(String::as_str) {
         Some("none") | None => Err(env
             .get("STACK_BUDGET_NOTE")
@@ -164,9 +165,9 @@ pub fn stack_method(env: &std::collections::BTreeMap<String, String>) -> Result<
     }
 }
 
-/// The budget both running servers have now (`STACK_DB_CPUS`, `STACK_DB_MEMORY`); `None` when
-/// they differ (put back as no budget).
-fn current(env: &std::collections::BTreeMap<String, String>) -> Option<Budget> {
+/// The budget every running server of the stack has now (`STACK_DB_CPUS`, `STACK_DB_MEMORY`);
+/// `None` when they differ (put back as no budget).
+fn current(env: &BTreeMap<String, String>) -> Option<Budget> {
     let cpus = match env.get("STACK_DB_CPUS")?.as_str() {
         "none" => Cap::Unlimited,
         text => Cap::At(text.parse().ok()?),
@@ -216,6 +217,24 @@ impl Applied {
     }
 }
 
+/// The local stack's servers: what each is, and the variable of `stack.sh env` naming a database
+/// on it.
+const STACK_SERVERS: [(&str, &str); 3] =
+    [("PostgreSQL", "DATABASE_URL"), ("the hybrid's PostgreSQL", "HYBRID_DATABASE_URL"), ("MongoDB", "MONGODB_URI")];
+
+/// Whether `databases` are on the servers of the stack whose `stack.sh env` is `stack_env`:
+/// orders-pg's on its PostgreSQL and orders-mongo's on its mongod, any other's on any of them (the
+/// hybrid's on its own server, or on orders-pg's).
+fn on_the_stack(databases: &crate::databases::Databases, stack_env: &BTreeMap<String, String>) -> bool {
+    let port = crate::round::cpu::local_port;
+    let on =
+        |url: &str, variable: &str| port(url).is_some() && port(url) == stack_env.get(variable).and_then(|u| port(u));
+    let on_any = |url: &str| STACK_SERVERS.iter().any(|(_, variable)| on(url, variable));
+    on(&databases.database_url, "DATABASE_URL")
+        && on(&databases.mongodb_uri, "MONGODB_URI")
+        && databases.others.iter().all(|(_, url)| on_any(url))
+}
+
 /// For `round`: checks that `databases` are the local stack's servers (the only ones `stack.sh`
 /// can budget), then applies the budget `args` ask for on top of the current one.
 pub async fn apply_to_round(
@@ -225,21 +244,20 @@ pub async fn apply_to_round(
 ) -> Result<Applied> {
     let stack = Stack::plain(repo);
     let env = stack.env().await?;
-    let port = |url: &str| crate::round::cpu::local_port(url);
-    let stack_pg = env.get("DATABASE_URL").and_then(|u| port(u));
-    let stack_mongo = env.get("MONGODB_URI").and_then(|u| port(u));
-    let ours = port(&databases.database_url).is_some()
-        && port(&databases.database_url) == stack_pg
-        && port(&databases.mongodb_uri) == stack_mongo;
-    if !ours || !stack.running().await? {
+    if !on_the_stack(databases, &env) || !stack.running().await? {
+        let port = |variable: &str| env.get(variable).and_then(|u| crate::round::cpu::local_port(u));
+        let servers: Vec<String> = STACK_SERVERS
+            .iter()
+            .map(|(what, variable)| format!("{what} port {}", port(variable).map_or("?".into(), |p| p.to_string())))
+            .collect();
+        let mut ours = vec![databases.database_url.clone(), databases.mongodb_uri.clone()];
+        ours.extend(databases.others.iter().map(|(name, url)| format!("{name}={url}")));
         bail!(
-            "--db-cpus/--db-memory budget the local stack's servers (infra/local/stack.sh, PostgreSQL port {} and \
-             MongoDB port {}, which must be running), but this round's databases are {} and {}: elsewhere the \
-             database's machine (its droplet size) is its budget",
-            stack_pg.map_or("?".into(), |p| p.to_string()),
-            stack_mongo.map_or("?".into(), |p| p.to_string()),
-            databases.database_url,
-            databases.mongodb_uri
+            "--db-cpus/--db-memory budget the local stack's servers (infra/local/stack.sh: {}, which must be \
+             running), but this round's databases are {}: elsewhere the database's machine (its droplet size) is \
+             its budget",
+            servers.join(", "),
+            ours.join(", ")
         );
     }
     let current = current(&env).unwrap_or(Budget::NONE);
@@ -277,6 +295,29 @@ mod tests {
         assert_eq!(demo_default(1, None), Budget { cpus: Cap::At(0.15), memory: Cap::At(4 * gib) });
         assert_eq!(two.to_string(), "0.25 CPU and 4.0 GiB of memory each");
         assert_eq!(Budget::NONE.to_string(), "no budgets");
+    }
+
+    #[test]
+    fn a_round_budgets_only_databases_on_the_stacks_servers() {
+        let env: BTreeMap<String, String> = [
+            ("DATABASE_URL", "postgres://postgres@127.0.0.1:56432/orders"),
+            ("HYBRID_DATABASE_URL", "postgres://postgres@127.0.0.1:56433/orders"),
+            ("MONGODB_URI", "mongodb://127.0.0.1:58017"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into_iter()
+        .collect();
+        let databases = |pg: &str, others: &[&str]| crate::databases::Databases {
+            database_url: pg.into(),
+            mongodb_uri: "mongodb://127.0.0.1:58017".into(),
+            mongodb_db: "orders".into(),
+            others: others.iter().map(|url| ("pgh".to_owned(), (*url).to_owned())).collect(),
+        };
+        assert!(on_the_stack(&databases("postgres://127.0.0.1:56432/r", &[]), &env));
+        assert!(on_the_stack(&databases("postgres://127.0.0.1:56432/r", &["postgres://127.0.0.1:56433/r"]), &env));
+        assert!(on_the_stack(&databases("postgres://127.0.0.1:56432/r", &["postgres://127.0.0.1:56432/h"]), &env));
+        assert!(!on_the_stack(&databases("postgres://127.0.0.1:5432/r", &[]), &env), "another server");
+        assert!(!on_the_stack(&databases("postgres://127.0.0.1:56432/r", &["postgres://10.0.0.5:56433/r"]), &env));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! their own (`orders_demo` in both servers), runs the `read`, `insert`, `status` and `shop`
 //! rounds (reloading the data before every repeat), writes the combined report and stops
 //! everything it started, also on an error or Ctrl-C: the services, k6, and the stack if it was
-//! not running before. About twelve minutes on two cores; `--quick` takes under three.
+//! not running before. About twelve minutes on two cores; `--quick` takes under three. With
+//! `--targets pg,mongo,pgh` the hybrid layout runs as a third target, on the stack's second
+//! PostgreSQL server (`targets`).
 //!
 //! The databases run under equal resource budgets (`crate::budget::local`, shared with
 //! `experiment`: by default an eighth of the cores and a quarter of the memory each, printed at the
@@ -16,6 +18,7 @@
 
 mod profile;
 pub mod services;
+pub mod targets;
 
 use crate::budget::{self, BudgetArgs};
 use crate::databases::Databases;
@@ -45,6 +48,12 @@ pub struct DemoArgs {
     /// Mixes to run, in order.
     #[arg(long, value_delimiter = ',', default_value = "read,insert,status,shop")]
     pub mixes: Vec<String>,
+    /// Targets to compare: pg (PostgreSQL jsonb) and mongo (MongoDB) always; add pgh for the
+    /// hybrid layout (orders-pg-hybrid, on the local stack's second PostgreSQL server, under the
+    /// same budget). Not by default: the question is jsonb or MongoDB, and on two cores a third
+    /// database and service take CPU the other two would have.
+    #[arg(long, value_delimiter = ',', default_value = "pg,mongo", value_parser = targets::parse_name)]
+    pub targets: Vec<String>,
     /// Orders in the data set [default: 100,000; 2,000 with --quick].
     #[arg(long)]
     pub orders: Option<u64>,
@@ -54,16 +63,17 @@ pub struct DemoArgs {
     /// Seconds each rate is held [default: 3.5; 2 with --quick] (see demo/profile.rs).
     #[arg(long = "step-duration", value_parser = orders_loadgen::duration::parse)]
     pub step_duration: Option<Duration>,
-    /// Name of the database the demo creates and loads in both servers, and the services use.
+    /// Name of the database the demo creates and loads in every server, and the services use.
     #[arg(long = "db-name", default_value = "orders_demo")]
     pub db_name: String,
-    /// Use the orders-pg and orders-mongo binaries in this folder instead of building them.
+    /// Use the service binaries (orders-pg, orders-mongo, orders-pg-hybrid) in this folder instead
+    /// of building them.
     #[arg(long = "bin-dir", conflicts_with = "no_build")]
     pub bin_dir: Option<PathBuf>,
     /// Do not build: use the service binaries next to this orders-bench binary.
     #[arg(long = "no-build")]
     pub no_build: bool,
-    /// Equal budgets for the two databases [default: an eighth of the cores and a quarter of the
+    /// Equal budgets for the databases [default: an eighth of the cores and a quarter of the
     /// memory each, at least 0.1 CPU and 1 GiB, at most 4 GiB; `none` runs without].
     #[command(flatten)]
     pub budget: BudgetArgs,
@@ -175,11 +185,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
-    let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
-    format!("{server}/{name}{}", query.map(|q| format!("?{q}")).unwrap_or_default())
-}
+pub use crate::databases::with_database;
 
 /// Everything between starting and stopping; returns the summary table.
 async fn body(
@@ -192,6 +198,7 @@ async fn body(
     if !args.db_name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         bail!("--db-name: letters, digits and _ only");
     }
+    targets::check(&args.targets)?;
     let profile = args.profile();
     let deadline = Instant::now() + profile.time_budget;
     let stack = crate::stack::Stack::new(repo, marker.clone());
@@ -203,7 +210,8 @@ async fn body(
     let mongodb_uri = need("MONGODB_URI")?;
     // The demo drives with the native generator; k6 is only looked up for the record.
     let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo)).unwrap_or_default();
-    let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), ..Databases::default() };
+    let others = targets::other_databases(&args.targets, &env, &args.db_name)?;
+    let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), others };
     let backends = crate::backend::all(&databases);
     for backend in &backends {
         backend.create_database(&admin_url).await?;
@@ -354,20 +362,12 @@ mod tests {
     }
 
     #[test]
-    fn the_demo_database_replaces_the_stack_database_in_the_url() {
-        assert_eq!(
-            with_database("postgres://postgres@127.0.0.1:55432/orders", "orders_demo"),
-            "postgres://postgres@127.0.0.1:55432/orders_demo"
-        );
-        assert_eq!(with_database("postgres://h/orders?sslmode=disable", "x"), "postgres://h/x?sslmode=disable");
-    }
-
-    #[test]
     fn quick_is_small_and_the_full_demo_repeats() {
         let args = |quick| DemoArgs {
             quick,
             out: None,
             mixes: vec![],
+            targets: vec![],
             orders: None,
             repeats: None,
             step_duration: None,

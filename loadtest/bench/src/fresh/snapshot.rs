@@ -29,11 +29,12 @@ impl std::fmt::Debug for Snapshots {
 
 impl Snapshots {
     fn local(&self) -> Local<'_> {
-        Local { stack: &self.stack, admin_url: &self.admin_url, label: &self.label }
+        Local { stack: &self.stack, label: &self.label }
     }
 
     /// Snapshots of what every database holds now, named after the data set (`label`: letters,
-    /// digits, `_`).
+    /// digits, `_`), each on its own server. `admin_url`: the first PostgreSQL server's `postgres`
+    /// database, kept for the planner probe (`admin_url`), which copies orders-pg's snapshot.
     pub async fn take(stack: &Stack, databases: &Databases, admin_url: &str, label: &str) -> Result<Self> {
         let snapshots = Self {
             // mongod restarts under a snapshot and a restore: it stays the stack's server, not
@@ -50,7 +51,8 @@ impl Snapshots {
         Ok(snapshots)
     }
 
-    /// A connection URL to the PostgreSQL server's `postgres` database.
+    /// A connection URL to orders-pg's PostgreSQL server's `postgres` database (the planner probe
+    /// copies its snapshot there).
     pub fn admin_url(&self) -> &str {
         &self.admin_url
     }

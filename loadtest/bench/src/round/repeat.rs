@@ -13,7 +13,7 @@ use crate::budget::record;
 use crate::diagnostics::{self, Snapshot};
 use crate::fresh;
 use anyhow::{Context, Result, bail};
-use orders_bench_model::explain::Explain;
+use orders_bench_model::explain::{EngineExplain, Explain};
 use orders_bench_model::fairness::Fairness;
 use orders_bench_model::limit;
 use orders_bench_model::plans::ScanAttribution;
@@ -45,6 +45,28 @@ pub(super) fn explain_all(
         explain.0.insert(name, figures);
     }
     explain
+}
+
+/// `pg_stat_wal` of every PostgreSQL target's server (a `postgres://` URL), by target. The figures
+/// are server-wide: a target's own where its database has a server of its own (the hybrid's on the
+/// local stack), orders-pg's and its together where they share one.
+async fn wal_by_target(targets: &crate::backend::Targets) -> BTreeMap<String, postgres::WalStats> {
+    let on_postgres = targets.iter().filter(|t| t.backend.database_url().starts_with("postgres"));
+    let read = on_postgres.map(|t| async move { (t.name(), postgres::wal_stats(t.backend.database_url()).await) });
+    futures_util::future::join_all(read).await.into_iter().filter_map(|(name, wal)| Some((name, wal?))).collect()
+}
+
+/// Each PostgreSQL target's WAL records, full-page images and flushes over the run.
+fn add_wal(
+    explain: &mut Explain,
+    before: &BTreeMap<String, postgres::WalStats>,
+    after: &BTreeMap<String, postgres::WalStats>,
+) {
+    for (name, figures) in explain.0.iter_mut() {
+        if let (EngineExplain::Pg(pg), Some(b), Some(a)) = (figures, before.get(name), after.get(name)) {
+            pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi, a.flushes.zip(b.flushes).map(|(a, b)| a - b));
+        }
+    }
 }
 
 /// Pause before the closing snapshot, so the databases' statistics include the run's last second.
@@ -105,7 +127,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         super::launch::prefill(spec, setup, &dir, spec.prefill).await?;
     }
     let (before, fairness) = gate(&client, setup, u64::from(spec.prefill), spec.settle).await?;
-    let wal_before = postgres::wal_stats(&setup.databases.database_url).await;
+    let wal_before = wal_by_target(&setup.targets).await;
     write_json(&dir.join("diagnostics-before.json"), &before)?;
     if !fairness.ok {
         let list = fairness.mismatches().join("\n  ");
@@ -145,7 +167,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     } = driven;
     // PostgreSQL backends report their counters at most once a second: let the last second land.
     tokio::time::sleep(STATS_LAG).await;
-    let wal_after = postgres::wal_stats(&setup.databases.database_url).await;
+    let wal_after = wal_by_target(&setup.targets).await;
     let mut after = match client.settled(origin.elapsed().as_secs_f64(), spec.settle).await {
         Ok(after) => after,
         Err(error) => {
@@ -232,9 +254,7 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     let labels: BTreeMap<String, String> = setup.targets.info().into_iter().map(|t| (t.name, t.label)).collect();
     notes.extend(target_results.iter().filter_map(|(name, t)| retirement_note(&labels, name, t)));
     let mut explain = explain_all(&setup.targets, &before, &polled, &after, |name| summary.write_requests(name));
-    if let (Some(b), Some(a), Some(pg)) = (wal_before, wal_after, explain.pg_mut()) {
-        pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi, a.flushes.zip(b.flushes).map(|(a, b)| a - b));
-    }
+    add_wal(&mut explain, &wal_before, &wal_after);
     if let (Some(threshold), Some(position)) = (plan_log_ms, &log_position) {
         let mut scans = plan_log::read(&setup.databases.database_url, position, threshold)
             .await
@@ -335,4 +355,31 @@ pub fn mix_weights(round_dir: &Path, repeats: &[RepeatResult]) -> BTreeMap<Strin
         .and_then(|file| Summary::read(&round_dir.join(file)).ok())
         .map(|s| s.mix.weights)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use orders_bench_model::explain::{MongoExplain, PgExplain};
+
+    #[test]
+    fn each_postgresql_target_gets_the_wal_of_its_own_server() {
+        let pg = |writes| EngineExplain::Pg(Box::new(PgExplain { write_requests: writes, ..PgExplain::default() }));
+        let mut explain = Explain::default();
+        explain.0.insert("pg".into(), pg(100));
+        explain.0.insert("mongo".into(), EngineExplain::Mongo(Box::default()));
+        explain.0.insert("pgh".into(), pg(100));
+        let wal = |records, fpi, flushes| postgres::WalStats { records, fpi, flushes };
+        let before = BTreeMap::from([("pg".into(), wal(1000.0, 10.0, Some(5.0))), ("pgh".into(), wal(0.0, 0.0, None))]);
+        let after =
+            BTreeMap::from([("pg".into(), wal(1400.0, 30.0, Some(85.0))), ("pgh".into(), wal(250.0, 0.0, None))]);
+        add_wal(&mut explain, &before, &after);
+        let (jsonb, hybrid) = (explain.pg_of("pg").expect("pg"), explain.pg_of("pgh").expect("pgh"));
+        assert_eq!((jsonb.wal_records, jsonb.wal_fpi, jsonb.wal_flushes), (Some(400.0), Some(20.0), Some(80.0)));
+        assert_eq!(
+            (hybrid.wal_records, hybrid.wal_records_per_write, hybrid.wal_flushes),
+            (Some(250.0), Some(2.5), None)
+        );
+        assert_eq!(explain.mongo_of("mongo"), Some(&MongoExplain::default()), "MongoDB has no WAL to add");
+    }
 }

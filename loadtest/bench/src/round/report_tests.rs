@@ -299,6 +299,12 @@ fn the_headline_says_in_words_which_rows_are_not_database_limited() {
 
     let head = doc::markdown(&summary::budget_paragraph(&[&shop]).into_iter().collect::<Vec<_>>());
     assert!(head.contains("**Database budgets**: 0.25 CPU and 4.0 GiB each"), "{head}");
+    assert!(head.contains("like two equal database machines; the load generator, both services"), "{head}");
+    let mut three = shop.clone();
+    three.targets = orders_bench_model::target::TargetInfo::legacy();
+    three.targets.push(crate::backend::Backend::info(&crate::backend::hybrid::Hybrid::new("postgres://h:55433/o")));
+    let head = doc::markdown(&summary::budget_paragraph(&[&three]).into_iter().collect::<Vec<_>>());
+    assert!(head.contains("like three equal database machines; the load generator, the three services"), "{head}");
     shop.budget = Some("no budgets (not root)".into());
     let head = doc::markdown(&summary::budget_paragraph(&[&shop]).into_iter().collect::<Vec<_>>());
     assert!(head.starts_with("**No budgets**: no budgets (not root)."), "{head}");
@@ -546,12 +552,13 @@ fn f2_and_f3_are_not_seen_when_postgresql_writes_less_than_the_document_and_upda
 
 #[test]
 fn a_third_target_on_postgresql_gets_a_table_of_its_own_figures() {
+    use crate::backend::{Backend as _, hybrid::Hybrid};
     use orders_bench_model::explain::EngineExplain;
     use orders_bench_model::target::TargetInfo;
     let out = std::env::temp_dir().join(format!("orders-bench-report-three-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let mut shop = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
-    let hybrid = TargetInfo::new("pgh", "PostgreSQL hybrid", "orders-pg-hybrid", "postgres");
+    let hybrid = Hybrid::new("postgres://127.0.0.1:55433/orders").info();
     shop.targets = TargetInfo::legacy();
     shop.targets.push(hybrid);
     for repeat in &mut shop.repeats {

@@ -1,10 +1,12 @@
 //! PostgreSQL's hybrid layout as a backend of the runner (`pgh`, orders-pg-hybrid over
 //! `postgres`): the hot fields in typed columns beside the jsonb document. A run includes it when
 //! `--database pgh=URL` names its database (a database of its own; for a CPU budget of its own,
-//! on a PostgreSQL server of its own). What its engine does as orders-pg's does (counts,
-//! `CHECKPOINT`, what else runs, snapshots as template databases, the explaining figures, the
-//! fairness facts) is the `Postgres` backend's over this URL; what the layout changes (seeding,
-//! the prewarm, the fingerprint, the per-step sample) is `orders_pg_hybrid::admin`'s.
+//! on a PostgreSQL server of its own: the local stack's second one, `HYBRID_DATABASE_URL`, where
+//! `demo --targets pg,mongo,pgh` puts it). What its engine does as orders-pg's does (counts,
+//! `CHECKPOINT`, what else runs, snapshots as template databases on its own server, the
+//! explaining figures, the fairness facts) is the `Postgres` backend's over this URL; what the
+//! layout changes (seeding, the prewarm, the fingerprint, the per-step sample) is
+//! `orders_pg_hybrid::admin`'s.
 
 pub mod seed;
 
@@ -22,6 +24,14 @@ use serde_json::Value;
 
 /// Its target's name: the key of its figures and of `--database` / `--target`.
 pub const NAME: &str = "pgh";
+/// Its service's package and binary.
+pub const SERVICE: &str = "orders-pg-hybrid";
+/// The variable of `infra/local/stack.sh env` naming its database on the stack's server for it.
+pub const STACK_URL: &str = "HYBRID_DATABASE_URL";
+/// Its database server as the CPU figures and budgets name it: its process is `postgres` like
+/// orders-pg's, but the name keys its figures in `result.json`, so two servers named alike would
+/// overwrite each other's.
+pub const SERVER: &str = "postgres (hybrid)";
 
 #[derive(Debug, Clone)]
 pub struct Hybrid {
@@ -37,7 +47,7 @@ impl Hybrid {
 #[async_trait]
 impl Backend for Hybrid {
     fn info(&self) -> TargetInfo {
-        TargetInfo::new(NAME, "PostgreSQL hybrid", "orders-pg-hybrid", "postgres")
+        TargetInfo::new(NAME, "PostgreSQL hybrid", SERVICE, SERVER)
     }
 
     fn database_url(&self) -> &str {

@@ -10,7 +10,7 @@ pub mod seed;
 pub mod snapshot;
 
 use super::{Backend, Facts, Local, Sampler, Seeder};
-use crate::databases::{Databases, pg_session};
+use crate::databases::{Databases, pg_session, with_database};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use orders_bench_model::explain::EngineExplain;
@@ -38,6 +38,13 @@ impl Postgres {
     /// Over the database at `url` (another layout's backend builds on this one).
     pub fn at(url: &str) -> Self {
         Self { url: url.to_owned() }
+    }
+
+    /// Its server's `postgres` database, with its URL's credentials: where databases of that
+    /// server are created, copied and dropped. Each backend's own, so that a database on a second
+    /// server (the hybrid's on the local stack) is snapshotted there, not on the first one's.
+    pub fn admin_url(&self) -> String {
+        with_database(&self.url, "postgres")
     }
 
     /// The runner's own connection for the per-step samples of `layout`'s tables.
@@ -173,9 +180,9 @@ impl Backend for Postgres {
         vec![("DATABASE_URL".into(), self.url.clone())]
     }
 
-    async fn create_database(&self, admin_url: &str) -> Result<()> {
+    async fn create_database(&self, _first_server_admin_url: &str) -> Result<()> {
         let name = database_of(&self.url)?;
-        let (client, _connection) = pg_session(admin_url).await?;
+        let (client, _connection) = pg_session(&self.admin_url()).await?;
         admin::create_database(&client, &name).await.with_context(|| format!("creating database {name}"))
     }
 
@@ -218,7 +225,7 @@ impl Backend for Postgres {
     /// STRATEGY FILE_COPY`: its files at a checkpoint, no WAL).
     async fn snapshot(&self, local: &Local<'_>) -> Result<()> {
         let (database, snapshot) = (database_of(&self.url)?, snapshot_name(&self.url, local.label)?);
-        let (client, _connection) = pg_session(local.admin_url).await?;
+        let (client, _connection) = pg_session(&self.admin_url()).await?;
         admin::snapshot_database(&client, &database, &snapshot)
             .await
             .with_context(|| format!("copying database {database} as {snapshot}"))
@@ -232,7 +239,7 @@ impl Backend for Postgres {
             let (client, _connection) = pg_session(&self.url).await?;
             admin::index_options(&client, "orders_items").await?
         };
-        let (client, _connection) = pg_session(local.admin_url).await?;
+        let (client, _connection) = pg_session(&self.admin_url()).await?;
         admin::restore_database(&client, &database, &snapshot)
             .await
             .with_context(|| format!("restoring database {database} from {snapshot}"))?;
@@ -243,7 +250,7 @@ impl Backend for Postgres {
 
     async fn drop_snapshot(&self, local: &Local<'_>) {
         let Ok(snapshot) = snapshot_name(&self.url, local.label) else { return };
-        if let Ok((client, _connection)) = pg_session(local.admin_url).await {
+        if let Ok((client, _connection)) = pg_session(&self.admin_url()).await {
             let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS \"{snapshot}\" WITH (FORCE)")).await;
         }
     }
@@ -297,6 +304,14 @@ mod tests {
         assert_eq!(database_of("postgres://postgres@127.0.0.1:55432/orders_demo").expect("name"), "orders_demo");
         assert!(database_of("postgres://postgres@127.0.0.1:55432").is_err());
         assert_eq!(template("postgres://h/orders_demo", "demo"), "orders_demo_snap_demo");
+    }
+
+    #[test]
+    fn each_backend_reaches_its_own_servers_postgres_database() {
+        let jsonb = Postgres::at("postgres://postgres@127.0.0.1:56432/orders_demo");
+        let hybrid = Postgres::at("postgres://postgres@127.0.0.1:56433/orders_demo");
+        assert_eq!(jsonb.admin_url(), "postgres://postgres@127.0.0.1:56432/postgres");
+        assert_eq!(hybrid.admin_url(), "postgres://postgres@127.0.0.1:56433/postgres");
     }
 
     #[test]
