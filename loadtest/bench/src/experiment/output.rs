@@ -114,7 +114,7 @@ fn our_setup(ctx: &Ctx) -> String {
             Size::Full => "full",
         },
         if ctx.services.is_local() {
-            ": the databases, both services and the load share the cores, so absolute rates measure this machine; \
+            ": the databases, the services and the load share the cores, so absolute rates measure this machine; \
              compare ratios and mechanisms"
         } else {
             ""

@@ -195,10 +195,11 @@ pub fn statements(results: &[SizeResult]) -> Vec<String> {
             let read = r.read.as_ref()?;
             let cpu = pair(read.pgh_figures.as_ref().and_then(|h| h.cpu_per_1k), read.pg_figures.cpu_per_1k, cpu);
             Some(format!(
-                "{}: {} against jsonb's {} (CPU s per 1,000 reads, hybrid / jsonb: {cpu})",
+                "{}: hybrid {} against jsonb {} ({}; CPU s per 1,000 reads, hybrid / jsonb: {cpu})",
                 r.size.label,
-                read.hybrid_text()?,
-                format::max_rate(read.pg.as_ref(), read.start_rate)
+                format::max_rate(Some(read.pgh.as_ref()?), read.start_rate),
+                format::max_rate(read.pg.as_ref(), read.start_rate),
+                factor(read.hybrid_factor()),
             ))
         })
         .collect();
@@ -221,4 +222,78 @@ pub fn statements(results: &[SizeResult]) -> Vec<String> {
         ));
     }
     statements
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::compare::Verdict;
+    use crate::experiment::doc_size::{ClosedSummary, SIZES};
+
+    fn status(jsonb_wal: f64, hybrid_wal: f64, hot: f64) -> RoundFigures {
+        let figures =
+            |wal, hot| PgFigures { wal_bytes_per_write: Some(wal), hot_share: Some(hot), ..Default::default() };
+        RoundFigures {
+            name: "status 100 KB".into(),
+            mix: "status".into(),
+            dir: ".".into(),
+            start_rate: 10,
+            repeats: 1,
+            pg: None,
+            mongo: None,
+            pgh: None,
+            ratio: None,
+            fair: true,
+            mismatches: Vec::new(),
+            prefer_minimal: true,
+            run_seconds: None,
+            writes: None,
+            pg_figures: figures(jsonb_wal, 0.0),
+            mongo_figures: Default::default(),
+            pgh_figures: Some(figures(hybrid_wal, hot)),
+            limits: Default::default(),
+        }
+    }
+
+    fn at_100kb(hybrid: f64, wal: f64, hot: f64) -> SizeResult {
+        let closed_loop = ClosedSummary { pg: Some(53.0), mongo: Some(277.0), pgh: Some(hybrid), ..Default::default() };
+        SizeResult {
+            size: SIZES[2],
+            items: 3,
+            note_bytes: 99_368,
+            approx_doc_bytes: 100_000,
+            closed_loop,
+            status: Some(status(65_000.0, wal, hot)),
+            read: None,
+        }
+    }
+
+    #[test]
+    fn at_100_kb_the_hybrid_is_held_against_s2s_column_with_both_waiting() {
+        let rows = rows(&at_100kb(1131.0, 278.0, 1.0));
+        let ids: Vec<&str> = rows.iter().map(|r| r.study_id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["s2-both-wait-column-over-jsonb-100kb", "s2-both-wait-column-over-mongo-100kb", "s2-column-wal"]
+        );
+        assert_eq!(rows[0].ours_value.map(|v| (v * 100.0).round()), Some(2134.0), "1,131 / 53");
+        assert_eq!(rows[0].verdict, Verdict::SameDirection, "21× against S2's 9.5×: further than twice");
+        assert_eq!(rows[2].verdict, Verdict::Reproduced, "278 B against ~260 B");
+        assert!(
+            rows[0].workload.starts_with("hybrid: status, closed loop, over jsonb, 100 KB"),
+            "{}",
+            rows[0].workload
+        );
+    }
+
+    #[test]
+    fn the_paragraph_says_which_of_its_marks_it_met() {
+        let met = statements(&[at_100kb(1131.0, 278.0, 1.0)]);
+        assert!(met[0].contains("21.34× jsonb's 53 (met)") && met[0].contains("278 B per update (met)"), "{met:?}");
+        let missed = statements(&[at_100kb(200.0, 4_300.0, 0.5)]);
+        for miss in ["3.77× jsonb's 53 (NOT met)", "0.72× MongoDB's 277 (NOT met)", "(NOT met); 50.0% HOT (NOT met)"]
+        {
+            assert!(missed[0].contains(miss), "{miss}: {missed:?}");
+        }
+    }
 }
