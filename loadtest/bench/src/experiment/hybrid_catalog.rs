@@ -83,19 +83,24 @@ pub async fn read(ctx: &Ctx) -> HybridCatalog {
                 .into(),
         );
     };
-    let database = Some(redact(&url));
+    // On the local stack the experiment's database of that name may not exist yet (the hybrid is
+    // not a target of gin by default); a backend creates it on its own server.
+    let create_with = ctx.local.as_ref().map(|(_, admin_url)| admin_url.as_str());
+    read_at(&url, &ctx.databases.database_url, create_with).await
+}
+
+/// The catalogs of the hybrid's database at `url` (created first through `create_with`, an admin
+/// URL, when given; migrated as the service does) and of orders-pg's at `jsonb_url`.
+async fn read_at(url: &str, jsonb_url: &str, create_with: Option<&str>) -> HybridCatalog {
     let read = async {
-        // On the local stack the experiment's database of that name may not exist yet (the
-        // hybrid is not a target of gin by default); a backend creates it on its own server.
-        if let Some((_, admin_url)) = &ctx.local {
-            Hybrid::new(&url).create_database(admin_url).await?;
+        if let Some(admin_url) = create_with {
+            Hybrid::new(url).create_database(admin_url).await?;
         }
-        let (mut client, _connection) = pg_session(&url).await?;
+        let (mut client, _connection) = pg_session(url).await?;
         orders_pg_hybrid::migrate::run(&mut client).await.context("applying migrations/postgres-hybrid")?;
-        let indexes = indexes_of(&url).await?;
-        let jsonb_indexes = indexes_of(&ctx.databases.database_url).await?;
-        anyhow::Ok((indexes, jsonb_indexes))
+        anyhow::Ok((indexes_of(url).await?, indexes_of(jsonb_url).await?))
     };
+    let database = Some(redact(url));
     match read.await {
         Ok((indexes, jsonb_indexes)) => {
             let f1_possible = Some(indexes.iter().any(|i| i.access_method == "gin"));
@@ -138,5 +143,24 @@ mod tests {
         assert!(catalog.statement().contains("It can: the hybrid layout has a GIN index"));
         let unread = HybridCatalog::failed(None, "no database".into()).statement();
         assert!(unread.contains("Not checked: no database"), "{unread}");
+    }
+
+    /// The real catalogs: the hybrid's database migrated as its service migrates it, orders-pg's
+    /// beside it (fresh databases of the test server; the catalog is per database).
+    #[tokio::test]
+    async fn the_engine_says_the_hybrid_has_no_gin_index_and_orders_pg_has_one() {
+        let jsonb = orders_pg::testing::fresh_database().await;
+        let (mut client, _connection) = pg_session(&jsonb).await.expect("connect");
+        orders_pg::migrate::run(&mut client).await.expect("orders-pg's migrations");
+        let catalog = read_at(&orders_pg::testing::fresh_database().await, &jsonb, None).await;
+        assert_eq!((catalog.f1_possible, &catalog.not_read), (Some(false), &None), "{catalog:#?}");
+        let methods: Vec<(&str, &str)> =
+            catalog.indexes.iter().map(|i| (i.index.as_str(), i.access_method.as_str())).collect();
+        assert!(methods.contains(&("order_items_product", "btree")), "{methods:?}");
+        assert!(methods.iter().all(|(_, method)| *method == "btree"), "{methods:?}");
+        assert!(catalog.jsonb_indexes.iter().any(|i| i.index == "orders_items" && i.access_method == "gin"));
+        assert!(catalog.statement().contains("F1 cannot happen to it"));
+        let unreachable = read_at("postgres://postgres@127.0.0.1:9/none", &jsonb, None).await;
+        assert!(unreachable.f1_possible.is_none() && unreachable.statement().contains("Not checked"));
     }
 }
