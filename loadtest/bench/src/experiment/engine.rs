@@ -3,7 +3,8 @@
 //! pending list, S2's durability and document sizes), and the hybrid layout (`pgh`,
 //! orders-pg-hybrid), PostgreSQL with the hot fields in columns: S2's "counter in a column of its
 //! own", which `doc-size` measures beside them. Which ones run is `--targets` (`Selection`):
-//! PostgreSQL and MongoDB always, since every study row compares them. Everything else in the
+//! PostgreSQL and MongoDB always, since every study row compares them; the hybrid only on a
+//! PostgreSQL server of its own (`own_server`). Everything else in the
 //! runner takes its targets from the backends (`crate::backend`); `name()` is the same key they
 //! carry.
 
@@ -126,10 +127,37 @@ impl Selection {
         self.targets.contains(&target)
     }
 
-    /// Leaves `target` out (a default the machine cannot run).
-    pub fn without(&mut self, target: Target) {
-        self.targets.retain(|t| *t != target);
+    /// Leaves the hybrid out when it was only a default (with a note), or stops when it was asked
+    /// for.
+    pub fn leave_out_hybrid(&mut self, why: &str, notes: &mut Vec<String>) -> Result<()> {
+        if self.chosen {
+            bail!("--targets pgh: {why}");
+        }
+        eprintln!("experiment: the hybrid layout (pgh) is left out: {why}");
+        notes.push(format!("The hybrid layout (pgh), measured by default, was left out: {why}."));
+        self.targets.retain(|t| *t != Target::Pgh);
+        Ok(())
     }
+}
+
+/// The hybrid's database `url`, if it is on a server of its own, or why it cannot be measured: WAL
+/// per update is read from the server's WAL position, which counts every database's writes (on
+/// orders-pg's server the two layouts' WAL would be summed in both figures).
+pub fn own_server(pg_url: &str, url: Option<&str>) -> std::result::Result<String, String> {
+    let Some(url) = url else { return Err("no database of the hybrid layout was named (--database pgh=URL)".into()) };
+    let server = |url: &str| {
+        let config: tokio_postgres::Config = url.parse().ok()?;
+        let host = config.get_hosts().first().map(|h| format!("{h:?}"));
+        Some((host, config.get_ports().first().copied().unwrap_or(5432)))
+    };
+    if server(pg_url).is_some_and(|s| Some(s) == server(url)) {
+        return Err(format!(
+            "its database ({}) is on orders-pg's PostgreSQL server, and WAL per update is read from the server's WAL \
+             position, which would sum both layouts' writes: give it a server of its own",
+            crate::databases::redact(url)
+        ));
+    }
+    Ok(url.to_owned())
 }
 
 #[cfg(test)]
@@ -158,5 +186,28 @@ mod tests {
         assert!(unknown.contains("\"mysql\"") && unknown.contains("pg, mongo, pgh"), "{unknown}");
         let alone = given(&["pg", "pgh"]).expect_err("no MongoDB").to_string();
         assert!(alone.contains("mongo must be among them"), "{alone}");
+    }
+
+    #[test]
+    fn a_default_hybrid_that_cannot_run_is_left_out_with_a_note_a_chosen_one_stops() {
+        let mut notes = Vec::new();
+        let mut default = Selection::parse(&[], &Target::ALL).expect("default");
+        default.leave_out_hybrid("no server", &mut notes).expect("left out");
+        assert_eq!((default.targets.as_slice(), notes.len()), ([Target::Pg, Target::Mongo].as_slice(), 1));
+        let mut chosen = Selection::parse(&["pg".into(), "mongo".into(), "pgh".into()], &[]).expect("chosen");
+        let error = chosen.leave_out_hybrid("no server", &mut notes).expect_err("asked for").to_string();
+        assert_eq!(error, "--targets pgh: no server");
+    }
+
+    #[test]
+    fn the_hybrid_needs_a_server_other_than_orders_pgs() {
+        let pg = "postgres://postgres@127.0.0.1:54432/x";
+        assert_eq!(
+            own_server(pg, Some("postgres://postgres@127.0.0.1:54433/x")).as_deref(),
+            Ok("postgres://postgres@127.0.0.1:54433/x")
+        );
+        let shared = own_server(pg, Some("postgres://postgres@127.0.0.1:54432/y")).expect_err("one server");
+        assert!(shared.contains("on orders-pg's PostgreSQL server"), "{shared}");
+        assert!(own_server(pg, None).is_err());
     }
 }

@@ -45,7 +45,7 @@ use crate::databases::Databases;
 use crate::stack::Stack;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
-use engine::{Selection, Target};
+use engine::{Selection, Target, own_server};
 pub use scale::{Scale, Size, Staircase};
 use serde::Serialize;
 use services::{Deployed, Local, Services, Urls};
@@ -292,37 +292,6 @@ impl Ctx {
     }
 }
 
-/// The hybrid's database `url`, if it is on a server of its own, or why it cannot be measured: WAL
-/// per update is read from the server's WAL position, which counts every database's writes (on
-/// orders-pg's server the two layouts' WAL would be summed in both figures).
-fn own_server(pg_url: &str, url: Option<&str>) -> std::result::Result<String, String> {
-    let Some(url) = url else { return Err("no database of the hybrid layout was named (--database pgh=URL)".into()) };
-    let server = |url: &str| {
-        let config: tokio_postgres::Config = url.parse().ok()?;
-        let host = config.get_hosts().first().map(|h| format!("{h:?}"));
-        Some((host, config.get_ports().first().copied().unwrap_or(5432)))
-    };
-    if server(pg_url).is_some_and(|s| Some(s) == server(url)) {
-        return Err(format!(
-            "its database ({}) is on orders-pg's PostgreSQL server, and WAL per update is read from the server's WAL \
-             position, which would sum both layouts' writes: give it a server of its own",
-            crate::databases::redact(url)
-        ));
-    }
-    Ok(url.to_owned())
-}
-
-/// Leaves the hybrid out when it was only a default (with a note), or stops when it was asked for.
-fn without_hybrid(selection: &mut Selection, why: &str, notes: &mut Vec<String>) -> Result<()> {
-    if selection.chosen {
-        bail!("--targets pgh: {why}");
-    }
-    eprintln!("experiment: the hybrid layout (pgh) is left out: {why}");
-    notes.push(format!("The hybrid layout (pgh), measured by default, was left out: {why}."));
-    selection.without(Target::Pgh);
-    Ok(())
-}
-
 async fn shutdown_signal() -> Result<()> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("SIGTERM")?;
     tokio::select! {
@@ -388,8 +357,8 @@ async fn body(
                 let hybrid = own_server(&databases.database_url, hybrid.as_deref());
                 match (hybrid, &args.pgh_url) {
                     (Ok(_), Some(url)) => urls.push((Target::Pgh, url.clone())),
-                    (Ok(_), None) => without_hybrid(&mut selection, "deployed, it needs --pgh-url", &mut notes)?,
-                    (Err(why), _) => without_hybrid(&mut selection, &why, &mut notes)?,
+                    (Ok(_), None) => selection.leave_out_hybrid("deployed, it needs --pgh-url", &mut notes)?,
+                    (Err(why), _) => selection.leave_out_hybrid(&why, &mut notes)?,
                 }
             }
             let urls = urls.into_iter().map(|(t, url)| (t, url.trim_end_matches('/').to_owned())).collect();
@@ -415,7 +384,7 @@ async fn body(
             if selection.includes(Target::Pgh) {
                 match &hybrid {
                     Ok(url) => databases.others.push((HYBRID.into(), url.clone())),
-                    Err(why) => without_hybrid(&mut selection, why, &mut notes)?,
+                    Err(why) => selection.leave_out_hybrid(why, &mut notes)?,
                 }
             }
             let backends = crate::backend::all(&databases);
