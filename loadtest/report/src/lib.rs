@@ -106,8 +106,9 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
     let data = rounds.iter().find_map(|r| r.data_set.as_ref());
     let same_data = rounds.iter().all(|r| r.data_set.as_ref() == data);
     let machine = rounds.first().map(|r| &r.machine);
+    let (_, services) = summary::target_count_words(rounds);
     blocks.push(Block::Paragraph(format!(
-        "Generated {} from {} round(s). Data set: {}. Machine: {}: the databases, both services and the load \
+        "Generated {} from {} round(s). Data set: {}. Machine: {}: the databases, {services} and the load \
          generator share its cores when they run on it (see CPU in each round).",
         Timestamp::now(),
         rounds.len(),

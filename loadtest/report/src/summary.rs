@@ -155,10 +155,21 @@ pub fn shared_limit(rounds: &[&RoundResult]) -> Vec<String> {
         .collect()
 }
 
+/// How many targets the rounds compare, in words ("two", "three"), and their services as a
+/// sentence names them ("both services", "the three services").
+pub fn target_count_words(rounds: &[&RoundResult]) -> (String, String) {
+    match rounds.first().map_or(2, |r| r.targets().len()) {
+        2 => ("two".into(), "both services".into()),
+        3 => ("three".into(), "the three services".into()),
+        n => (n.to_string(), format!("the {n} services")),
+    }
+}
+
 /// The budgets the rounds ran under, in one paragraph.
 pub fn budget_paragraph(rounds: &[&RoundResult]) -> Option<Block> {
     let mut labels: Vec<&str> = rounds.iter().filter_map(|r| r.budget.as_deref()).collect();
     labels.dedup();
+    let (machines, services) = target_count_words(rounds);
     let text = match labels.as_slice() {
         [] => return None,
         [one] if one.starts_with("no budgets") => format!(
@@ -167,7 +178,7 @@ pub fn budget_paragraph(rounds: &[&RoundResult]) -> Option<Block> {
         ),
         [one] if one.starts_with("UNEQUAL") => format!("**{one}**: the databases did not get the same resources."),
         [one] => format!(
-            "**Database budgets**: {one}, like two equal database machines; the load generator, both services \
+            "**Database budgets**: {one}, like {machines} equal database machines; the load generator, {services} \
              and the runner share the rest of this machine."
         ),
         several => format!("**Database budgets differ between rounds**: {}.", several.join("; ")),

@@ -299,6 +299,12 @@ fn the_headline_says_in_words_which_rows_are_not_database_limited() {
 
     let head = doc::markdown(&summary::budget_paragraph(&[&shop]).into_iter().collect::<Vec<_>>());
     assert!(head.contains("**Database budgets**: 0.25 CPU and 4.0 GiB each"), "{head}");
+    assert!(head.contains("like two equal database machines; the load generator, both services"), "{head}");
+    let mut three = shop.clone();
+    three.targets = orders_bench_model::target::TargetInfo::legacy();
+    three.targets.push(crate::backend::Backend::info(&crate::backend::hybrid::Hybrid::new("postgres://h:55433/o")));
+    let head = doc::markdown(&summary::budget_paragraph(&[&three]).into_iter().collect::<Vec<_>>());
+    assert!(head.contains("like three equal database machines; the load generator, the three services"), "{head}");
     shop.budget = Some("no budgets (not root)".into());
     let head = doc::markdown(&summary::budget_paragraph(&[&shop]).into_iter().collect::<Vec<_>>());
     assert!(head.starts_with("**No budgets**: no budgets (not root)."), "{head}");
