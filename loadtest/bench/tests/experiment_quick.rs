@@ -1,9 +1,11 @@
 //! `orders-bench experiment gin|doc-size|durability --quick` end to end, as the README runs them:
-//! the local stack (which must be running, as for every database test), both services started
-//! with each variant's settings, real rounds and closed loops against real databases, and the
-//! report. Each must exit 0, write result.json, report.md, report.html and its charts, and show
+//! the local stack (which must be running, as for every database test), the services started
+//! with each variant's settings (doc-size's three: the hybrid layout on the stack's server of its
+//! own), real rounds and closed loops against real databases, and the report. Each must exit 0, write result.json, report.md, report.html and its charts, and show
 //! the study's figure and setup beside ours in every row of its table; durability's mixed
-//! settings must be marked UNFAIR with the fairness gate's refusal. No process it started may be
+//! settings must be marked UNFAIR with the fairness gate's refusal; doc-size must give the hybrid
+//! its rows with sane values, and gin must say from the hybrid's catalog whether F1 can happen to
+//! it. No process it started may be
 //! left: every one carries `ORDERS_BENCH_EXPERIMENT=<its folder>` in its environment. Like the
 //! demo, it puts the stack's databases under its default budgets (nextest runs these tests alone,
 //! one at a time, see .config/nextest.toml), every round records them, and the stack's own budgets
@@ -42,15 +44,25 @@ fn marked_processes(out: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A line `export NAME=value` of `stack.sh env`.
+fn stack_env(name: &str) -> Option<String> {
+    let output = Command::new("bash").arg(repo().join("infra/local/stack.sh")).arg("env").output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let prefix = format!("export {name}=");
+    text.lines().find_map(|line| line.strip_prefix(&prefix).map(|v| v.trim_matches('\'').to_owned()))
+}
+
+const SERVICES: [&str; 3] = ["orders-pg", "orders-mongo", "orders-pg-hybrid"];
+
 /// The service binaries of this build profile beside the orders-bench binary under test (a
 /// workspace test run has built them already; otherwise they are built here).
 fn ensure_services() {
     let dir = Path::new(env!("CARGO_BIN_EXE_orders-bench")).parent().expect("target folder").to_path_buf();
-    if ["orders-pg", "orders-mongo"].iter().all(|name| dir.join(name).is_file()) {
+    if SERVICES.iter().all(|name| dir.join(name).is_file()) {
         return;
     }
     let mut cargo = Command::new(env!("CARGO"));
-    cargo.args(["build", "-q", "-p", "orders-pg", "-p", "orders-mongo"]).current_dir(repo());
+    cargo.arg("build").arg("-q").args(SERVICES.iter().flat_map(|s| ["-p", s])).current_dir(repo());
     if dir.file_name().is_some_and(|n| n == "release") {
         cargo.arg("--release");
     }
@@ -60,9 +72,11 @@ fn ensure_services() {
 
 async fn drop_databases(name: &str) {
     let admin = support::pg_server_url().rsplit_once('/').map(|(server, _)| format!("{server}/postgres")).expect("url");
-    if let Ok((client, connection)) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await {
-        tokio::spawn(connection);
-        let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    for admin in std::iter::once(admin).chain(stack_env("STACK_PGH_ADMIN_URL")) {
+        if let Ok((client, connection)) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await {
+            tokio::spawn(connection);
+            let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+        }
     }
     if let Ok(client) = mongodb::Client::with_uri_str(support::mongodb_uri()).await {
         let _ = client.database(name).drop().await;
@@ -196,6 +210,18 @@ async fn gin_labels_every_variant_and_compares_each_with_s1() {
     for chart in ["gin-pending-list", "gin-seq-scans"] {
         assert!(out.join("charts").join(format!("{chart}.svg")).is_file(), "{chart}");
     }
+    let catalog = &result["hybrid_catalog"];
+    assert_eq!(catalog["f1_possible"], false, "read from the hybrid's catalog: {catalog:#}");
+    let methods: Vec<(&str, &str)> = catalog["indexes"]
+        .as_array()
+        .expect("indexes")
+        .iter()
+        .filter_map(|i| Some((i["index"].as_str()?, i["access_method"].as_str()?)))
+        .collect();
+    assert!(methods.contains(&("order_items_product", "btree")), "{methods:?}");
+    let jsonb = catalog["jsonb_indexes"].as_array().expect("orders-pg's");
+    assert!(jsonb.iter().any(|i| i["index"] == "orders_items" && i["access_method"] == "gin"), "{jsonb:?}");
+    assert!(report.contains("the hybrid layout has no GIN index (catalog of") && stdout.contains("F1 cannot happen"));
 }
 
 #[tokio::test]
@@ -218,10 +244,40 @@ async fn doc_size_compares_every_size_with_s2_and_draws_the_log_log_charts() {
     }
     let large = sizes.iter().find(|s| s["size"]["key"] == "100k").expect("100 KB");
     assert!(large["approx_doc_bytes"].as_u64().is_some_and(|b| (95_000..105_000).contains(&b)), "{large:#}");
+    assert_the_hybrid_has_its_rows(&out, &result, &rows);
     for chart in ["doc-size-bytes", "doc-size-rates"] {
         let svg = std::fs::read_to_string(out.join("charts").join(format!("{chart}.svg"))).expect("chart");
         assert!(svg.contains(">100k<") && svg.contains("S2"), "a log-x chart with the study's line: {chart}");
     }
+}
+
+/// doc-size's hybrid (a default target): its closed loop and figures at every size, heap-only
+/// status updates writing less WAL than jsonb's at 100 KB, its rows against S2's column, its own
+/// table and the paragraph on what it is for.
+fn assert_the_hybrid_has_its_rows(out: &Path, result: &Value, rows: &[Vec<String>]) {
+    assert_eq!(result["ours"]["targets"], serde_json::json!(["pg", "mongo", "pgh"]), "{:#}", result["notes"]);
+    for size in result["variants"].as_array().expect("sizes") {
+        let key = &size["size"]["key"];
+        assert!(size["closed_loop"]["pgh"].as_f64().is_some_and(|r| r > 0.0), "{key}: {:#}", size["closed_loop"]);
+        let hybrid = &size["status"]["pgh_figures"];
+        assert!(hybrid["hot_share"].as_f64().is_some_and(|s| s > 0.0), "{key}: HOT updates: {hybrid:#}");
+        assert!(hybrid["wal_bytes_per_write"].as_f64().is_some_and(|b| b > 0.0), "{key}: its own WAL: {hybrid:#}");
+        assert!(size["read"]["pgh"].is_object(), "{key}: its read staircase: {:#}", size["read"]);
+    }
+    let large = result["variants"].as_array().and_then(|s| s.iter().find(|s| s["size"]["key"] == "100k"));
+    let status = &large.expect("100 KB")["status"];
+    let (hybrid, jsonb) = (&status["pgh_figures"]["wal_bytes_per_write"], &status["pg_figures"]["wal_bytes_per_write"]);
+    let less = hybrid.as_f64().zip(jsonb.as_f64()).is_some_and(|(h, j)| h < j);
+    assert!(less, "WAL per update at 100 KB: hybrid {hybrid} against jsonb {jsonb}");
+    for workload in
+        ["hybrid: status, closed loop, over jsonb, 100 KB", "hybrid: status, closed loop, over MongoDB, 1 KB"]
+    {
+        assert!(rows.iter().any(|r| r[1].starts_with(workload) && r[4].starts_with("S2")), "{workload}: {rows:#?}");
+    }
+    assert!(rows.iter().any(|r| r[1].starts_with("hybrid: status, 100 KB") && r[3] == "260 B"), "S2's ~260 B");
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(report.contains("## The hybrid layout per size"), "its table");
+    assert!(report.contains("**The hybrid layout at 100 KB**") && report.contains("**Its price.**"), "{report}");
 }
 
 #[tokio::test]

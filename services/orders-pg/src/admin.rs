@@ -293,3 +293,40 @@ pub async fn fingerprint(client: &Client) -> Result<(String, i64), Error> {
         .await?;
     Ok((row.get(0), row.get(1)))
 }
+
+/// One index of the current schema as the catalog describes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct IndexEntry {
+    pub table: String,
+    pub index: String,
+    /// `pg_am.amname`: `btree`, `gin`, ...
+    pub access_method: String,
+    pub definition: String,
+}
+
+/// Every index on the tables of the current schema with its access method, from the catalogs
+/// (`pg_index`, `pg_class`, `pg_am`): what a layout can suffer from, read from the engine rather
+/// than assumed (a GIN pending list exists only on a `gin` index).
+pub async fn indexes(client: &Client) -> Result<Vec<IndexEntry>, Error> {
+    let rows = client
+        .query(
+            "SELECT t.relname::text, c.relname::text, am.amname::text, pg_get_indexdef(i.indexrelid)
+             FROM pg_index i
+             JOIN pg_class c ON c.oid = i.indexrelid
+             JOIN pg_class t ON t.oid = i.indrelid
+             JOIN pg_am am ON am.oid = c.relam
+             WHERE t.relnamespace = current_schema()::regnamespace
+             ORDER BY t.relname, c.relname",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| IndexEntry {
+            table: row.get(0),
+            index: row.get(1),
+            access_method: row.get(2),
+            definition: row.get(3),
+        })
+        .collect())
+}

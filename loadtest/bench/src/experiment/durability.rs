@@ -160,7 +160,12 @@ fn detail_table(results: &[SettingResult]) -> Block {
                 f.map_or(NONE.into(), |f| format::max_rate(f.pg.as_ref(), f.start_rate)),
                 f.map_or(NONE.into(), |f| format::max_rate(f.mongo.as_ref(), f.start_rate)),
                 f.map_or(NONE.into(), RoundFigures::ratio_text),
-                format!("{} / {}", format::opt_count(w.closed_loop.pg), format::opt_count(w.closed_loop.mongo)),
+                format!(
+                    "{} / {}{}",
+                    format::opt_count(w.closed_loop.pg),
+                    format::opt_count(w.closed_loop.mongo),
+                    w.closed_loop.pgh.map_or(String::new(), |h| format!(" (hybrid {})", format::count(h)))
+                ),
                 f.map_or(NONE.into(), |f| format::seconds(f.pg_figures.wal_flushes_per_write, 2)),
                 f.map_or(NONE.into(), |f| format::seconds(f.mongo_figures.journal_syncs_per_write, 2)),
                 f.map_or(NONE.into(), |f| {
@@ -211,10 +216,14 @@ fn charts(results: &[SettingResult]) -> Vec<(String, String, String)> {
                             let y = match target {
                                 Target::Pg => w.closed_loop.pg?,
                                 Target::Mongo => w.closed_loop.mongo?,
+                                Target::Pgh => w.closed_loop.pgh?,
                             };
                             Some(Point { x: i as f64 + 1.0, y, ok: s.fair })
                         })
-                        .collect();
+                        .collect::<Vec<_>>();
+                    if target == Target::Pgh && points.is_empty() {
+                        continue;
+                    }
                     series.push(Series {
                         label: format!("{label} {}", size.label),
                         color,
@@ -297,6 +306,7 @@ pub async fn run(ctx: &mut Ctx, only: &[String], sizes: &[String]) -> Result<Out
     }
     Ok(Outcome {
         title: "Experiment durability: S2's finding F4 (read the durability settings back)".into(),
+        statements: Vec::new(),
         summary: format!(
             "Inserts and status updates at {} under {} durability setting(s): {}. Per workload a closed loop (S2's \
              measure; it also places the staircase), then the staircase on reloaded data. PostgreSQL waits for the \
@@ -316,6 +326,7 @@ pub async fn run(ctx: &mut Ctx, only: &[String], sizes: &[String]) -> Result<Out
         charts: charts(&results),
         variants: serde_json::to_value(&results)?,
         rounds: refs,
+        extra: serde_json::Map::new(),
     })
 }
 

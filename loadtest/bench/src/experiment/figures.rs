@@ -2,7 +2,9 @@
 //! the repeats: maximum passing rates and their ratio, the fairness gate's verdict, and per target
 //! the mechanism figures (sequential scans, pending list, plans, WAL and its flushes, HOT share,
 //! growth per 1,000 writes, journal, bytes on disk, CPU per 1,000 requests). Growth and bytes
-//! are per write so that rounds of different lengths and rates compare.
+//! are per write so that rounds of different lengths and rates compare. The hybrid layout, when
+//! it ran, gets its rate and PostgreSQL figures beside orders-pg's (`pgh`, `pgh_figures`); the
+//! ratio stays PostgreSQL jsonb / MongoDB, the studies' comparison.
 
 use crate::experiment::engine::Target;
 use orders_bench_model::explain::{Growth, MongoExplain, PgExplain, per_write};
@@ -16,11 +18,20 @@ use std::collections::BTreeMap;
 /// What the runner measured around a repeat, beside `run_round`'s own figures.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RepeatExtras {
-    /// PostgreSQL WAL flushes (fsyncs) during the load.
-    pub wal_flushes: Option<f64>,
     /// Bytes on disk per order of the data set, as the seeder measured them.
     pub pg_disk_per_order: Option<f64>,
     pub mongo_disk_per_order: Option<f64>,
+    pub pgh_disk_per_order: Option<f64>,
+}
+
+impl RepeatExtras {
+    fn disk_per_order(&self, target: Target) -> Option<f64> {
+        match target {
+            Target::Pg => self.pg_disk_per_order,
+            Target::Mongo => self.mongo_disk_per_order,
+            Target::Pgh => self.pgh_disk_per_order,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -82,6 +93,9 @@ pub struct RoundFigures {
     pub repeats: usize,
     pub pg: Option<RateSummary>,
     pub mongo: Option<RateSummary>,
+    /// The hybrid layout's, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pgh: Option<RateSummary>,
     /// PostgreSQL / MongoDB of the median maximum rates; 0 when PostgreSQL failed its first step.
     pub ratio: Option<f64>,
     /// Every repeat passed the fairness gate.
@@ -93,6 +107,8 @@ pub struct RoundFigures {
     pub writes: Option<f64>,
     pub pg_figures: PgFigures,
     pub mongo_figures: MongoFigures,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pgh_figures: Option<PgFigures>,
     /// What limited each target where it first failed (load generator, service, database, not CPU).
     pub limits: BTreeMap<String, Vec<String>>,
 }
@@ -126,9 +142,10 @@ pub fn ratio(pg: Option<&RateSummary>, mongo: Option<&RateSummary>) -> Option<f6
     (mongo.median > 0.0 && !(pg.lower_bound && mongo.lower_bound)).then(|| pg.median / mongo.median)
 }
 
-fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>) -> PgFigures {
+/// The figures of PostgreSQL target `target` (orders-pg's jsonb or the hybrid layout).
+fn pg_figures(round: &RoundResult, target: Target, extras: &[RepeatExtras], orders: Option<f64>) -> PgFigures {
     let pg: Vec<(&PgExplain, f64)> =
-        round.repeats.iter().filter_map(|r| Some((r.explain.pg()?, r.run_seconds))).collect();
+        round.repeats.iter().filter_map(|r| Some((r.explain.pg_of(target.name())?, r.run_seconds))).collect();
     let explains: Vec<&PgExplain> = pg.iter().map(|(e, _)| *e).collect();
     let mut generic_plans_seen: Vec<String> = Vec::new();
     for plan in explains.iter().flat_map(|e| e.generic_plans_seen.iter()) {
@@ -137,12 +154,7 @@ fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>)
         }
     }
     let last = explains.last();
-    let flushes: Vec<f64> = round
-        .repeats
-        .iter()
-        .zip(extras)
-        .filter_map(|(r, x)| per_write(x.wal_flushes, r.explain.pg()?.write_requests))
-        .collect();
+    let flushes: Vec<f64> = explains.iter().filter_map(|e| per_write(e.wal_flushes, e.write_requests)).collect();
     PgFigures {
         seq_scans_per_10s: med(&pg, |(e, s)| Some(e.seq_scans? / s.max(1e-9) * 10.0)),
         rows_per_seq_scan: med(&explains, |e| e.rows_per_seq_scan),
@@ -168,14 +180,15 @@ fn pg_figures(round: &RoundResult, extras: &[RepeatExtras], orders: Option<f64>)
         toast_growth_per_1k_writes: med(&explains, |e| per_1k(&e.toast, e.write_requests)),
         index_growth_per_1k_writes: med(&explains, |e| per_1k(&e.indexes, e.write_requests)),
         gin_growth_per_1k_writes: med(&explains, |e| per_1k(e.index.get("orders_items")?, e.write_requests)),
-        disk_per_order: med(extras, |x| x.pg_disk_per_order),
-        cpu_per_1k: cpu_per_1k(round, Target::Pg),
+        disk_per_order: med(extras, |x| x.disk_per_order(target)),
+        cpu_per_1k: cpu_per_1k(round, target),
         settings: last.map(|e| e.settings.clone()).unwrap_or_default(),
     }
 }
 
 fn mongo_figures(round: &RoundResult, extras: &[RepeatExtras]) -> MongoFigures {
-    let explains: Vec<&MongoExplain> = round.repeats.iter().filter_map(|r| r.explain.mongo()).collect();
+    let explains: Vec<&MongoExplain> =
+        round.repeats.iter().filter_map(|r| r.explain.mongo_of(Target::Mongo.name())).collect();
     MongoFigures {
         journal_bytes_per_write: med(&explains, |e| e.journal_bytes_per_write),
         journal_syncs_per_write: med(&explains, |e| per_write(e.journal_syncs, e.write_requests)),
@@ -189,8 +202,9 @@ fn mongo_figures(round: &RoundResult, extras: &[RepeatExtras]) -> MongoFigures {
 
 impl RoundFigures {
     pub fn of(round: &RoundResult, dir: &str, extras: &[RepeatExtras], prefer_minimal: bool) -> Self {
-        let (pg, mongo) =
-            (round.max_rate.get(Target::Pg.name()).cloned(), round.max_rate.get(Target::Mongo.name()).cloned());
+        let rate = |target: Target| round.max_rate.get(target.name()).cloned();
+        let (pg, mongo) = (rate(Target::Pg), rate(Target::Mongo));
+        let ran = |target: Target| round.repeats.iter().any(|r| r.explain.pg_of(target.name()).is_some());
         let orders = round.data_set.as_ref().map(|d| d.orders as f64);
         let mut limits: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for repeat in &round.repeats {
@@ -207,13 +221,15 @@ impl RoundFigures {
             ratio: ratio(pg.as_ref(), mongo.as_ref()),
             pg,
             mongo,
+            pgh: rate(Target::Pgh),
             fair: round.repeats.iter().all(|r| r.fairness.ok),
             mismatches: round.repeats.iter().flat_map(|r| r.fairness.mismatches()).collect(),
             prefer_minimal,
             run_seconds: med(&round.repeats, |r| Some(r.run_seconds)),
             writes: med(&round.repeats, |r| Some(r.explain.pg()?.write_requests as f64)),
-            pg_figures: pg_figures(round, extras, orders),
+            pg_figures: pg_figures(round, Target::Pg, extras, orders),
             mongo_figures: mongo_figures(round, extras),
+            pgh_figures: ran(Target::Pgh).then(|| pg_figures(round, Target::Pgh, extras, orders)),
             limits,
         }
     }
@@ -235,6 +251,25 @@ impl RoundFigures {
             self.ratio_text(),
             if same_step { " (both first failed at the same step: see the round's limits)" } else { "" }
         )
+    }
+
+    /// The hybrid layout's maximum rate and its factor over orders-pg's jsonb ("hybrid ≥ 600 req/s,
+    /// 2.00× jsonb"), when it ran.
+    pub fn hybrid_text(&self) -> Option<String> {
+        use orders_bench_report::format;
+        let pgh = self.pgh.as_ref()?;
+        let factor = self.hybrid_factor().map_or(String::new(), |f| {
+            let bound = pgh.lower_bound || self.pg.as_ref().is_some_and(|p| p.lower_bound);
+            format!(", {}{f:.2}× jsonb", if bound { "~" } else { "" })
+        });
+        Some(format!("hybrid {}{factor}", format::max_rate(Some(pgh), self.start_rate)))
+    }
+
+    /// The hybrid's median maximum rate over orders-pg's; none when neither failed a step (the
+    /// staircase ended before either did) or orders-pg failed its first step.
+    pub fn hybrid_factor(&self) -> Option<f64> {
+        let (pgh, pg) = (self.pgh.as_ref()?, self.pg.as_ref()?);
+        (pg.median > 0.0 && !(pgh.lower_bound && pg.lower_bound)).then(|| pgh.median / pg.median)
     }
 
     /// Both targets first failed at the same step (median of the repeats): on a machine they share

@@ -4,11 +4,13 @@
 //! `force_custom_plan` and unprepared statements; MongoDB runs unchanged beside each. Per variant:
 //! the maximum passing rate of both, sequential scans per 10 s and the rows each read, the
 //! largest pending list, the product query's generic and custom plans (cost, and how often each
-//! was used), and a timeline of the pending list and the scans through the shop round.
+//! was used), and a timeline of the pending list and the scans through the shop round. And
+//! whether F1 can happen to the hybrid layout at all, from its catalog (`hybrid_catalog`).
 
 use super::Ctx;
 use super::compare::{Comparison, Verdict};
 use super::figures::RoundFigures;
+use super::hybrid_catalog;
 use super::output::{Outcome, RoundRef};
 use super::rounds::{self, Data, RoundPlan};
 use super::studies;
@@ -378,7 +380,13 @@ pub async fn run(ctx: &mut Ctx, only: &[String]) -> Result<Outcome> {
         ),
     ];
     let comparisons = comparisons(&results);
+    let catalog = hybrid_catalog::read(ctx).await;
+    eprintln!("experiment: {}", catalog.statement());
+    let mut extra = serde_json::Map::new();
+    extra.insert("hybrid_catalog".into(), serde_json::to_value(&catalog)?);
     Ok(Outcome {
+        statements: vec![catalog.statement()],
+        extra,
         title: "Experiment gin: S1's finding F1 (GIN pending list → generic plan → sequential scans)".into(),
         summary: format!(
             "The `shop` mix (60% reads by id, 30% product searches, 10% inserts), each a staircase of arrival rates \
@@ -445,6 +453,7 @@ mod tests {
             repeats: 1,
             pg: None,
             mongo: None,
+            pgh: None,
             ratio,
             fair: true,
             mismatches: Vec::new(),
@@ -457,6 +466,7 @@ mod tests {
                 ..Default::default()
             },
             mongo_figures: Default::default(),
+            pgh_figures: None,
             limits: Default::default(),
         }
     }

@@ -3,15 +3,18 @@
 //!
 //! - `gin` (S1, F1): the `shop` and `insert` mixes under four labelled PostgreSQL variants.
 //! - `doc-size` (S2 F2, S4, S1 F3): status updates and reads of 1 KB, 10 KB and 100 KB documents
-//!   and of 40-item orders, with S2's closed loop beside the staircase.
+//!   and of 40-item orders, with S2's closed loop beside the staircase; the hybrid layout (`pgh`)
+//!   measured beside them by default, as S2's counter in a column of its own.
 //! - `durability` (S2 F4): four durability settings, two of them deliberately unfair, for inserts
 //!   and status updates at 1 KB and 100 KB.
 //!
 //! On the local stack it starts what it needs (stack, services with each variant's settings) and
 //! stops what it started, like `demo`, and puts the databases under the demo's equal budgets
 //! (`crate::budget::local`: the same flags, default and messages); against deployed services
-//! (`--pg-url`, `--mongo-url`) it changes variants with `--apply CMD` or measures only the variant
-//! they run, and refuses budget flags. Every round is a `round::run_round` after a reload of the
+//! (`--pg-url`, `--mongo-url`, `--pgh-url`) it changes variants with `--apply CMD` or measures
+//! only the variant they run, and refuses budget flags. `--targets` says which services run
+//! (`engine::Selection`); the hybrid needs a PostgreSQL server of its own, since its WAL per write
+//! is read from its server's WAL position. Every round is a `round::run_round` after a reload of the
 //! data, driven by the native generator (the closed loops by `closed_loop`), so no k6 binary is
 //! needed; the folder gets `result.json`, `report.md`, `report.html`, the charts and one standard
 //! round report per round.
@@ -23,6 +26,7 @@ mod durability;
 pub mod engine;
 mod figures;
 mod gin;
+mod hybrid_catalog;
 mod output;
 mod prefer;
 mod rounds;
@@ -32,6 +36,7 @@ mod studies;
 mod timeline;
 mod variant;
 
+use crate::backend::hybrid::NAME as HYBRID;
 use crate::backend::mongo::snapshot::MongoSnapshot;
 use crate::backend::postgres::snapshot::PgSnapshot;
 use crate::budget::BudgetArgs;
@@ -40,6 +45,7 @@ use crate::databases::Databases;
 use crate::stack::Stack;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
+use engine::{Selection, Target, own_server};
 pub use scale::{Scale, Size, Staircase};
 use serde::Serialize;
 use services::{Deployed, Local, Services, Urls};
@@ -66,6 +72,17 @@ impl Name {
             Self::Gin => "gin",
             Self::DocSize => "doc-size",
             Self::Durability => "durability",
+        }
+    }
+
+    /// The targets it measures without `--targets`: doc-size adds the hybrid layout, whose
+    /// columns are S2's "counter in a column of its own" (part of what doc-size reproduces); gin's
+    /// and durability's findings are about PostgreSQL jsonb against MongoDB (gin asks the hybrid's
+    /// catalog whether F1 can happen to it instead of loading it).
+    pub fn default_targets(self) -> &'static [Target] {
+        match self {
+            Self::DocSize => &Target::ALL,
+            Self::Gin | Self::Durability => &[Target::Pg, Target::Mongo],
         }
     }
 }
@@ -116,11 +133,22 @@ pub struct ExperimentArgs {
     /// Folder for the report and every raw file [default: results/<timestamp>-experiment-<name>].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The services measured, comma-separated: `pg` and `mongo` always (every study row compares
+    /// them), `pgh` for the hybrid layout (orders-pg-hybrid on a PostgreSQL server of its own, as
+    /// its WAL per update is read from its server's WAL position) [default: doc-size pg,mongo,pgh,
+    /// since S2's column is part of what it reproduces; gin and durability pg,mongo, their findings
+    /// being about jsonb against MongoDB; gin reads the hybrid's catalog for F1 either way]. A
+    /// default the machine cannot run (no hybrid server) is left out with a note.
+    #[arg(long, value_delimiter = ',', value_parser = crate::demo::targets::parse_name)]
+    pub targets: Vec<String>,
     /// Deployed services instead of local ones: the orders-pg URL (with --mongo-url).
     #[arg(long = "pg-url", requires = "mongo_url")]
     pub pg_url: Option<String>,
     #[arg(long = "mongo-url", requires = "pg_url")]
     pub mongo_url: Option<String>,
+    /// With deployed services: the orders-pg-hybrid URL (its database: --database pgh=URL).
+    #[arg(long = "pgh-url", requires = "pg_url")]
+    pub pgh_url: Option<String>,
     /// With deployed services: the command that applies a variant's settings, `{}` standing for
     /// them as `NAME=value ...` (e.g. `infra/do/do.sh toggle {}`). Without it only the variant the
     /// services run is measured.
@@ -129,7 +157,7 @@ pub struct ExperimentArgs {
     /// With deployed services: where their databases are (the experiment reloads them).
     #[command(flatten)]
     pub databases: Databases,
-    /// Local: the database created and loaded in both servers, and the services use.
+    /// Local: the database created and loaded in every server, and the services use.
     #[arg(long = "db-name", default_value = "orders_experiment")]
     pub db_name: String,
     /// Local: use the orders-pg and orders-mongo binaries in this folder instead of building them.
@@ -158,7 +186,13 @@ pub struct Ctx {
     pub scale: Scale,
     pub out: PathBuf,
     pub services: Services,
+    /// The measured targets' databases: the hybrid's only when it is measured (`databases.other`).
     pub databases: Databases,
+    /// The targets measured, in report order.
+    pub targets: Vec<Target>,
+    /// The hybrid layout's database wherever one is known on a server of its own, measured or not
+    /// (gin reads its catalog).
+    pub hybrid: Option<String>,
     pub script: PathBuf,
     pub manifest: PathBuf,
     pub marker: (String, String),
@@ -206,7 +240,7 @@ impl Ctx {
             if let Some(note) = support.note() {
                 self.notes.push(note);
             }
-            self.minimal = Some(support.both());
+            self.minimal = Some(support.all());
         }
         if self.versions.postgres.is_none() {
             let snapshot = crate::diagnostics::Client::for_services(urls.services())?.snapshot(0.0).await?;
@@ -251,6 +285,10 @@ impl Ctx {
     /// `Prefer: return=minimal` for the writes of a round that measures the write alone.
     pub fn minimal(&self) -> bool {
         self.minimal.unwrap_or(false)
+    }
+
+    pub fn measures(&self, target: Target) -> bool {
+        self.targets.contains(&target)
     }
 }
 
@@ -307,53 +345,85 @@ async fn body(
         bail!("--db-name: letters, digits and _ only");
     }
     let started_at = orders_core::Timestamp::now().to_string();
-    let (services, databases, budget_note, local) = match (&args.pg_url, &args.mongo_url) {
+    let mut selection = Selection::parse(&args.targets, args.name.default_targets())?;
+    let mut notes = Vec::new();
+    let (services, mut databases, budget_note, local, hybrid) = match (&args.pg_url, &args.mongo_url) {
         (Some(pg), Some(mongo)) => {
             local::local_only(&args.budget)?;
-            let urls = Urls { pg: pg.trim_end_matches('/').into(), mongo: mongo.trim_end_matches('/').into() };
-            (Services::Deployed(Deployed::new(urls, args.apply.clone())), args.databases.clone(), None, None)
+            let databases = args.databases.clone();
+            let hybrid = databases.other(HYBRID).map(str::to_owned);
+            let mut urls = vec![(Target::Pg, pg.clone()), (Target::Mongo, mongo.clone())];
+            if selection.includes(Target::Pgh) {
+                let hybrid = own_server(&databases.database_url, hybrid.as_deref());
+                match (hybrid, &args.pgh_url) {
+                    (Ok(_), Some(url)) => urls.push((Target::Pgh, url.clone())),
+                    (Ok(_), None) => selection.leave_out_hybrid("deployed, it needs --pgh-url", &mut notes)?,
+                    (Err(why), _) => selection.leave_out_hybrid(&why, &mut notes)?,
+                }
+            }
+            let urls = urls.into_iter().map(|(t, url)| (t, url.trim_end_matches('/').to_owned())).collect();
+            (Services::Deployed(Deployed::new(Urls(urls), args.apply.clone())), databases, None, None, hybrid)
         }
         _ => {
             let stack = Stack::new(repo, marker.clone());
             let budget_note = session.begin(&stack, &args.budget).await?;
             let env = stack.env().await?;
             let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
-            let database_url = crate::demo::with_database(&need("DATABASE_URL")?, &args.db_name);
+            let database_url = crate::databases::with_database(&need("DATABASE_URL")?, &args.db_name);
             let admin_url = env
                 .get("STACK_PG_ADMIN_URL")
                 .cloned()
-                .unwrap_or_else(|| crate::demo::with_database(&database_url, "postgres"));
+                .unwrap_or_else(|| crate::databases::with_database(&database_url, "postgres"));
             let mongodb_uri = need("MONGODB_URI")?;
-            let databases =
+            // The demo's rule for where the hybrid's database goes: the stack's hybrid server.
+            let hybrid = crate::demo::targets::other_databases(&[HYBRID.into()], &env, &args.db_name)
+                .map_err(|error| format!("{error:#}"))
+                .and_then(|others| own_server(&database_url, others.first().map(|(_, url)| url.as_str())));
+            let mut databases =
                 Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), ..Databases::default() };
+            if selection.includes(Target::Pgh) {
+                match &hybrid {
+                    Ok(url) => databases.others.push((HYBRID.into(), url.clone())),
+                    Err(why) => selection.leave_out_hybrid(why, &mut notes)?,
+                }
+            }
             let backends = crate::backend::all(&databases);
             for backend in &backends {
                 backend.create_database(&admin_url).await?;
             }
             let bin_dir = services::bin_dir(repo, args.bin_dir.as_deref(), args.no_build).await?;
             let threads = session.service_threads();
-            let env_of = |name: &str| {
-                let backend = backends.iter().find(|b| b.info().name == name);
-                backend.map(|b| crate::demo::services::local_env(b.as_ref(), &threads, marker)).unwrap_or_default()
-            };
-            let (pg_env, mongo_env) = (env_of("pg"), env_of("mongo"));
-            let services = Services::Local(Local::new(bin_dir, out.join("logs"), pg_env, mongo_env));
-            (services, databases, budget_note, Some((stack, admin_url)))
+            let envs = selection
+                .targets
+                .iter()
+                .map(|target| {
+                    let backend = backends.iter().find(|b| b.info().name == target.name());
+                    let env = backend.map(|b| crate::demo::services::local_env(b.as_ref(), &threads, marker));
+                    (*target, env.unwrap_or_default())
+                })
+                .collect();
+            let services = Services::Local(Local::new(bin_dir, out.join("logs"), envs));
+            (services, databases, budget_note, Some((stack, admin_url)), hybrid.ok())
         }
     };
+    if !selection.includes(Target::Pgh) {
+        databases.others.retain(|(name, _)| name != HYBRID);
+    }
     let ctx = slot.insert(Ctx {
         name: args.name,
         scale: Scale::of(args.name, args),
         out: out.to_path_buf(),
         services,
         databases,
+        targets: selection.targets,
+        hybrid,
         script: repo.join(crate::repo::SCRIPT),
         manifest: out.join("dataset.json"),
         marker: marker.clone(),
         budget_note,
         minimal: None,
         versions: Versions::default(),
-        notes: Vec::new(),
+        notes,
         skipped: Vec::new(),
         local,
         snapshots: Vec::new(),

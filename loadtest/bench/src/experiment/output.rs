@@ -27,6 +27,9 @@ pub struct Outcome {
     pub title: String,
     /// What was run, in a paragraph.
     pub summary: String,
+    /// Paragraphs under the summary, also printed after the table: what the run says beyond the
+    /// study rows (whether F1 can happen to the hybrid layout; the hybrid at 100 KB).
+    pub statements: Vec<String>,
     /// The studies whose figures the rows use.
     pub setups: Vec<Setup>,
     pub comparisons: Vec<Comparison>,
@@ -37,6 +40,8 @@ pub struct Outcome {
     /// Experiment-specific figures: variants, sizes or settings (see RESULTS.md).
     pub variants: serde_json::Value,
     pub rounds: Vec<RoundRef>,
+    /// Further top-level fields of result.json (gin: `hybrid_catalog`).
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -46,6 +51,8 @@ struct Ours<'a> {
     mode: &'static str,
     scale: &'a Scale,
     prefer_minimal: bool,
+    /// The targets measured (`pg`, `mongo`, `pgh`).
+    targets: Vec<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -62,6 +69,9 @@ struct ResultFile<'a> {
     rounds: &'a [RoundRef],
     skipped: &'a [String],
     notes: &'a [String],
+    statements: &'a [String],
+    #[serde(flatten)]
+    extra: &'a serde_json::Map<String, serde_json::Value>,
 }
 
 fn our_setup(ctx: &Ctx) -> String {
@@ -75,7 +85,11 @@ fn our_setup(ctx: &Ctx) -> String {
          staircase {staircase}, {} s steps, p95 < 50 ms and < 1% failed; {} repeat(s){}. Size `{}`{}.",
         ctx.versions.postgres.as_deref().unwrap_or("?"),
         ctx.versions.mongodb.as_deref().unwrap_or("?"),
-        if ctx.services.is_local() { "both services and the load generator" } else { "deployed services" },
+        match (ctx.services.is_local(), ctx.measures(super::engine::Target::Pgh)) {
+            (true, false) => "both services and the load generator",
+            (true, true) => "all three services (orders-pg, orders-mongo, orders-pg-hybrid) and the load generator",
+            (false, _) => "deployed services",
+        },
         if ctx.services.is_local() { "this machine" } else { "their machines, the load generator on this one" },
         machine.cores,
         machine.os,
@@ -100,7 +114,7 @@ fn our_setup(ctx: &Ctx) -> String {
             Size::Full => "full",
         },
         if ctx.services.is_local() {
-            ": the databases, both services and the load share the cores, so absolute rates measure this machine; \
+            ": the databases, the services and the load share the cores, so absolute rates measure this machine; \
              compare ratios and mechanisms"
         } else {
             ""
@@ -110,6 +124,7 @@ fn our_setup(ctx: &Ctx) -> String {
 
 fn blocks(ctx: &Ctx, outcome: &Outcome) -> Vec<Block> {
     let mut blocks = vec![Block::Heading(1, outcome.title.clone()), Block::Paragraph(outcome.summary.clone())];
+    blocks.extend(outcome.statements.iter().cloned().map(Block::Paragraph));
     let unfair: Vec<String> =
         outcome.comparisons.iter().filter(|c| c.unfair).map(|c| format!("{}: {}", c.workload, c.ours)).collect();
     if !unfair.is_empty() {
@@ -181,6 +196,7 @@ pub fn write(ctx: &Ctx, outcome: &Outcome, started_at: &str) -> Result<String> {
             mode: if ctx.services.is_local() { "local" } else { "deployed" },
             scale: &ctx.scale,
             prefer_minimal: ctx.minimal(),
+            targets: ctx.targets.iter().map(|t| t.name()).collect(),
         },
         studies: &outcome.setups,
         comparisons: &outcome.comparisons,
@@ -188,12 +204,15 @@ pub fn write(ctx: &Ctx, outcome: &Outcome, started_at: &str) -> Result<String> {
         rounds: &outcome.rounds,
         skipped: &ctx.skipped,
         notes: &ctx.notes,
+        statements: &outcome.statements,
+        extra: &outcome.extra,
     };
     let text = serde_json::to_string_pretty(&file).context("result as JSON")?;
     std::fs::write(ctx.out.join("result.json"), text + "\n").context("writing result.json")?;
     let table = doc::markdown(&[compare::table(&outcome.comparisons)]);
+    let statements: String = outcome.statements.iter().map(|s| format!("\n\n{s}")).collect();
     Ok(format!(
-        "{}\n\n{}{}",
+        "{}\n\n{}{statements}{}",
         outcome.title,
         table.trim_end(),
         if ctx.skipped.is_empty() { String::new() } else { format!("\n\nskipped: {}", ctx.skipped.join("; ")) }

@@ -1,7 +1,7 @@
-//! Whether both services honour `Prefer: return=minimal` (RFC 7240; docs/api.md): a create
+//! Whether every service honours `Prefer: return=minimal` (RFC 7240; docs/api.md): a create
 //! answered `201` with `Location`, no body and `Preference-Applied: return=minimal`, and a status
 //! change of that order answered `204` likewise. Where an experiment measures the write alone it
-//! sends the header only when both do (one side returning 100 KB documents and the other nothing
+//! sends the header only when all do (one side returning 100 KB documents and the other nothing
 //! would not compare the writes); otherwise it says so. The probe writes one order into each
 //! database, so it runs before a reload.
 
@@ -11,24 +11,18 @@ use anyhow::{Context, Result};
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Support {
-    pub pg: bool,
-    pub mongo: bool,
-}
+/// Per target, whether its service honours the header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Support(pub Vec<(Target, bool)>);
 
 impl Support {
-    pub fn both(&self) -> bool {
-        self.pg && self.mongo
+    pub fn all(&self) -> bool {
+        self.0.iter().all(|(_, ok)| *ok)
     }
 
     /// Why the header is not sent, when it is not.
     pub fn note(&self) -> Option<String> {
-        let missing: Vec<&str> = [(Target::Pg.service(), self.pg), (Target::Mongo.service(), self.mongo)]
-            .iter()
-            .filter(|(_, ok)| !ok)
-            .map(|(name, _)| *name)
-            .collect();
+        let missing: Vec<&str> = self.0.iter().filter(|(_, ok)| !ok).map(|(target, _)| target.service()).collect();
         (!missing.is_empty()).then(|| {
             format!(
                 "{} do(es) not honour `Prefer: return=minimal` yet, so the writes were sent without it: every insert and \
@@ -73,11 +67,12 @@ async fn honours(http: &reqwest::Client, base: &str, body: &str) -> Result<bool>
     Ok(update_ok && updated.bytes().await.is_ok_and(|b| b.is_empty()))
 }
 
-/// Probes both services with the create body `body`.
+/// Probes every service with the create body `body`.
 pub async fn probe(urls: &Urls, body: &str) -> Result<Support> {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().context("HTTP client")?;
-    let (pg, mongo) = tokio::join!(honours(&http, &urls.pg, body), honours(&http, &urls.mongo, body));
-    Ok(Support { pg: pg?, mongo: mongo? })
+    let answers = futures_util::future::join_all(urls.0.iter().map(|(_, url)| honours(&http, url, body))).await;
+    let targets = urls.0.iter().map(|(target, _)| *target);
+    Ok(Support(targets.zip(answers).map(|(target, ok)| Ok((target, ok?))).collect::<Result<_>>()?))
 }
 
 #[cfg(test)]
@@ -86,8 +81,9 @@ mod tests {
 
     #[test]
     fn the_note_names_the_service_that_ignores_the_header() {
-        assert_eq!(Support { pg: true, mongo: true }.note(), None);
-        let note = Support { pg: true, mongo: false }.note().expect("a note");
+        assert_eq!(Support(vec![(Target::Pg, true), (Target::Mongo, true)]).note(), None);
+        let note =
+            Support(vec![(Target::Pg, true), (Target::Mongo, false), (Target::Pgh, true)]).note().expect("a note");
         assert!(note.starts_with("orders-mongo do(es) not"), "{note}");
     }
 }

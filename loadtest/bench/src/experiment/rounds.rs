@@ -64,7 +64,7 @@ fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
     }
 }
 
-/// Puts `data` in both databases as every repeat finds it (`Ctx::reset_for`: restored from the
+/// Puts `data` in every database as every repeat finds it (`Ctx::reset_for`: restored from the
 /// snapshots of its first load on the local stack, reloaded elsewhere), warmed and quiet; returns
 /// the manifest. For the closed loops, which are not rounds.
 pub async fn reload(ctx: &mut Ctx, data: Data) -> Result<Manifest> {
@@ -166,9 +166,9 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
         let round = crate::round::run_round(&spec, &setup, &dir.join(format!("run-{index}"))).await?;
         let manifest = manifest::read(&ctx.manifest)?;
         extras.push(RepeatExtras {
-            wal_flushes: round.repeats.first().and_then(|r| r.explain.pg()?.wal_flushes),
             pg_disk_per_order: disk_per_order(&manifest, Target::Pg),
             mongo_disk_per_order: disk_per_order(&manifest, Target::Mongo),
+            pgh_disk_per_order: disk_per_order(&manifest, Target::Pgh),
         });
         runs.push(round);
     }

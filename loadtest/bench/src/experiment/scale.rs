@@ -148,6 +148,23 @@ mod tests {
     }
 
     #[test]
+    fn targets_default_per_experiment_and_an_unknown_one_is_refused_by_name() {
+        use crate::experiment::engine::{Selection, Target};
+        let selection = |line: &[&str]| {
+            let args = args(line);
+            Selection::parse(&args.targets, args.name.default_targets()).expect("targets").targets
+        };
+        assert_eq!(selection(&["doc-size"]), Target::ALL, "S2's column is part of doc-size");
+        assert_eq!(selection(&["gin"]), [Target::Pg, Target::Mongo]);
+        assert_eq!(selection(&["durability"]), [Target::Pg, Target::Mongo]);
+        assert_eq!(selection(&["doc-size", "--targets", "pg,mongo"]), [Target::Pg, Target::Mongo]);
+        assert_eq!(selection(&["gin", "--targets", "pg,mongo,pgh"]), Target::ALL);
+        let error = Cli::try_parse_from(["x", "doc-size", "--targets", "pg,mongo,pgx"]).err().expect("refused");
+        assert!(error.to_string().contains("no target named \"pgx\" (known: pg, mongo, pgh)"), "{error}");
+        assert!(Cli::try_parse_from(["x", "doc-size", "--pgh-url", "http://h"]).is_err(), "deployed needs --pg-url");
+    }
+
+    #[test]
     fn a_placed_staircase_reaches_past_the_closed_loop_rate_in_round_steps() {
         let scale = Scale::of(Name::Durability, &args(&["durability"]));
         assert_eq!(scale.staircase(3252.0), Staircase { start: 300, step: 300, max: 6000 });

@@ -1,13 +1,15 @@
-//! The two services an experiment drives, and how a variant's settings reach them.
+//! The services an experiment drives (one per target: orders-pg, orders-mongo and, when selected,
+//! orders-pg-hybrid), and how a variant's settings reach them.
 //!
-//! - **Local** (the default): the demo's service handling (`demo::services`): both release
-//!   binaries on free loopback ports over the experiment's own database, restarted with the
+//! - **Local** (the default): the demo's service handling (`demo::services`): the release
+//!   binaries on free loopback ports over the experiment's own databases, restarted with the
 //!   variant's environment whenever the variant changes (the services recover from an overload
-//!   by themselves: bounded pool waits, database-side deadlines).
-//! - **Deployed** (`--pg-url`, `--mongo-url`): services the runner cannot restart. With `--apply
-//!   CMD` each variant runs `CMD` with `{}` replaced by its settings (`NAME=value ...`), e.g.
-//!   `infra/do/do.sh toggle {}`, then waits for both to be ready; without it only the variant the
-//!   services already run is measured, and the others are skipped, saying so.
+//!   by themselves: bounded pool waits, database-side deadlines). A variant's PostgreSQL settings
+//!   go to both PostgreSQL services.
+//! - **Deployed** (`--pg-url`, `--mongo-url`, `--pgh-url`): services the runner cannot restart.
+//!   With `--apply CMD` each variant runs `CMD` with `{}` replaced by its settings (`NAME=value
+//!   ...`), e.g. `infra/do/do.sh toggle {}`, then waits for all to be ready; without it only the
+//!   variant the services already run is measured, and the others are skipped, saying so.
 //!
 //! Either way the variant's settings are read back from `/diagnostics` before it is measured.
 
@@ -19,23 +21,18 @@ use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Where each target's service answers, in report order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Urls {
-    pub pg: String,
-    pub mongo: String,
-}
+pub struct Urls(pub Vec<(Target, String)>);
 
 impl Urls {
-    /// Both services by target name, as the runner's targets take them.
+    /// Every service by target name, as the runner's targets take them.
     pub fn services(&self) -> Vec<(String, String)> {
-        vec![("pg".into(), self.pg.clone()), ("mongo".into(), self.mongo.clone())]
+        self.0.iter().map(|(target, url)| (target.name().to_owned(), url.clone())).collect()
     }
 
-    pub fn get(&self, target: Target) -> &str {
-        match target {
-            Target::Pg => &self.pg,
-            Target::Mongo => &self.mongo,
-        }
+    pub fn get(&self, target: Target) -> Option<&str> {
+        self.0.iter().find(|(t, _)| *t == target).map(|(_, url)| url.as_str())
     }
 }
 
@@ -52,10 +49,10 @@ pub enum Prepared {
 pub struct Local {
     pub bin_dir: PathBuf,
     pub logs: PathBuf,
-    /// Environment every start gets (database, marker); the variant's comes on top.
-    pub pg_env: Vec<(String, String)>,
-    pub mongo_env: Vec<(String, String)>,
-    running: Vec<Service>,
+    /// Per target, the environment every start gets (database, marker); the variant's comes on
+    /// top.
+    pub envs: Vec<(Target, Vec<(String, String)>)>,
+    running: Vec<(Target, Service)>,
     current: Option<&'static str>,
 }
 
@@ -71,13 +68,12 @@ pub enum Services {
 }
 
 impl Local {
-    pub fn new(
-        bin_dir: PathBuf,
-        logs: PathBuf,
-        pg_env: Vec<(String, String)>,
-        mongo_env: Vec<(String, String)>,
-    ) -> Self {
-        Self { bin_dir, logs, pg_env, mongo_env, running: Vec::new(), current: None }
+    pub fn new(bin_dir: PathBuf, logs: PathBuf, envs: Vec<(Target, Vec<(String, String)>)>) -> Self {
+        Self { bin_dir, logs, envs, running: Vec::new(), current: None }
+    }
+
+    fn urls(&self) -> Urls {
+        Urls(self.running.iter().map(|(target, service)| (*target, service.url.clone())).collect())
     }
 }
 
@@ -160,26 +156,24 @@ impl Services {
 
 impl Local {
     async fn prepare(&mut self, variant: &Variant) -> Result<Urls> {
-        if self.current == Some(variant.name) && self.running.len() == 2 {
-            let urls = Urls { pg: self.running[0].url.clone(), mongo: self.running[1].url.clone() };
-            return Ok(urls);
+        if self.current == Some(variant.name) && self.running.len() == self.envs.len() {
+            return Ok(self.urls());
         }
         self.stop().await;
-        for (name, env) in [
-            (Target::Pg.service(), with_variant(&self.pg_env, &variant.pg_env)),
-            (Target::Mongo.service(), with_variant(&self.mongo_env, &variant.mongo_env)),
-        ] {
+        for (target, env) in &self.envs {
+            let name = target.service();
             let binary = services::binary(&self.bin_dir, name)?;
             let log = self.logs.join(format!("{name}.log"));
-            self.running.push(Service::start(name, &binary, &env, log)?);
+            let env = with_variant(env, variant.env_for(*target));
+            self.running.push((*target, Service::start(name, &binary, &env, log)?));
         }
-        let urls = Urls { pg: self.running[0].url.clone(), mongo: self.running[1].url.clone() };
+        let urls = self.urls();
         let client = diagnostics::Client::for_services(urls.services())?;
         if let Err(error) = client.wait_ready(Duration::from_secs(60)).await {
             let logs: Vec<String> = self
                 .running
                 .iter_mut()
-                .map(|s| {
+                .map(|(_, s)| {
                     let state = s.exited().unwrap_or_else(|| "running".into());
                     format!("{} ({state}):\n{}", s.name, s.log_tail())
                 })
@@ -187,12 +181,13 @@ impl Local {
             bail!("{error:#}\n{}", logs.join("\n"));
         }
         self.current = Some(variant.name);
-        eprintln!("experiment: variant {}: orders-pg {}, orders-mongo {}", variant.name, urls.pg, urls.mongo);
+        let listening: Vec<String> = urls.0.iter().map(|(t, url)| format!("{} {url}", t.service())).collect();
+        eprintln!("experiment: variant {}: {}", variant.name, listening.join(", "));
         Ok(urls)
     }
 
     async fn stop(&mut self) {
-        for service in &mut self.running {
+        for (_, service) in &mut self.running {
             service.stop().await;
         }
         self.running.clear();

@@ -332,6 +332,102 @@ pub const S2_UPDATES: [Reference; 3] = [
     },
 ];
 
+/// S2's counter in a column of its own, updates/s at 1 KB, 10 KB and 100 KB (PostgreSQL with
+/// synchronous_commit=off): what the hybrid layout's status column answers.
+pub const S2_COLUMN_UPDATES: [f64; 3] = [5_400.0, 8_027.0, 7_982.0];
+
+/// That column against the jsonb update, per size.
+pub const S2_COLUMN_OVER_JSONB: [Reference; 3] = [
+    Reference {
+        id: "s2-column-over-jsonb-1kb",
+        finding: "S2",
+        claim: "the counter in a column of its own against the jsonb update, 1 KB documents: about 5,400 against \
+                6,101 updates/s",
+        figure: Figure::Factor { value: S2_COLUMN_UPDATES[0] / 6101.0 },
+        setup: S2,
+    },
+    Reference {
+        id: "s2-column-over-jsonb-10kb",
+        finding: "S2",
+        claim: "the counter in a column of its own against the jsonb update, 10 KB documents: 8,027 against 2,154 \
+                updates/s",
+        figure: Figure::Factor { value: S2_COLUMN_UPDATES[1] / 2154.0 },
+        setup: S2,
+    },
+    Reference {
+        id: "s2-column-over-jsonb-100kb",
+        finding: "S2",
+        claim: "the counter in a column of its own against the jsonb update, 100 KB documents: 7,982 against 375 \
+                updates/s",
+        figure: Figure::Factor { value: S2_COLUMN_UPDATES[2] / 375.0 },
+        setup: S2,
+    },
+];
+
+/// The same column against MongoDB's `$inc`.
+pub const S2_COLUMN_OVER_MONGO: [Reference; 3] = [
+    Reference {
+        id: "s2-column-over-mongo-1kb",
+        finding: "S2",
+        claim: "the counter in a column of its own against MongoDB's $inc, 1 KB documents: about 5,400 against \
+                1,672 updates/s",
+        figure: Figure::Factor { value: S2_COLUMN_UPDATES[0] / 1672.0 },
+        setup: S2,
+    },
+    Reference {
+        id: "s2-column-over-mongo-10kb",
+        finding: "S2",
+        claim: "the counter in a column of its own against MongoDB's $inc, 10 KB documents: 8,027 against 1,545 \
+                updates/s",
+        figure: Figure::Factor { value: S2_COLUMN_UPDATES[1] / 1545.0 },
+        setup: S2,
+    },
+    Reference {
+        id: "s2-column-over-mongo-100kb",
+        finding: "S2",
+        claim: "the counter in a column of its own against MongoDB's $inc, 100 KB documents: 7,982 against 984 \
+                updates/s",
+        figure: Figure::Factor { value: S2_COLUMN_UPDATES[2] / 984.0 },
+        setup: S2,
+    },
+];
+
+/// The column at 100 KB with both waiting for the disk (F4), against jsonb and against MongoDB.
+pub const S2_BOTH_WAIT_COLUMN_OVER_JSONB_100KB: Reference = Reference {
+    id: "s2-both-wait-column-over-jsonb-100kb",
+    finding: "S2 F4",
+    claim: "with both waiting for the disk, 100 KB: the column 3,326 against jsonb's 350 updates/s",
+    figure: Figure::Factor { value: 3326.0 / 350.0 },
+    setup: S2_BOTH_WAIT,
+};
+
+pub const S2_BOTH_WAIT_COLUMN_OVER_MONGO_100KB: Reference = Reference {
+    id: "s2-both-wait-column-over-mongo-100kb",
+    finding: "S2 F4",
+    claim: "with both waiting for the disk, 100 KB: the column 3,326 against MongoDB's 984 updates/s",
+    figure: Figure::Factor { value: 3326.0 / 984.0 },
+    setup: S2_BOTH_WAIT,
+};
+
+/// S2's column: about 260 bytes of WAL per update once the document is past 1 KB.
+pub const S2_COLUMN_WAL_BYTES: f64 = 260.0;
+
+pub const S2_COLUMN_WAL: Reference = Reference {
+    id: "s2-column-wal",
+    finding: "S2 F2",
+    claim: "WAL per update of the counter in a column of its own, once the document is past 1 KB",
+    figure: Figure::Bytes { value: S2_COLUMN_WAL_BYTES },
+    setup: S2,
+};
+
+pub const S4_COLUMN_WAL_8KB: Reference = Reference {
+    id: "s4-column-wal-8kb",
+    finding: "S4",
+    claim: "one integer in a column beside an 8 KB document: 294 bytes of WAL per update",
+    figure: Figure::Bytes { value: 294.0 },
+    setup: S4,
+};
+
 pub const S2_PG_SLOWDOWN: Reference = Reference {
     id: "s2-pg-slowdown",
     finding: "S2 F2",
@@ -489,6 +585,14 @@ pub fn all() -> Vec<Reference> {
     ];
     all.extend(S2_UPDATES);
     all.extend(S2_WAL);
+    all.extend(S2_COLUMN_OVER_JSONB);
+    all.extend(S2_COLUMN_OVER_MONGO);
+    all.extend([
+        S2_BOTH_WAIT_COLUMN_OVER_JSONB_100KB,
+        S2_BOTH_WAIT_COLUMN_OVER_MONGO_100KB,
+        S2_COLUMN_WAL,
+        S4_COLUMN_WAL_8KB,
+    ]);
     all
 }
 
@@ -543,6 +647,8 @@ mod tests {
         assert_eq!(S2_UPDATES[2].figure.text(), "PG 375 / MongoDB 984 req/s = 0.38");
         assert_eq!(S2_PG_SLOWDOWN.figure.text(), "16.3×");
         assert_eq!(S2_WAL[2].figure.text(), "42.3 KiB");
+        assert_eq!(S2_COLUMN_OVER_JSONB[2].figure.text(), "21.3×");
+        assert_eq!(S2_BOTH_WAIT_COLUMN_OVER_MONGO_100KB.figure.text(), "3.4×");
         assert!(S1_SEQ_SCANS.figure.text().contains("32% of the table"));
     }
 }

@@ -1,9 +1,14 @@
 //! A variant of an experiment: the service settings it runs with (environment variables of
-//! `orders-pg` and `orders-mongo`, as documented in docs/configuration.md), the settings
-//! `/diagnostics` must then report (so a variant is proven to be in effect, not assumed), and
-//! whether the two sides acknowledge writes at the same point. Every variant sets each knob of its
-//! experiment explicitly, so an earlier variant's setting cannot linger (the GIN index keeps
-//! `fastupdate=off` until told otherwise).
+//! `orders-pg` and `orders-mongo`, as documented in docs/configuration.md; orders-pg-hybrid takes
+//! orders-pg's), the settings `/diagnostics` must then report (so a variant is proven to be in
+//! effect, not assumed), and whether the two sides acknowledge writes at the same point. Every
+//! variant sets each knob of its experiment explicitly, so an earlier variant's setting cannot
+//! linger (the GIN index keeps `fastupdate=off` until told otherwise).
+//!
+//! The PostgreSQL settings go to, and are read back from, every PostgreSQL target: a hybrid layout
+//! acknowledging writes earlier than orders-pg would be S2's F4 again. The one exception is a
+//! setting of an index the layout does not have (`gin_fastupdate`: the hybrid has no GIN index,
+//! its service ignores `PG_GIN_FASTUPDATE` and reports none).
 
 use crate::backend::mongo::snapshot::MongoSnapshot;
 use crate::backend::postgres::snapshot::PgSnapshot;
@@ -12,7 +17,8 @@ use crate::experiment::engine::Target;
 use serde::Serialize;
 
 /// A setting `/diagnostics` must report: `gin_fastupdate`, `plan_cache_mode`, `statement_mode`,
-/// `synchronous_commit` (PostgreSQL); `w`, `j` (MongoDB's write concern).
+/// `synchronous_commit` (PostgreSQL: `side` is `Target::Pg`, and it is checked on every PostgreSQL
+/// target); `w`, `j` (MongoDB's write concern).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Expect {
     pub side: Target,
@@ -33,31 +39,46 @@ pub struct Variant {
     pub fair: bool,
 }
 
+/// Settings of an index a target's layout does not have, so it neither takes nor reports them.
+fn lacks(target: Target, setting: &str) -> bool {
+    target == Target::Pgh && setting == "gin_fastupdate"
+}
+
 impl Variant {
     /// `NAME=value ...`, PostgreSQL's first: what `--apply`'s `{}` becomes.
     pub fn assignments(&self) -> String {
         self.pg_env.iter().chain(&self.mongo_env).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
     }
 
-    /// Settings that `/diagnostics` reports otherwise than this variant expects, as
-    /// "pg plan_cache_mode: auto (expected force_custom_plan)".
+    /// The settings `target`'s service starts with.
+    pub fn env_for(&self, target: Target) -> &[(&'static str, &'static str)] {
+        if target.is_postgres() { &self.pg_env } else { &self.mongo_env }
+    }
+
+    /// Settings that `/diagnostics` reports otherwise than this variant expects, for every target
+    /// in `snapshot`, as "pg plan_cache_mode: auto (expected force_custom_plan)".
     pub fn mismatches(&self, snapshot: &Snapshot) -> Vec<String> {
-        let (pg, mongo) = (PgSnapshot::from_json(snapshot.get("pg")), MongoSnapshot::from_json(snapshot.get("mongo")));
-        self.expect
-            .iter()
-            .filter_map(|e| {
-                let actual = match e.side {
-                    Target::Pg => pg.settings_map().remove(e.setting),
-                    Target::Mongo => match e.setting {
+        let present = Target::ALL.into_iter().filter(|t| snapshot.services.contains_key(t.name()));
+        let checks = present.flat_map(|target| {
+            let applies = move |e: &&Expect| e.side.is_postgres() == target.is_postgres() && !lacks(target, e.setting);
+            self.expect.iter().filter(applies).map(move |e| (target, e))
+        });
+        checks
+            .filter_map(|(target, e)| {
+                let diagnostics = snapshot.get(target.name());
+                let actual = if target.is_postgres() {
+                    PgSnapshot::from_json(diagnostics).settings_map().remove(e.setting)
+                } else {
+                    let mongo = MongoSnapshot::from_json(diagnostics);
+                    match e.setting {
                         "w" => mongo.write_w.clone(),
                         "j" => mongo.write_j.map(|j| j.to_string()),
                         _ => None,
-                    },
+                    }
                 };
-                let side = e.side;
                 (actual.as_deref() != Some(e.value)).then(|| {
                     format!(
-                        "{side} {}: {} (expected {})",
+                        "{target} {}: {} (expected {})",
                         e.setting,
                         actual.as_deref().unwrap_or("not reported"),
                         e.value
@@ -112,6 +133,23 @@ mod tests {
         assert_eq!(variant.mismatches(&pair(json!(false))), ["mongo j: false (expected true)"]);
         assert_eq!(variant.mismatches(&pair(json!(null))), ["mongo j: not reported (expected true)"]);
         assert_eq!(variant.assignments(), "PG_SYNCHRONOUS_COMMIT=on MONGO_WRITE_CONCERN=majority MONGO_JOURNAL=true");
+    }
+
+    #[test]
+    fn postgresql_settings_are_checked_on_the_hybrid_too_but_for_an_index_it_lacks() {
+        let mut hybrid = samples::pg(0, 1, 0, 10);
+        hybrid["settings"]["synchronous_commit"] = json!("off");
+        hybrid.as_object_mut().expect("object").remove("gin_index");
+        let mut three = samples::both(0.0, samples::pg(0, 1, 0, 10), samples::mongo(10, json!(true), "orders"));
+        three.services.insert("pgh".into(), hybrid);
+        assert_eq!(both_wait().mismatches(&three), ["pgh synchronous_commit: off (expected on)"]);
+        assert_eq!(both_wait().env_for(Target::Pgh), both_wait().pg_env.as_slice());
+        let fastupdate = Variant {
+            pg_env: vec![("PG_GIN_FASTUPDATE", "on")],
+            expect: vec![pg("gin_fastupdate", "on")],
+            ..both_wait()
+        };
+        assert!(fastupdate.mismatches(&three).is_empty(), "the hybrid has no GIN index to report on");
     }
 
     #[test]

@@ -183,16 +183,20 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             last
         }
     };
-    match flushed_counters(&setup.databases.database_url).await {
-        Ok(table) => {
-            if let Some(pg) = after.services.get_mut("pg") {
-                pg["table"] = table;
+    // Every PostgreSQL target's: the hybrid's HOT share and growth lag like orders-pg's.
+    for target in setup.targets.iter().filter(|t| t.backend.database_url().starts_with("postgres")) {
+        match flushed_counters(target).await {
+            Ok(table) => {
+                if let Some(diagnostics) = after.services.get_mut(&target.name()) {
+                    diagnostics["table"] = table;
+                }
             }
+            Err(error) => notes.push(format!(
+                "{}: the table counters after the run may miss its last seconds (backends send them up to 10 s late, \
+                 and their sessions could not be ended: {error:#})",
+                target.name()
+            )),
         }
-        Err(error) => notes.push(format!(
-            "the table counters after the run may miss its last seconds (backends send them up to 10 s late, and \
-             their sessions could not be ended: {error:#})"
-        )),
     }
     write_json(&dir.join("diagnostics-after.json"), &after)?;
     let mut lines = std::fs::File::create(dir.join("diagnostics-polled.jsonl")).context("diagnostics-polled.jsonl")?;
@@ -324,14 +328,16 @@ async fn pool_clients(client: &diagnostics::Client, setup: &Setup) -> u32 {
 /// The table counters of `orders` once every session on its database has sent its own: a backend
 /// sends them at most once a second, and an idle one only ten seconds later, but always when its
 /// session ends. So the round's sessions are ended (the services' pools reconnect on their next
-/// request; their plan counts were read before) and the counters read again.
-async fn flushed_counters(database_url: &str) -> Result<serde_json::Value> {
-    let (client, _connection) = crate::databases::pg_session(database_url).await?;
+/// request; their plan counts were read before) and the counters read again, by the target's own
+/// sample (each layout knows its tables).
+async fn flushed_counters(target: &crate::backend::Target) -> Result<serde_json::Value> {
+    let (client, _connection) = crate::databases::pg_session(target.backend.database_url()).await?;
     let name: String = client.query_one("SELECT current_database()", &[]).await?.get(0);
     orders_pg::admin::end_sessions(&client, &name).await.context("ending the round's sessions")?;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let sample = orders_pg::admin::sample(&client).await?;
-    Ok(serde_json::to_value(sample.table.unwrap_or_default())?)
+    let sampler = target.backend.sampler().await.map_err(|error| anyhow::anyhow!(error))?;
+    let sample = sampler.sample().await;
+    sample.get("table").cloned().with_context(|| format!("no table counters in the sample: {sample}"))
 }
 
 /// "MongoDB got no more load from step 6 (3,600 req/s) on: ..." for a retired target.

@@ -1,13 +1,15 @@
 //! `doc-size`'s log-log charts: bytes written per status update (PostgreSQL's WAL, MongoDB's
 //! journal) and closed-loop updates/s against the document size, with study S2's figures drawn
-//! dashed beside ours.
+//! dashed beside ours; where the hybrid layout ran, its line and S2's column beside it.
 
 use super::SizeResult;
+use crate::experiment::engine::HYBRID_COLOR;
 use crate::experiment::studies::{self, Figure, Reference};
 use orders_bench_report::charts::{self, Chart, MONGO_COLOR, PG_COLOR, Point, Series};
 
 const S2_PG_COLOR: &str = "#8fb3d9";
 const S2_MONGO_COLOR: &str = "#9fd39a";
+const S2_COLUMN_COLOR: &str = "#e6a39b";
 const S2_SIZES: [f64; 3] = [1_000.0, 10_000.0, 100_000.0];
 
 fn series(label: &str, color: &'static str, dashed: bool, points: Vec<(f64, Option<f64>)>) -> Series {
@@ -91,6 +93,16 @@ pub fn charts(results: &[SizeResult]) -> Vec<(String, String, String)> {
         reference: None,
         diagonal: false,
     };
+    let (mut bytes, mut rates) = (bytes, rates);
+    if noted.iter().any(|r| r.closed_loop.pgh.is_some()) {
+        let hybrid_wal = ours(&|r| kib(r.status.as_ref()?.pgh_figures.as_ref()?.wal_bytes_per_write));
+        bytes.series.push(series("PostgreSQL hybrid WAL (ours)", HYBRID_COLOR, false, hybrid_wal));
+        let column_wal = S2_SIZES[1..].iter().map(|x| (*x, kib(Some(studies::S2_COLUMN_WAL_BYTES)))).collect();
+        bytes.series.push(series("S2: column WAL (past 1 KB)", S2_COLUMN_COLOR, true, column_wal));
+        rates.series.push(series("PostgreSQL hybrid (ours)", HYBRID_COLOR, false, ours(&|r| r.closed_loop.pgh)));
+        let column = S2_SIZES.iter().zip(studies::S2_COLUMN_UPDATES).map(|(x, y)| (*x, Some(y))).collect();
+        rates.series.push(series("S2: column, PostgreSQL 17 (synchronous_commit=off)", S2_COLUMN_COLOR, true, column));
+    }
     vec![
         (
             "doc-size-bytes".into(),

@@ -3,12 +3,18 @@
 //! and 100 KB, the note making up the difference, and 40-item orders): S2's closed loop of status
 //! updates (its clients as fast as they can, several runs), then a staircase of status updates
 //! and one of reads by id, each on freshly reloaded data. The writes carry `Prefer:
-//! return=minimal` when both services honour it, so a 100 KB update is not also a 100 KB
+//! return=minimal` when every service honours it, so a 100 KB update is not also a 100 KB
 //! response. Per size: maximum rates, WAL bytes, records and full-page images per update, HOT
 //! share, table/TOAST/index growth, MongoDB's journal and storage, bytes on disk per order; and
 //! log-log charts of bytes written and throughput against the size, the study's beside ours.
+//!
+//! The hybrid layout (`pgh`, measured by default) runs the same loops and staircases at the same
+//! moment, on the same data set in a database of its own on a server of its own: S2's counter in
+//! a column of its own, held against S2's column figures (`hybrid`), with the price of joining the
+//! columns back into every read shown by the read staircase.
 
 mod charts;
+mod hybrid;
 mod rows;
 
 use super::Ctx;
@@ -79,6 +85,11 @@ pub struct ClosedSummary {
     pub mongo: Option<f64>,
     pub pg_p95_ms: Option<f64>,
     pub mongo_p95_ms: Option<f64>,
+    /// The hybrid layout's, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pgh: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pgh_p95_ms: Option<f64>,
 }
 
 impl ClosedSummary {
@@ -91,11 +102,25 @@ impl ClosedSummary {
             mongo: of(Target::Mongo, |t| Some(t.per_second)),
             pg_p95_ms: of(Target::Pg, |t| t.p95_ms),
             mongo_p95_ms: of(Target::Mongo, |t| t.p95_ms),
+            pgh: of(Target::Pgh, |t| Some(t.per_second)),
+            pgh_p95_ms: of(Target::Pgh, |t| t.p95_ms),
             runs,
         }
     }
 
-    /// The slower target's median rate (0 when one is missing), around which a staircase is placed.
+    /// The hybrid's median rate over orders-pg's (jsonb) and over MongoDB's.
+    pub fn hybrid_over(&self, target: Target) -> Option<f64> {
+        let base = match target {
+            Target::Pg => self.pg,
+            Target::Mongo => self.mongo,
+            Target::Pgh => return None,
+        };
+        self.pgh.zip(base).filter(|(_, b)| *b > 0.0).map(|(h, b)| h / b)
+    }
+
+    /// The slower of PostgreSQL's and MongoDB's median rates (0 when one is missing), around which
+    /// a staircase is placed: as without the hybrid, so its staircases are theirs, and the
+    /// hybrid's maximum is a lower bound where it passes every step.
     pub fn slower(&self) -> f64 {
         self.pg.zip(self.mongo).map_or(0.0, |(p, m)| p.min(m))
     }
@@ -135,6 +160,7 @@ pub struct SizeResult {
 pub async fn run(ctx: &mut Ctx, only: &[String]) -> Result<Outcome> {
     let sizes = select(only, &SIZES)?;
     let variant = variant::both_wait();
+    let hybrid = ctx.measures(Target::Pgh);
     let mut results = Vec::new();
     let mut refs = Vec::new();
     for size in &sizes {
@@ -178,7 +204,14 @@ pub async fn run(ctx: &mut Ctx, only: &[String]) -> Result<Outcome> {
         }
         results.push(result);
     }
-    let comparisons = rows::comparisons(&results);
+    let mut comparisons = rows::comparisons(&results);
+    let mut details = vec![Block::Heading(2, "Per size".into()), rows::detail_table(&results)];
+    let mut statements = Vec::new();
+    if hybrid {
+        comparisons.extend(results.iter().flat_map(hybrid::rows));
+        details.extend(hybrid::details(&results));
+        statements.extend(hybrid::statements(&results));
+    }
     Ok(Outcome {
         title: "Experiment doc-size: one small change in a big document (S2 F2, S4, S1 F3)".into(),
         summary: format!(
@@ -186,18 +219,21 @@ pub async fn run(ctx: &mut Ctx, only: &[String]) -> Result<Outcome> {
              S2's way), then a staircase of status updates and one of reads by id, each on reloaded data, both \
              services at the same moment, both waiting for the disk. The API has no one-field read, so the reads \
              return the whole order. A jsonb update writes a new version of the whole document (and every index \
-             entry): S2 saw its WAL and its time grow with the size, MongoDB's much less.",
+             entry): S2 saw its WAL and its time grow with the size, MongoDB's much less.{}",
             sizes.iter().map(|s| s.label).collect::<Vec<_>>().join(", "),
             ctx.scale.closed_runs,
             ctx.scale.clients,
             ctx.scale.closed_seconds,
+            if hybrid { hybrid::SUMMARY } else { "" },
         ),
+        statements,
         setups: vec![studies::S2, studies::S2_BOTH_WAIT, studies::S1_BIG, studies::S4, studies::S3, studies::S1],
         comparisons,
-        details: vec![Block::Heading(2, "Per size".into()), rows::detail_table(&results)],
+        details,
         charts: charts::charts(&results),
         variants: serde_json::to_value(&results)?,
         rounds: refs,
+        extra: serde_json::Map::new(),
     })
 }
 

@@ -92,7 +92,12 @@ fn rows_for(r: &SizeResult) -> Vec<Comparison> {
     }
     if let Some(read) = &r.read {
         let reads = &studies::S1_READS;
-        let row = judged(reads, at("read by id, whole order, staircase"), read.rates_text(), read.ratio);
+        // The hybrid beside them where it ran: its reads join the columns back into the document.
+        let text = match read.hybrid_text() {
+            Some(hybrid) => format!("{}; {hybrid}", read.rates_text()),
+            None => read.rates_text(),
+        };
+        let row = judged(reads, at("read by id, whole order, staircase"), text, read.ratio);
         rows.push(row.staircase(read.same_step()));
     }
     rows
