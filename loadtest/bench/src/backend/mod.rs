@@ -61,10 +61,8 @@ pub trait Backend: Send + Sync {
     fn service_env(&self) -> Vec<(String, String)>;
     /// Creates its database on the local stack when the engine does not create one on first use.
     /// A PostgreSQL backend does it through its own server's `postgres` database (its URL's server
-    /// and credentials), so a database on a server of its own (the hybrid's) is made there;
-    /// `admin_url`, the first PostgreSQL server's (`STACK_PG_ADMIN_URL`), is what the callers
-    /// knew before a run had a second server, and no backend needs it any more.
-    async fn create_database(&self, admin_url: &str) -> Result<()>;
+    /// and credentials), so a database on a server of its own (the hybrid's) is made there.
+    async fn create_database(&self) -> Result<()>;
 
     /// Connects for seeding (creating the schema as the service does) and checks the database.
     async fn seeder(&self) -> Result<Box<dyn Seeder>>;

@@ -214,7 +214,7 @@ async fn body(
     let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), others };
     let backends = crate::backend::all(&databases);
     for backend in &backends {
-        backend.create_database(&admin_url).await?;
+        backend.create_database().await?;
     }
 
     let bin_dir = match (&args.bin_dir, args.no_build) {

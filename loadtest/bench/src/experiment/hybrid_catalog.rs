@@ -85,16 +85,15 @@ pub async fn read(ctx: &Ctx) -> HybridCatalog {
     };
     // On the local stack the experiment's database of that name may not exist yet (the hybrid is
     // not a target of gin by default); a backend creates it on its own server.
-    let create_with = ctx.local.as_ref().map(|(_, admin_url)| admin_url.as_str());
-    read_at(&url, &ctx.databases.database_url, create_with).await
+    read_at(&url, &ctx.databases.database_url, ctx.local.is_some()).await
 }
 
-/// The catalogs of the hybrid's database at `url` (created first through `create_with`, an admin
-/// URL, when given; migrated as the service does) and of orders-pg's at `jsonb_url`.
-async fn read_at(url: &str, jsonb_url: &str, create_with: Option<&str>) -> HybridCatalog {
+/// The catalogs of the hybrid's database at `url` (created first, through its own server, when
+/// `create`; migrated as the service does) and of orders-pg's at `jsonb_url`.
+async fn read_at(url: &str, jsonb_url: &str, create: bool) -> HybridCatalog {
     let read = async {
-        if let Some(admin_url) = create_with {
-            Hybrid::new(url).create_database(admin_url).await?;
+        if create {
+            Hybrid::new(url).create_database().await?;
         }
         let (mut client, _connection) = pg_session(url).await?;
         orders_pg_hybrid::migrate::run(&mut client).await.context("applying migrations/postgres-hybrid")?;
@@ -152,7 +151,7 @@ mod tests {
         let jsonb = orders_pg::testing::fresh_database().await;
         let (mut client, _connection) = pg_session(&jsonb).await.expect("connect");
         orders_pg::migrate::run(&mut client).await.expect("orders-pg's migrations");
-        let catalog = read_at(&orders_pg::testing::fresh_database().await, &jsonb, None).await;
+        let catalog = read_at(&orders_pg::testing::fresh_database().await, &jsonb, false).await;
         assert_eq!((catalog.f1_possible, &catalog.not_read), (Some(false), &None), "{catalog:#?}");
         let methods: Vec<(&str, &str)> =
             catalog.indexes.iter().map(|i| (i.index.as_str(), i.access_method.as_str())).collect();
@@ -160,7 +159,7 @@ mod tests {
         assert!(methods.iter().all(|(_, method)| *method == "btree"), "{methods:?}");
         assert!(catalog.jsonb_indexes.iter().any(|i| i.index == "orders_items" && i.access_method == "gin"));
         assert!(catalog.statement().contains("F1 cannot happen to it"));
-        let unreachable = read_at("postgres://postgres@127.0.0.1:9/none", &jsonb, None).await;
+        let unreachable = read_at("postgres://postgres@127.0.0.1:9/none", &jsonb, false).await;
         assert!(unreachable.f1_possible.is_none() && unreachable.statement().contains("Not checked"));
     }
 }

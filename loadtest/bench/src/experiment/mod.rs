@@ -389,7 +389,7 @@ async fn body(
             }
             let backends = crate::backend::all(&databases);
             for backend in &backends {
-                backend.create_database(&admin_url).await?;
+                backend.create_database().await?;
             }
             let bin_dir = services::bin_dir(repo, args.bin_dir.as_deref(), args.no_build).await?;
             let threads = session.service_threads();

@@ -66,8 +66,8 @@ impl Backend for Hybrid {
         self.pg.service_env()
     }
 
-    async fn create_database(&self, admin_url: &str) -> Result<()> {
-        self.pg.create_database(admin_url).await
+    async fn create_database(&self) -> Result<()> {
+        self.pg.create_database().await
     }
 
     async fn seeder(&self) -> Result<Box<dyn Seeder>> {

@@ -108,7 +108,7 @@ impl Backend for Mongo {
     }
 
     /// mongod creates a database on its first write.
-    async fn create_database(&self, _admin_url: &str) -> Result<()> {
+    async fn create_database(&self) -> Result<()> {
         Ok(())
     }
 

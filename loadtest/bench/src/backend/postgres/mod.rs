@@ -180,7 +180,7 @@ impl Backend for Postgres {
         vec![("DATABASE_URL".into(), self.url.clone())]
     }
 
-    async fn create_database(&self, _first_server_admin_url: &str) -> Result<()> {
+    async fn create_database(&self) -> Result<()> {
         let name = database_of(&self.url)?;
         let (client, _connection) = pg_session(&self.admin_url()).await?;
         admin::create_database(&client, &name).await.with_context(|| format!("creating database {name}"))
