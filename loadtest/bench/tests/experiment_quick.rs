@@ -137,6 +137,27 @@ fn assert_every_round_ran_under_the_default_budgets(out: &Path, result: &Value, 
         } else {
             assert!(budget.contains(" CPU and ") && budget.ends_with("quota period)"), "{budget}");
         }
+        for repeat in own["rounds"][0]["repeats"].as_array().expect("repeats") {
+            assert_the_cpu_budget_was_lifted_only_for_a_restore(repeat, method);
+        }
+    }
+}
+
+/// A restored repeat was prepared without the CPU budgets (where the stack has them) and ran its
+/// load under them again: every server's quota during the load is the one lifted.
+fn assert_the_cpu_budget_was_lifted_only_for_a_restore(repeat: &Value, method: &str) {
+    let start = &repeat["start"];
+    let lifted = start["cpu_budget_lifted"].as_str();
+    if start["reset"] != "restored" || method == "none" {
+        assert_eq!(lifted, None, "nothing to lift: {start:#}");
+        return;
+    }
+    let lifted: f64 =
+        lifted.unwrap_or_else(|| panic!("a restore lifts the CPU budget: {start:#}")).parse().expect("cores");
+    let budgets = repeat["cpu"]["budgets"].as_object().expect("budgets during the load");
+    assert!(!budgets.is_empty());
+    for (server, budget) in budgets {
+        assert_eq!(budget["cpus"].as_f64(), Some(lifted), "{server}'s CPU budget put back before the load: {budget:#}");
     }
 }
 

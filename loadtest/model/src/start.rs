@@ -42,6 +42,10 @@ pub struct StartState {
     /// The machine's unwritten page cache at the end of the last quiet window, MiB.
     #[serde(default)]
     pub unwritten_mib: Option<f64>,
+    /// The CPU budget (cores each, as `stack.sh` took it) lifted from the local stack's servers
+    /// while they were restored and warmed, put back before the quiet check; `None`: none lifted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_budget_lifted: Option<String>,
     /// Per target (`pg`, `mongo`).
     pub databases: BTreeMap<String, DatabaseStart>,
 }

@@ -31,7 +31,15 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
             let short = |f: Option<&String>| f.map_or(NONE.into(), |f| f.chars().take(8).collect::<String>());
             let mut row = vec![
                 index.to_string(),
-                format!("{} ({} s)", start.reset, format::seconds(start.reset_seconds, 1)),
+                format!(
+                    "{} ({} s{})",
+                    start.reset,
+                    format::seconds(start.reset_seconds, 1),
+                    start
+                        .cpu_budget_lifted
+                        .as_ref()
+                        .map_or(String::new(), |cpus| format!(", CPU budget of {cpus} lifted until the quiet check"))
+                ),
                 if start.quiet {
                     format!("yes, after {:.1} s{}", start.waited_seconds, flushed(start))
                 } else {

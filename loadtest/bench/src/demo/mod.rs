@@ -277,8 +277,12 @@ async fn body(
             "demo: loading {} orders into every database, then snapshots for every repeat to restore",
             seed.orders
         );
-        crate::seed::run(seed.clone()).await.context("loading the data set")?;
-        let snapshots = crate::fresh::Snapshots::take(&stack, &seed.databases, &admin_url, "demo").await?;
+        // Neither the load nor the snapshots are measured: both run without the CPU budgets.
+        let load_and_snapshot = async {
+            crate::seed::run(seed.clone()).await.context("loading the data set")?;
+            crate::fresh::Snapshots::take(&stack, &seed.databases, &admin_url, "demo").await
+        };
+        let (snapshots, _) = crate::fresh::unbudgeted::without_cpu_budget(&stack, load_and_snapshot).await?;
         (crate::fresh::Reset::Restore(snapshots.clone()), Some(snapshots))
     } else {
         // Small enough to reload faster than a restore.

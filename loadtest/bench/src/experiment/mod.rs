@@ -261,10 +261,15 @@ impl Ctx {
         if let Some((_, snapshots)) = self.snapshots.iter().find(|(d, _)| *d == data) {
             return Ok(crate::fresh::Reset::Restore(snapshots.clone()));
         }
-        rounds::load(self, data).await?;
         let label = format!("i{}_n{}", data.items, data.note_bytes);
-        eprintln!("experiment: snapshots of the data set ({label}) for the repeats to restore");
-        let snapshots = crate::fresh::Snapshots::take(&stack, &self.databases, &admin_url, &label).await?;
+        // Neither the load nor the snapshots are measured: both run without the CPU budgets.
+        let databases = self.databases.clone();
+        let load_and_snapshot = async {
+            rounds::load(self, data).await?;
+            eprintln!("experiment: snapshots of the data set ({label}) for the repeats to restore");
+            crate::fresh::Snapshots::take(&stack, &databases, &admin_url, &label).await
+        };
+        let (snapshots, _) = crate::fresh::unbudgeted::without_cpu_budget(&stack, load_and_snapshot).await?;
         self.snapshots.push((data, snapshots.clone()));
         Ok(crate::fresh::Reset::Restore(snapshots))
     }

@@ -57,6 +57,11 @@ impl Snapshots {
         &self.admin_url
     }
 
+    /// The local stack the snapshots are kept on.
+    pub fn stack(&self) -> &Stack {
+        &self.stack
+    }
+
     /// The data set's name among the snapshots.
     pub fn label(&self) -> &str {
         &self.label
