@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Monitoring for the local stack: the exporters of both databases and a real Prometheus, the same
+# Monitoring for the local stack: the exporters of its three servers and a real Prometheus, the same
 # jobs and metric names as on the droplets and under docker compose, so the dashboard's queries
 # (infra/monitoring/grafana/dashboards/orders.json) run here unchanged. No Grafana: Debian has no
 # package of it; open Prometheus' own graph page, or point a Grafana at this Prometheus.
 #
 #   postgres_exporter   Debian's prometheus-postgres-exporter 0.11.1 with the custom queries of
-#                       infra/monitoring/exporters/postgres-queries.yaml, on the orders database
+#                       infra/monitoring/exporters/postgres-queries.yaml, on the orders database;
+#                       two of them: orders-pg's server and the hybrid layout's (label `service`
+#                       orders-pg / orders-pg-hybrid; MONITOR_PGH_SERVICE= leaves the hybrid out)
 #   MongoDB             mongo-serverstatus-exporter (infra/monitoring/src): serverStatus with the
 #                       names of Percona's mongodb_exporter (Debian's 2018 mongodb exporter cannot
 #                       talk to MongoDB 6.0)
 #   node_exporter       Debian's prometheus-node-exporter 1.5.0: this machine's CPU, memory, disks
-#   Prometheus          Debian's prometheus 2.42.0, scraping the exporters and both services,
+#   Prometheus          Debian's prometheus 2.42.0, scraping the exporters and the services,
 #                       receiving remote writes from k6 and `orders-bench load --prometheus-rw`
 #
 # Everything listens on 127.0.0.1; data, logs, pid files and the generated configuration live in
@@ -18,9 +20,11 @@
 #
 # Usage: infra/local/monitor.sh {install|start|stop|status|env}
 # Ports and targets (environment): MONITOR_PROMETHEUS_PORT (19090), MONITOR_PG_EXPORTER_PORT
-# (19187), MONITOR_MONGO_EXPORTER_PORT (19216), MONITOR_NODE_EXPORTER_PORT (19100), MONITOR_PG_SERVICE (127.0.0.1:8080),
-# MONITOR_MONGO_SERVICE (127.0.0.1:8081), MONITOR_SCRAPE_INTERVAL (5s), MONITOR_PG_DSN (the local
-# stack's orders database), MONGODB_URI (the local stack's mongod), STACK_PG_PORT/STACK_MONGO_PORT
+# (19187), MONITOR_PGH_EXPORTER_PORT (19188), MONITOR_MONGO_EXPORTER_PORT (19216),
+# MONITOR_NODE_EXPORTER_PORT (19100), MONITOR_PG_SERVICE (127.0.0.1:8080), MONITOR_MONGO_SERVICE
+# (127.0.0.1:8081), MONITOR_PGH_SERVICE (127.0.0.1:8082; empty: no hybrid exporter or service),
+# MONITOR_SCRAPE_INTERVAL (5s), MONITOR_PG_DSN and MONITOR_PGH_DSN (the local stack's orders
+# databases), MONGODB_URI (the local stack's mongod), STACK_PG_PORT/STACK_PGH_PORT/STACK_MONGO_PORT
 # (as for stack.sh), MONGO_EXPORTER_BIN (a built mongo-serverstatus-exporter; else cargo builds it).
 set -euo pipefail
 
@@ -37,12 +41,15 @@ NODE_EXPORTER_DEB="prometheus-node-exporter=1.5.0-1*"
 
 PROM_PORT="${MONITOR_PROMETHEUS_PORT:-19090}"
 PG_EXPORTER_PORT="${MONITOR_PG_EXPORTER_PORT:-19187}"
+PGH_EXPORTER_PORT="${MONITOR_PGH_EXPORTER_PORT:-19188}"
 MONGO_EXPORTER_PORT="${MONITOR_MONGO_EXPORTER_PORT:-19216}"
 NODE_EXPORTER_PORT="${MONITOR_NODE_EXPORTER_PORT:-19100}"
 PG_SERVICE="${MONITOR_PG_SERVICE:-127.0.0.1:8080}"
 MONGO_SERVICE="${MONITOR_MONGO_SERVICE:-127.0.0.1:8081}"
+PGH_SERVICE="${MONITOR_PGH_SERVICE-127.0.0.1:8082}"
 SCRAPE_INTERVAL="${MONITOR_SCRAPE_INTERVAL:-5s}"
 PG_DSN="${MONITOR_PG_DSN:-postgresql://postgres@127.0.0.1:${STACK_PG_PORT:-55432}/orders?sslmode=disable}"
+PGH_DSN="${MONITOR_PGH_DSN:-postgresql://postgres@127.0.0.1:${STACK_PGH_PORT:-55433}/orders?sslmode=disable}"
 MONGO_URI="${MONGODB_URI:-mongodb://127.0.0.1:${STACK_MONGO_PORT:-57017}}"
 
 say() { printf 'monitor: %s\n' "$*"; }
@@ -171,14 +178,23 @@ write_prometheus_config() {
 		-e "s|^  scrape_timeout: .*|  scrape_timeout: $SCRAPE_INTERVAL|" \
 		-e "s|\"localhost:9090\"|\"127.0.0.1:$PROM_PORT\"|" \
 		"$REPO/infra/monitoring/prometheus.yml" >"$DIR/prometheus.yml"
+	local hybrid_service='' hybrid_exporter=''
+	if [[ -n "$PGH_SERVICE" ]]; then
+		hybrid_service=",
+  {\"targets\": [\"$PGH_SERVICE\"], \"labels\": {\"service\": \"orders-pg-hybrid\", \"backend\": \"pgh\"}}"
+		hybrid_exporter=",
+  {\"targets\": [\"127.0.0.1:$PGH_EXPORTER_PORT\"], \"labels\": {\"service\": \"orders-pg-hybrid\", \"engine\": \"postgres\"}}"
+	fi
 	cat >"$TARGETS/orders-local.json" <<EOF
 [
   {"targets": ["$PG_SERVICE"], "labels": {"service": "orders-pg", "backend": "pg"}},
-  {"targets": ["$MONGO_SERVICE"], "labels": {"service": "orders-mongo", "backend": "mongo"}}
+  {"targets": ["$MONGO_SERVICE"], "labels": {"service": "orders-mongo", "backend": "mongo"}}$hybrid_service
 ]
 EOF
 	cat >"$TARGETS/postgres-local.json" <<EOF
-[{"targets": ["127.0.0.1:$PG_EXPORTER_PORT"], "labels": {"service": "orders-pg", "engine": "postgres"}}]
+[
+  {"targets": ["127.0.0.1:$PG_EXPORTER_PORT"], "labels": {"service": "orders-pg", "engine": "postgres"}}$hybrid_exporter
+]
 EOF
 	cat >"$TARGETS/mongodb-local.json" <<EOF
 [{"targets": ["127.0.0.1:$MONGO_EXPORTER_PORT"], "labels": {"service": "orders-mongo", "engine": "mongodb"}}]
@@ -190,16 +206,23 @@ EOF
 		die "the generated $DIR/prometheus.yml does not pass promtool check config"
 }
 
+# postgres_exporter NAME on PORT for the database DSN, with the project's queries (one file for
+# both layouts).
+launch_postgres_exporter() {
+	launch "$1" "$2" env DATA_SOURCE_NAME="$3" prometheus-postgres-exporter \
+		--web.listen-address="127.0.0.1:$2" \
+		--extend.query-path="$REPO/infra/monitoring/exporters/postgres-queries.yaml" \
+		--no-collector.bgwriter
+}
+
 cmd_start() {
 	cmd_install
 	mkdir -p "$DIR"
 	local mongo_exporter
 	mongo_exporter="$(mongo_exporter_bin)"
 	write_prometheus_config
-	launch postgres-exporter "$PG_EXPORTER_PORT" env DATA_SOURCE_NAME="$PG_DSN" prometheus-postgres-exporter \
-		--web.listen-address="127.0.0.1:$PG_EXPORTER_PORT" \
-		--extend.query-path="$REPO/infra/monitoring/exporters/postgres-queries.yaml" \
-		--no-collector.bgwriter
+	launch_postgres_exporter postgres-exporter "$PG_EXPORTER_PORT" "$PG_DSN"
+	[[ -z "$PGH_SERVICE" ]] || launch_postgres_exporter postgres-hybrid-exporter "$PGH_EXPORTER_PORT" "$PGH_DSN"
 	launch mongo-exporter "$MONGO_EXPORTER_PORT" env MONGODB_URI="$MONGO_URI" "$mongo_exporter" \
 		--listen "127.0.0.1:$MONGO_EXPORTER_PORT"
 	launch node-exporter "$NODE_EXPORTER_PORT" prometheus-node-exporter \
@@ -215,12 +238,15 @@ cmd_stop() {
 	stop_one prometheus
 	stop_one node-exporter
 	stop_one mongo-exporter
+	stop_one postgres-hybrid-exporter
 	stop_one postgres-exporter
 }
 
 cmd_status() {
 	local rc=0 name pid
-	for name in postgres-exporter mongo-exporter node-exporter prometheus; do
+	local -a names=(postgres-exporter mongo-exporter node-exporter prometheus)
+	[[ -z "$PGH_SERVICE" ]] || names+=(postgres-hybrid-exporter)
+	for name in "${names[@]}"; do
 		pid="$(pid_of "$name")"
 		if [[ -n "$pid" ]]; then say "$name: running (pid $pid)"; else
 			say "$name: stopped"
@@ -242,14 +268,15 @@ usage: $0 <command>
 
   install   apt-get install the pinned $PROMETHEUS_DEB, $PG_EXPORTER_DEB
             and $NODE_EXPORTER_DEB when their commands are missing
-  start     install if needed, build mongo-serverstatus-exporter, start the three exporters and
-            Prometheus on 127.0.0.1 (scraping the services at $PG_SERVICE and $MONGO_SERVICE)
+  start     install if needed, build mongo-serverstatus-exporter, start the exporters (two
+            postgres_exporters, the hybrid's unless MONITOR_PGH_SERVICE is empty) and Prometheus
+            on 127.0.0.1 (scraping the services at $PG_SERVICE, $MONGO_SERVICE${PGH_SERVICE:+ and $PGH_SERVICE})
   stop      stop them
-  status    say which run (exit 0 if all four, 3 otherwise)
+  status    say which run (exit 0 if all, 3 otherwise)
   env       print PROMETHEUS_URL and PROMETHEUS_RW_URL (for --prometheus-rw and k6's remote write)
 
 ports: MONITOR_PROMETHEUS_PORT ($PROM_PORT), MONITOR_PG_EXPORTER_PORT ($PG_EXPORTER_PORT),
-       MONITOR_MONGO_EXPORTER_PORT ($MONGO_EXPORTER_PORT), MONITOR_NODE_EXPORTER_PORT ($NODE_EXPORTER_PORT);
+       MONITOR_PGH_EXPORTER_PORT ($PGH_EXPORTER_PORT), MONITOR_MONGO_EXPORTER_PORT ($MONGO_EXPORTER_PORT), MONITOR_NODE_EXPORTER_PORT ($NODE_EXPORTER_PORT);
        data and logs in $DIR
 EOF
 }
@@ -257,6 +284,7 @@ EOF
 main() {
 	check_port MONITOR_PROMETHEUS_PORT "$PROM_PORT"
 	check_port MONITOR_PG_EXPORTER_PORT "$PG_EXPORTER_PORT"
+	check_port MONITOR_PGH_EXPORTER_PORT "$PGH_EXPORTER_PORT"
 	check_port MONITOR_MONGO_EXPORTER_PORT "$MONGO_EXPORTER_PORT"
 	check_port MONITOR_NODE_EXPORTER_PORT "$NODE_EXPORTER_PORT"
 	case "${1:-}" in

@@ -67,10 +67,10 @@ check_exporters() {
   pg=$(private_ip postgres-db)
   mongo=$(private_ip mongo-db)
   hybrid=$(private_ip hybrid-db)
-  expect "postgres_exporter answers the monitor: pg_up 1 and the project's queries (the GIN pending list)" on monitor \
-    "curl -fsS http://$pg:9187/metrics | awk '/^pg_up 1\$/ { u = 1 } /^orders_pg_gin_pending_tuples/ { g = 1 } END { exit !(u && g) }'"
-  expect "the hybrid's postgres_exporter answers the monitor: pg_up 1 and the project's queries (WAL)" on monitor \
-    "curl -fsS http://$hybrid:9187/metrics | awk '/^pg_up 1\$/ { u = 1 } /^orders_pg_wal_records/ { w = 1 } END { exit !(u && w) }'"
+  expect "postgres_exporter answers the monitor: pg_up 1 and the project's queries (the GIN pending list) without an error" on monitor \
+    "curl -fsS http://$pg:9187/metrics | awk '/^pg_up 1\$/ { u = 1 } /^orders_pg_gin_pending_tuples/ { g = 1 } /^pg_exporter_last_scrape_error 0\$/ { e = 1 } END { exit !(u && g && e) }'"
+  expect "the hybrid's postgres_exporter answers the monitor: pg_up 1, the project's queries (WAL) without an error, and no GIN pending list (it has no GIN index)" on monitor \
+    "curl -fsS http://$hybrid:9187/metrics | awk '/^pg_up 1\$/ { u = 1 } /^orders_pg_wal_records/ { w = 1 } /^pg_exporter_last_scrape_error 0\$/ { e = 1 } /^orders_pg_gin_/ { g = 1 } END { exit !(u && w && e && !g) }'"
   expect "the MongoDB exporter answers the monitor: mongodb_up 1 and Percona's names (opcounters)" on monitor \
     "curl -fsS http://$mongo:9216/metrics | awk '/^mongodb_up 1\$/ { u = 1 } /^mongodb_ss_opcounters\{/ { o = 1 } END { exit !(u && o) }'"
   refuse "postgres_exporter listens on the VPC address alone (not the loopback)" on postgres-db "curl -fsS http://127.0.0.1:9187/metrics"
@@ -144,7 +144,7 @@ check_postgres_roles() { # DB
     app=hybrid-app service=orders-pg-hybrid at='hybrid-db: ' own='both tables'
     diagnostics='.layout == "hybrid" and (.items_table | type == "object")'
     expect "${at}its own migrations were applied as orders_owner by up (schema_migrations_hybrid)" \
-      grep -qx 'orders: owner orders_owner, applied migrations: 0001_orders, 0002_extensions' "$W/up.out"
+      grep -qx 'orders: owner orders_owner, applied migrations: 0001_orders, 0002_extensions, 0003_pgstattuple' "$W/up.out"
   else
     expect "the migrations were applied as orders_owner by up" contains "$W/up.out" "applied migration 0003_idempotency_key"
   fi

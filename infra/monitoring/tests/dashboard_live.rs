@@ -1,5 +1,7 @@
-//! The dashboard proven with real servers. On the local stack (PostgreSQL 18, mongod 6.0.5) it
-//! seeds a database pair of its own, starts both services, and starts the exporters and a real
+//! The dashboard proven with real servers. On the local stack (PostgreSQL 18 twice, orders-pg's
+//! server and the hybrid layout's, and mongod 6.0.5) it seeds three databases of its own, starts
+//! the three services, and starts the exporters (one postgres_exporter per PostgreSQL server, with
+//! the one query file) and a real
 //! Prometheus with `infra/local/monitor.sh` (Debian's prometheus and postgres_exporter with the
 //! project's queries, the MongoDB stand-in exporter, node_exporter), then drives two short phases:
 //!
@@ -10,8 +12,9 @@
 //!
 //! It checks that both generators' pushed series add up to what their own summaries counted and
 //! fill the same panels; that the F1 row moves in phase 1 (pending list above zero, sequential
-//! scans) and stays flat in phase 2; that the F2/F3 figures are plausible (jsonb updates are never
-//! HOT); that every query of every panel returns series with finite, non-negative values over the
+//! scans) and stays flat in phase 2, and that the hybrid, which has no GIN index, gives no pending
+//! list and no scrape error; that the F2/F3 figures are plausible per PostgreSQL layout (jsonb
+//! updates are never HOT, the hybrid's mostly are); that every query of every panel returns series with finite, non-negative values over the
 //! run; and that every metric the dashboard reads is one Prometheus holds, so a renamed metric
 //! fails here instead of leaving a panel empty. Without the Debian packages or k6 it says SKIPPED
 //! and why (under CI it fails instead: `scripts/test.sh` installs them).
@@ -41,6 +44,10 @@ const K6_MIX: &str = "read:20,product:30,insert:25,status:25";
 /// Scrape interval, and the wait after a phase so the last figures are in.
 const SCRAPE: &str = "1s";
 const SETTLE: Duration = Duration::from_secs(3);
+/// Every target the load drives, by its name in the generators' summaries and pushed series.
+const TARGETS: [&str; 3] = ["pg", "mongo", "pgh"];
+/// The PostgreSQL services, as the `service` label names them and their exporters.
+const PG_SERVICES: [&str; 2] = ["orders-pg", "orders-pg-hybrid"];
 
 fn dashboard() -> Value {
     let path = support::repo().join("infra/monitoring/grafana/dashboards/orders.json");
@@ -125,7 +132,7 @@ impl Drop for Monitor {
 /// Each target's request count in a load summary (both generators write the same shape).
 fn summary_counts(path: &Path) -> Vec<(String, f64)> {
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("summary")).expect("summary JSON");
-    ["pg", "mongo"].iter().map(|t| ((*t).to_owned(), summary["targets"][t]["count"].as_f64().unwrap_or(-1.0))).collect()
+    TARGETS.iter().map(|t| ((*t).to_owned(), summary["targets"][t]["count"].as_f64().unwrap_or(-1.0))).collect()
 }
 
 #[test]
@@ -145,14 +152,16 @@ fn every_panel_reads_real_series_and_f1_moves_with_fastupdate_on_and_stays_flat_
             .args(["seed", "--target", "both", "--orders", ORDERS, "--database-url"])
             .arg(&databases.pg_url)
             .args(["--mongodb-uri", &support::mongodb_uri(), "--mongodb-db", &databases.mongo_name, "--manifest"])
-            .arg(&manifest),
+            .arg(&manifest)
+            .arg("--database")
+            .arg(format!("pgh={}", databases.pgh_url)),
         "orders-bench seed",
     );
     // An autovacuum (or autoanalyze) of orders flushes the pending list whenever its thresholds
     // happen to be crossed; off for the test's own table, the F1 figures depend on the load alone.
     databases.pg_execute("ALTER TABLE orders SET (autovacuum_enabled = off)");
 
-    let (pg_port, mongo_port) = (support::free_port(), support::free_port());
+    let (pg_port, mongo_port, pgh_port) = (support::free_port(), support::free_port(), support::free_port());
     let pg = start_pg(&bin, &databases, pg_port, "on", &scratch);
     let _mongo = Running::start(
         "orders-mongo",
@@ -163,20 +172,31 @@ fn every_panel_reads_real_series_and_f1_moves_with_fastupdate_on_and_stays_flat_
         &scratch.join("orders-mongo.log"),
     );
     support::wait_for_port(mongo_port, "orders-mongo");
+    let _hybrid = Running::start(
+        "orders-pg-hybrid",
+        Command::new(bin.join("orders-pg-hybrid"))
+            .env("BIND_ADDR", format!("127.0.0.1:{pgh_port}"))
+            .env("DATABASE_URL", &databases.pgh_url),
+        &scratch.join("orders-pg-hybrid.log"),
+    );
+    support::wait_for_port(pgh_port, "orders-pg-hybrid");
 
     let prometheus = Prometheus { port: support::free_port() };
-    let pg_dsn = format!("{}?sslmode=disable", databases.pg_url.replacen("postgres://", "postgresql://", 1));
+    let dsn = |url: &str| format!("{}?sslmode=disable", url.replacen("postgres://", "postgresql://", 1));
     let monitor = Monitor {
         env: vec![
             ("MONITOR_DIR".into(), scratch.join("monitor").display().to_string()),
             ("MONITOR_PROMETHEUS_PORT".into(), prometheus.port.to_string()),
             ("MONITOR_PG_EXPORTER_PORT".into(), support::free_port().to_string()),
+            ("MONITOR_PGH_EXPORTER_PORT".into(), support::free_port().to_string()),
             ("MONITOR_MONGO_EXPORTER_PORT".into(), support::free_port().to_string()),
             ("MONITOR_NODE_EXPORTER_PORT".into(), support::free_port().to_string()),
             ("MONITOR_PG_SERVICE".into(), format!("127.0.0.1:{pg_port}")),
             ("MONITOR_MONGO_SERVICE".into(), format!("127.0.0.1:{mongo_port}")),
+            ("MONITOR_PGH_SERVICE".into(), format!("127.0.0.1:{pgh_port}")),
             ("MONITOR_SCRAPE_INTERVAL".into(), SCRAPE.into()),
-            ("MONITOR_PG_DSN".into(), pg_dsn),
+            ("MONITOR_PG_DSN".into(), dsn(&databases.pg_url)),
+            ("MONITOR_PGH_DSN".into(), dsn(&databases.pgh_url)),
             ("MONGODB_URI".into(), support::mongodb_uri()),
             ("MONGO_EXPORTER_BIN".into(), bin.join("mongo-serverstatus-exporter").display().to_string()),
         ],
@@ -193,7 +213,8 @@ fn every_panel_reads_real_series_and_f1_moves_with_fastupdate_on_and_stays_flat_
     }
 
     // Phase 1: fastupdate=on; inserts fill the pending list, then the shop mix, pushed.
-    let targets = format!("pg=http://127.0.0.1:{pg_port},mongo=http://127.0.0.1:{mongo_port}");
+    let targets =
+        format!("pg=http://127.0.0.1:{pg_port},mongo=http://127.0.0.1:{mongo_port},pgh=http://127.0.0.1:{pgh_port}");
     let native_summary = scratch.join("load-summary.json");
     let t0 = support::unix_now();
     run(
@@ -265,10 +286,7 @@ fn every_panel_reads_real_series_and_f1_moves_with_fastupdate_on_and_stays_flat_
         for (phase, at, w) in [("native", t1, w1), ("k6", t3, w2)] {
             let points = prometheus.query(&as_sent(expr, w), at);
             let scenarios: Vec<&str> = points.iter().filter_map(|p| p.labels["scenario"].as_str()).collect();
-            assert!(
-                scenarios.contains(&"pg") && scenarios.contains(&"mongo"),
-                "{title} / {legend} ({phase}): {points:?}"
-            );
+            assert!(TARGETS.iter().all(|t| scenarios.contains(t)), "{title} / {legend} ({phase}): {points:?}");
             assert!(
                 points.iter().all(|p| p.value.is_finite() && p.value >= 0.0),
                 "{title} / {legend} ({phase}): {points:?}"
@@ -280,9 +298,13 @@ fn every_panel_reads_real_series_and_f1_moves_with_fastupdate_on_and_stays_flat_
     assert!(p95.iter().all(|p| p.value > 0.0 && p.value < 10.0), "generator p95 in seconds: {p95:?}");
 
     // F1: the pending list and the sequential scans move with fastupdate=on, stay flat with off.
-    let pending =
-        |at: f64, w: u64| prometheus.value(&format!("max(max_over_time(orders_pg_gin_pending_tuples[{w}s]))"), at);
-    let scans = |at: f64, w: u64| prometheus.value(&format!("sum(increase(orders_pg_table_seq_scan[{w}s]))"), at);
+    let pending = |at: f64, w: u64| {
+        prometheus
+            .value(&format!(r#"max(max_over_time(orders_pg_gin_pending_tuples{{service="orders-pg"}}[{w}s]))"#), at)
+    };
+    let scans = |at: f64, w: u64| {
+        prometheus.value(&format!(r#"sum(increase(orders_pg_table_seq_scan{{service="orders-pg"}}[{w}s]))"#), at)
+    };
     let (pending_on, scans_on) = (pending(t1, w1), scans(t1, w1));
     let (pending_off, scans_off) = (pending(t3, w2), scans(t3, w2));
     eprintln!(
@@ -294,17 +316,55 @@ fn every_panel_reads_real_series_and_f1_moves_with_fastupdate_on_and_stays_flat_
     // Flat, not quite zero: a custom plan may still scan for a product that is in many orders.
     assert!(scans_off * 10.0 <= scans_on, "without a pending list the product search keeps to its index");
 
-    // F2 and F3 in phase 2: status updates of jsonb are never HOT; every write logs something.
-    let updates = prometheus.value(&format!("sum(increase(orders_pg_table_n_tup_upd[{w2}s]))"), t3);
-    let hot = prometheus.value(&format!("sum(increase(orders_pg_table_n_tup_hot_upd[{w2}s]))"), t3);
+    // The hybrid has no GIN index: the one query file gives it no pending list, and no exporter
+    // failed a query (postgres_exporter sets pg_exporter_last_scrape_error when one does).
+    let hybrid_gin = prometheus.query(
+        &format!(r#"count_over_time(orders_pg_gin_pending_tuples{{service="orders-pg-hybrid"}}[{whole}s])"#),
+        t3,
+    );
+    assert!(hybrid_gin.is_empty(), "the hybrid has no GIN pending list: {hybrid_gin:?}");
+    for service in PG_SERVICES {
+        let errors = prometheus
+            .query(&format!(r#"max_over_time(pg_exporter_last_scrape_error{{service="{service}"}}[{whole}s])"#), t3);
+        assert!(
+            !errors.is_empty() && errors.iter().all(|p| p.value == 0.0),
+            "{service}'s postgres_exporter ran every query of the file without error: {errors:?}"
+        );
+    }
+
+    // F2 and F3 in phase 2: status updates of jsonb are never HOT, the hybrid's (columns, room on
+    // the page) mostly are; every write logs something, per PostgreSQL layout and in MongoDB.
+    let increase = |metric: &str, service: &str| {
+        prometheus.value(&format!(r#"sum(increase({metric}{{service="{service}"}}[{w2}s]))"#), t3)
+    };
+    let (updates, hot) =
+        (increase("orders_pg_table_n_tup_upd", "orders-pg"), increase("orders_pg_table_n_tup_hot_upd", "orders-pg"));
     assert!(updates > 0.0 && hot == 0.0, "status updates {updates}, HOT {hot}: a jsonb update is never HOT (F3)");
+    let (updates, hot) = (
+        increase("orders_pg_table_n_tup_upd", "orders-pg-hybrid"),
+        increase("orders_pg_table_n_tup_hot_upd", "orders-pg-hybrid"),
+    );
+    assert!(updates > 0.0 && hot >= 0.5 * updates, "the hybrid's status updates {updates}, HOT {hot} (F3)");
     for (title, legend, expr) in queries.iter().filter(|(t, _, _)| t.contains("per write")) {
         let points = prometheus.query(&as_sent(expr, w2), t3);
-        eprintln!("{title} / {legend}: {:?}", points.iter().map(|p| p.value).collect::<Vec<_>>());
+        eprintln!(
+            "{title} / {legend}: {:?}",
+            points.iter().map(|p| (&p.labels["service"], p.value)).collect::<Vec<_>>()
+        );
         assert!(
             !points.is_empty() && points.iter().all(|p| p.value > 0.5 && p.value < 1e6),
             "{title} / {legend}: {points:?}"
         );
+    }
+    // Each PostgreSQL layout is a series of its own in the WAL and write panels.
+    for (title, legend, expr) in
+        queries.iter().filter(|(_, _, e)| e.contains("orders_pg_wal") || e.contains("n_tup_ins"))
+    {
+        let points = prometheus.query(&as_sent(expr, w2), t3);
+        let mut services: Vec<&str> =
+            points.iter().filter(|p| p.value.is_finite()).filter_map(|p| p.labels["service"].as_str()).collect();
+        services.sort_unstable();
+        assert_eq!(services, PG_SERVICES, "{title} / {legend}: {points:?}");
     }
 
     // Every query of every panel, over the whole run: series, finite and not negative.

@@ -8,6 +8,7 @@ use tokio_postgres::Client;
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_orders", include_str!("../../../migrations/postgres-hybrid/0001_orders.sql")),
     ("0002_extensions", include_str!("../../../migrations/postgres-hybrid/0002_extensions.sql")),
+    ("0003_pgstattuple", include_str!("../../../migrations/postgres-hybrid/0003_pgstattuple.sql")),
 ];
 
 /// The table that records applied versions (orders-pg's is `schema_migrations`).

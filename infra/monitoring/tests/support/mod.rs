@@ -132,10 +132,22 @@ fn pg_url_for(database: &str) -> String {
     format!("{server}/{database}")
 }
 
+/// The hybrid layout's PostgreSQL server (`HYBRID_DATABASE_URL`, as `stack.sh env` prints it) with
+/// another database.
+fn hybrid_url_for(database: &str) -> String {
+    let url =
+        std::env::var("HYBRID_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:55433/orders".into());
+    let (server, _) =
+        url.split('?').next().unwrap_or(&url).rsplit_once('/').expect("HYBRID_DATABASE_URL has a database name");
+    format!("{server}/{database}")
+}
+
 /// A PostgreSQL database of this test's own (`orders_pg::testing`, which also drops those left by
-/// test processes that died) and a MongoDB database name, both dropped when this value is.
+/// test processes that died), one on the hybrid layout's server and a MongoDB database name, all
+/// dropped when this value is.
 pub struct Databases {
     pub pg_url: String,
+    pub pgh_url: String,
     pub mongo_name: String,
     runtime: tokio::runtime::Runtime,
 }
@@ -145,8 +157,17 @@ impl Databases {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         let pg_url = runtime.block_on(orders_pg::testing::fresh_database());
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        Self { pg_url, mongo_name: format!("monitoring_test_{}_{nanos}", std::process::id()), runtime }
+        let name = format!("monitoring_test_{}_{nanos}", std::process::id());
+        runtime.block_on(admin_execute(&hybrid_url_for("postgres"), &format!("CREATE DATABASE {name}")));
+        Self { pg_url, pgh_url: hybrid_url_for(&name), mongo_name: name, runtime }
     }
+}
+
+async fn admin_execute(url: &str, sql: &str) {
+    let (admin, connection) =
+        tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap_or_else(|e| panic!("connect to {url}: {e}"));
+    tokio::spawn(connection);
+    admin.batch_execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 impl Databases {
@@ -164,14 +185,20 @@ impl Databases {
 
 impl Drop for Databases {
     fn drop(&mut self) {
-        let (pg_name, mongo_name) =
-            (self.pg_url.rsplit('/').next().unwrap_or_default().to_owned(), self.mongo_name.clone());
+        let name = |url: &str| url.rsplit('/').next().unwrap_or_default().to_owned();
+        let (pg_name, pgh_name, mongo_name) = (name(&self.pg_url), name(&self.pgh_url), self.mongo_name.clone());
         self.runtime.block_on(async {
             if let Ok((admin, connection)) =
                 tokio_postgres::connect(&pg_url_for("postgres"), tokio_postgres::NoTls).await
             {
                 tokio::spawn(connection);
                 let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {pg_name} WITH (FORCE)")).await;
+            }
+            if let Ok((admin, connection)) =
+                tokio_postgres::connect(&hybrid_url_for("postgres"), tokio_postgres::NoTls).await
+            {
+                tokio::spawn(connection);
+                let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {pgh_name} WITH (FORCE)")).await;
             }
             if let Ok(client) = mongodb::Client::with_uri_str(mongodb_uri()).await {
                 let _ = client.database(&mongo_name).drop().await;

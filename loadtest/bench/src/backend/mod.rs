@@ -151,6 +151,9 @@ pub struct Facts {
     pub own_checks: Vec<(String, String, bool, String)>,
 }
 
+/// The target name of every engine `all` knows, in its order (what `demo --targets` accepts).
+pub const NAMES: [&str; 3] = ["pg", "mongo", hybrid::NAME];
+
 /// Every engine the runner knows, over the databases `databases` names, in report order: the
 /// hybrid layout only when `--database pgh=URL` names its database (the demo names it with
 /// `--targets pg,mongo,pgh`).
@@ -271,5 +274,7 @@ mod tests {
         };
         let servers: Vec<String> = all(&databases).iter().map(|b| b.info().database).collect();
         assert_eq!(servers, ["postgres", "mongod", "postgres (hybrid)"]);
+        let names: Vec<String> = all(&databases).iter().map(|b| b.info().name).collect();
+        assert_eq!(names, NAMES, "NAMES lists every engine `all` knows, in its order");
     }
 }

@@ -206,7 +206,6 @@ async fn body(
     let env = stack.env().await?;
     let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
     let database_url = with_database(&need("DATABASE_URL")?, &args.db_name);
-    let admin_url = env.get("STACK_PG_ADMIN_URL").cloned().unwrap_or_else(|| with_database(&database_url, "postgres"));
     let mongodb_uri = need("MONGODB_URI")?;
     // The demo drives with the native generator; k6 is only looked up for the record.
     let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo)).unwrap_or_default();
@@ -280,13 +279,13 @@ async fn body(
         // Neither the load nor the snapshots are measured: both run without the CPU budgets.
         let load_and_snapshot = async {
             crate::seed::run(seed.clone()).await.context("loading the data set")?;
-            crate::fresh::Snapshots::take(&stack, &seed.databases, &admin_url, "demo").await
+            crate::fresh::Snapshots::take(&stack, &seed.databases, "demo").await
         };
         let (snapshots, _) = crate::fresh::unbudgeted::without_cpu_budget(&stack, load_and_snapshot).await?;
         (crate::fresh::Reset::Restore(snapshots.clone()), Some(snapshots))
     } else {
         // Small enough to reload faster than a restore.
-        (crate::fresh::Reset::Reload(seed.clone()), None)
+        (crate::fresh::Reset::Reload(seed.clone(), Some(stack.unmarked())), None)
     };
     let rounds = rounds(args, &profile, &setup, out, &reset, deadline).await;
     if let Some(snapshots) = snapshots {

@@ -4,20 +4,19 @@
 //! second PostgreSQL server (`HYBRID_DATABASE_URL`, a CPU budget of its own). Not by default: on
 //! two cores a third database and service take CPU the other two would have.
 
-use crate::backend::hybrid;
+use crate::backend::{NAMES, hybrid};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 
-/// Every target the demo can run, in report order.
-pub const KNOWN: [&str; 3] = ["pg", "mongo", hybrid::NAME];
 /// The targets every demo runs.
 const ALWAYS: [&str; 2] = ["pg", "mongo"];
 
-/// One name of `--targets` (clap's value parser): a known target, or an error naming them all.
+/// One name of `--targets` (clap's value parser): an engine the runner knows
+/// (`backend::NAMES`), or an error naming them all.
 pub fn parse_name(text: &str) -> Result<String, String> {
-    match KNOWN.contains(&text) {
+    match NAMES.contains(&text) {
         true => Ok(text.to_owned()),
-        false => Err(format!("no target named \"{text}\" (known: {})", KNOWN.join(", "))),
+        false => Err(format!("no target named \"{text}\" (known: {})", NAMES.join(", "))),
     }
 }
 

@@ -205,9 +205,9 @@ pub struct Ctx {
     pub versions: Versions,
     pub notes: Vec<String>,
     pub skipped: Vec<String>,
-    /// The local stack and its PostgreSQL admin URL, when the experiment runs on it: then every
+    /// The local stack, when the experiment runs on it: then every
     /// data set is loaded once and restored from snapshots before each repeat.
-    pub local: Option<(Stack, String)>,
+    pub local: Option<Stack>,
     /// The snapshots taken so far, one per data set.
     pub snapshots: Vec<(rounds::Data, crate::fresh::Snapshots)>,
 }
@@ -255,8 +255,9 @@ impl Ctx {
     /// data set's first load (loading and snapshotting it the first time); elsewhere, and for data
     /// sets too small for a restore to pay (`fresh::RESTORE_FROM_ORDERS`), reloaded.
     pub async fn reset_for(&mut self, data: rounds::Data) -> Result<crate::fresh::Reset> {
-        let Some((stack, admin_url)) = self.local.clone().filter(|_| self.restores()) else {
-            return Ok(crate::fresh::Reset::Reload(rounds::reload_args(self, data)));
+        let Some(stack) = self.local.clone().filter(|_| self.restores()) else {
+            let stack = self.local.as_ref().map(Stack::unmarked);
+            return Ok(crate::fresh::Reset::Reload(rounds::reload_args(self, data), stack));
         };
         if let Some((_, snapshots)) = self.snapshots.iter().find(|(d, _)| *d == data) {
             return Ok(crate::fresh::Reset::Restore(snapshots.clone()));
@@ -267,7 +268,7 @@ impl Ctx {
         let load_and_snapshot = async {
             rounds::load(self, data).await?;
             eprintln!("experiment: snapshots of the data set ({label}) for the repeats to restore");
-            crate::fresh::Snapshots::take(&stack, &databases, &admin_url, &label).await
+            crate::fresh::Snapshots::take(&stack, &databases, &label).await
         };
         let (snapshots, _) = crate::fresh::unbudgeted::without_cpu_budget(&stack, load_and_snapshot).await?;
         self.snapshots.push((data, snapshots.clone()));
@@ -375,10 +376,6 @@ async fn body(
             let env = stack.env().await?;
             let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
             let database_url = crate::databases::with_database(&need("DATABASE_URL")?, &args.db_name);
-            let admin_url = env
-                .get("STACK_PG_ADMIN_URL")
-                .cloned()
-                .unwrap_or_else(|| crate::databases::with_database(&database_url, "postgres"));
             let mongodb_uri = need("MONGODB_URI")?;
             // The demo's rule for where the hybrid's database goes: the stack's hybrid server.
             let hybrid = crate::demo::targets::other_databases(&[HYBRID.into()], &env, &args.db_name)
@@ -408,7 +405,7 @@ async fn body(
                 })
                 .collect();
             let services = Services::Local(Local::new(bin_dir, out.join("logs"), envs));
-            (services, databases, budget_note, Some((stack, admin_url)), hybrid.ok())
+            (services, databases, budget_note, Some(stack), hybrid.ok())
         }
     };
     if !selection.includes(Target::Pgh) {

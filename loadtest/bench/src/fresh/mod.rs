@@ -13,6 +13,7 @@ pub mod unbudgeted;
 
 use crate::backend::Targets;
 use crate::seed::{self, SeedArgs};
+use crate::stack::Stack;
 use anyhow::{Context, Result};
 use orders_bench_model::start::{DatabaseStart, StartState};
 pub use snapshot::Snapshots;
@@ -23,6 +24,13 @@ use std::time::{Duration, Instant};
 /// the experiments restore snapshots only from this size on.
 pub const RESTORE_FROM_ORDERS: u64 = 20_000;
 
+/// A reload of a data set smaller than this, in bytes of JSON, runs under the CPU budgets: lifting
+/// and putting them back (two `stack.sh budget` calls) costs about 2 s a repeat. Under a quarter
+/// core, 2,000 orders reloaded in 0.4–0.6 s at 630 B (the quick demo, 1.3 MB) and 0.9–1.1 s at
+/// 10 KB (22 MB), but 9.3–9.9 s at 100 KB (200 MB; 3.2–3.3 s lifted; quick doc-size and
+/// durability).
+pub const LIFT_RELOAD_FROM_BYTES: u64 = 50 << 20;
+
 /// How long the runner waits for quiet databases before a repeat by default.
 pub const QUIET_WAIT: Duration = Duration::from_secs(30);
 
@@ -31,8 +39,9 @@ pub const QUIET_WAIT: Duration = Duration::from_secs(30);
 pub enum Reset {
     /// The data stay as the previous repeat left them.
     Keep,
-    /// The seeder loads the data set again (`round --reseed`).
-    Reload(SeedArgs),
+    /// The seeder loads the data set again (`round --reseed`; the demo and the experiments for
+    /// small data sets), on the local stack when one is given (its CPU budgets lifted meanwhile).
+    Reload(SeedArgs, Option<Stack>),
     /// Both databases are restored from snapshots (the demo and the experiments on the local
     /// stack).
     Restore(Snapshots),
@@ -42,7 +51,7 @@ impl Reset {
     fn word(&self) -> &'static str {
         match self {
             Reset::Keep => "kept",
-            Reset::Reload(_) => "reloaded",
+            Reset::Reload(..) => "reloaded",
             Reset::Restore(_) => "restored",
         }
     }
@@ -53,13 +62,18 @@ impl Reset {
 }
 
 /// Resets the data, warms every cache and fingerprints the data; returns what the repeat starts
-/// from (`wait_quiet` completes it). A restore on the local stack runs with the servers' CPU
-/// budgets lifted (`unbudgeted`), put back before this returns.
+/// from (`wait_quiet` completes it). On the local stack this runs with the servers' CPU budgets
+/// lifted (`unbudgeted`), put back before it returns.
 pub async fn reset(reset: &Reset, targets: &Targets, label: &str) -> Result<StartState> {
     let mut start = StartState { reset: reset.word().into(), ..StartState::default() };
-    if let Reset::Restore(snapshots) = reset {
+    let stack = match reset {
+        Reset::Keep => None,
+        Reset::Reload(args, stack) => stack.as_ref().filter(|_| reload_bytes(args) >= LIFT_RELOAD_FROM_BYTES),
+        Reset::Restore(snapshots) => Some(snapshots.stack()),
+    };
+    if let Some(stack) = stack {
         let work = reset_and_warm(reset, targets, label, &mut start);
-        let ((), lifted) = unbudgeted::without_cpu_budget(snapshots.stack(), work).await?;
+        let ((), lifted) = unbudgeted::without_cpu_budget(stack, work).await?;
         start.cpu_budget_lifted = lifted;
     } else {
         reset_and_warm(reset, targets, label, &mut start).await?;
@@ -67,12 +81,17 @@ pub async fn reset(reset: &Reset, targets: &Targets, label: &str) -> Result<Star
     Ok(start)
 }
 
+/// The data set's size as JSON, about (0 when its profile is invalid: the reload then says why).
+fn reload_bytes(args: &SeedArgs) -> u64 {
+    args.profile().approx_doc_bytes().map_or(0, |bytes| bytes * args.orders)
+}
+
 async fn reset_and_warm(reset: &Reset, targets: &Targets, label: &str, start: &mut StartState) -> Result<()> {
     if reset.resets() {
         let began = Instant::now();
         match reset {
             Reset::Keep => {}
-            Reset::Reload(args) => {
+            Reset::Reload(args, _) => {
                 eprintln!("{label} reloading {} orders into every database", args.orders);
                 seed::run(args.clone()).await.context("reloading the data set")?;
             }

@@ -33,14 +33,13 @@ impl Snapshots {
     }
 
     /// Snapshots of what every database holds now, named after the data set (`label`: letters,
-    /// digits, `_`), each on its own server. `admin_url`: the first PostgreSQL server's `postgres`
-    /// database, kept for the planner probe (`admin_url`), which copies orders-pg's snapshot.
-    pub async fn take(stack: &Stack, databases: &Databases, admin_url: &str, label: &str) -> Result<Self> {
+    /// digits, `_`), each on its own server.
+    pub async fn take(stack: &Stack, databases: &Databases, label: &str) -> Result<Self> {
         let snapshots = Self {
             // mongod restarts under a snapshot and a restore: it stays the stack's server, not
             // one of the command's processes.
             stack: stack.unmarked(),
-            admin_url: admin_url.to_owned(),
+            admin_url: crate::backend::postgres::Postgres::new(databases).admin_url(),
             label: label.to_owned(),
             backends: backend::all(databases),
         };

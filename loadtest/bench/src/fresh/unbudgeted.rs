@@ -1,8 +1,8 @@
 //! The preparation of a repeat on the local stack runs with the database servers' CPU budgets
-//! lifted: the restore (mongod's stop and start), the warm-up and the fingerprint are not what a
-//! round measures, and under a quarter core each they took most of a repeat's preparation (the
-//! three-target demo: 5 s of restore and 7 s of warm-up a repeat, 14 s in all, against 42 s of
-//! load). The memory budget stays, so the page cache a restore leaves counts as it did; the CPU
+//! lifted: the restore (mongod's stop and start) or reload, the warm-up and the fingerprint are
+//! not what a round measures, and under a quarter core each they took most of a repeat's
+//! preparation (the three-target demo: 5 s of restore and 7 s of warm-up a repeat, 14 s in all,
+//! against 42 s of load; the first load of its 100,000 orders 28 s). The memory budget stays, so the page cache a restore leaves counts as it did; the CPU
 //! budget is back before the runner waits for quiet databases and long before the first step,
 //! and the per-step CPU figures read the cgroups' counters during the load only.
 

@@ -255,7 +255,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         poll_interval: args.load.poll_interval.unwrap_or(args.load.staircase.step_duration),
         vu_budget_ms: args.load.vu_budget_ms,
         settle: Duration::from_secs(90),
-        reset: reseed.map_or(crate::fresh::Reset::Keep, crate::fresh::Reset::Reload),
+        reset: reseed.map_or(crate::fresh::Reset::Keep, |seed| crate::fresh::Reset::Reload(seed, None)),
         extra_repeats: 0,
         deadline: None,
         quiet_wait: crate::fresh::QUIET_WAIT,

@@ -80,7 +80,7 @@ impl FromStr for Selection {
 }
 
 impl SeedArgs {
-    fn profile(&self) -> Profile {
+    pub fn profile(&self) -> Profile {
         let per_ten = (self.orders / 10).max(1);
         Profile {
             seed: self.seed,
