@@ -30,7 +30,11 @@ if [ ! -x "$VENV/bin/st" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "${PINNED[*]}" 
 fi
 
 eval "$(bash infra/local/stack.sh env)"
-cargo build -q -p orders-pg -p orders-pg-hybrid -p orders-mongo
+# The workspace's features (--workspace), so the test build's dependencies are reused: with
+# `-p orders-pg -p orders-pg-hybrid -p orders-mongo` cargo resolved other features for hyper,
+# tower, libc and indexmap and compiled 56 crates again after the tests (tokio, mongodb, ring,
+# rustls, tokio-postgres among them), minutes on a clean machine.
+cargo build -q --workspace --bin orders-pg --bin orders-pg-hybrid --bin orders-mongo
 for db in "$DB" "$DB_HYBRID"; do
 	bash infra/local/stack.sh psql -q -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db" >/dev/null
 done

@@ -78,8 +78,16 @@ if ! "$venv/bin/python" -c 'import pymongo, yaml' 2>/dev/null; then
 fi
 profile=${SIMCLOUD_PROFILE:-release}
 case $profile in release) bin=release ;; dev) bin=debug ;; *) fail "SIMCLOUD_PROFILE: release or dev, not $profile" ;; esac
-echo "building the $profile binaries (cargo build --profile $profile; quick when up to date)"
-(cd "$REPO" && nice -n 19 cargo build --profile "$profile" --quiet -p orders-pg -p orders-mongo -p orders-pg-hybrid -p orders-bench -p orders-monitoring)
+# dev: the binaries of the test build (`cargo test --workspace --no-run`, what `cargo nextest run
+# --workspace` compiles: nothing to do after the tests). A `cargo build` of the same binaries
+# resolves the workspace's features without its tests' and compiled orders-bench again.
+if [ "$profile" = dev ]; then
+  build=(test --workspace --no-run)
+else
+  build=(build --release -p orders-pg -p orders-mongo -p orders-pg-hybrid -p orders-bench -p orders-monitoring)
+fi
+echo "building the $profile binaries (cargo ${build[*]}; quick when up to date)"
+(cd "$REPO" && nice -n 19 cargo "${build[@]}" --quiet)
 # Where cargo put them: CARGO_TARGET_DIR (relative to the checkout, where cargo ran) or target/.
 target_dir=${CARGO_TARGET_DIR:-target}
 case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
