@@ -143,10 +143,10 @@ fn assert_every_round_ran_under_the_default_budgets(out: &Path, result: &Value, 
     }
 }
 
-/// A repeat whose data were restored, or reloaded with 100 KB orders (200 MB, above
+/// A repeat whose data were restored, or reloaded with 100 KB orders (200 of them, 20 MB: above
 /// `fresh::LIFT_RELOAD_FROM_BYTES`), was prepared without the stack's CPU budgets (where it has
 /// them) and ran its load under them again: every server's quota during the load is the one
-/// lifted. Small reloads (2,000 orders of 1 or 10 KB: 2 or 20 MB) keep them.
+/// lifted. Small reloads (200 orders of 1 or 10 KB, or of 40 items) keep them.
 fn assert_the_cpu_budget_was_lifted_only_for_a_big_reset(repeat: &Value, method: &str, dir: &Path) {
     let start = &repeat["start"];
     let lifted = start["cpu_budget_lifted"].as_str();

@@ -25,11 +25,11 @@ use std::time::{Duration, Instant};
 pub const RESTORE_FROM_ORDERS: u64 = 20_000;
 
 /// A reload of a data set smaller than this, in bytes of JSON, runs under the CPU budgets: lifting
-/// and putting them back (two `stack.sh budget` calls) costs about 2 s a repeat. Under a quarter
-/// core, 2,000 orders reloaded in 0.4–0.6 s at 630 B (the quick demo, 1.3 MB) and 0.9–1.1 s at
-/// 10 KB (22 MB), but 9.3–9.9 s at 100 KB (200 MB; 3.2–3.3 s lifted; quick doc-size and
-/// durability).
-pub const LIFT_RELOAD_FROM_BYTES: u64 = 50 << 20;
+/// and putting them back (`stack.sh env` and two `stack.sh budget` calls) costs about 2 s a
+/// repeat. Under a quarter core the quick demo's 2,000 orders of 630 B (1.3 MB) reloaded in
+/// 0.4–0.6 s and the quick doc-size's 200 of 10 KB (2 MB) in 0.9–1.1 s, but 200 of 100 KB (20 MB)
+/// in 9.3–9.9 s (3.2–3.3 s lifted).
+pub const LIFT_RELOAD_FROM_BYTES: u64 = 10 << 20;
 
 /// How long the runner waits for quiet databases before a repeat by default.
 pub const QUIET_WAIT: Duration = Duration::from_secs(30);
