@@ -152,7 +152,7 @@ pub struct Facts {
 }
 
 /// The target name of every engine `all` knows, in its order (what `demo --targets` accepts).
-pub const NAMES: [&str; 3] = ["pg", "mongo", hybrid::NAME];
+pub const NAMES: [&str; 3] = [postgres::NAME, mongo::NAME, hybrid::NAME];
 
 /// Every engine the runner knows, over the databases `databases` names, in report order: the
 /// hybrid layout only when `--database pgh=URL` names its database (the demo names it with

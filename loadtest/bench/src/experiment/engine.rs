@@ -5,9 +5,10 @@
 //! own", which `doc-size` measures beside them. Which ones run is `--targets` (`Selection`):
 //! PostgreSQL and MongoDB always, since every study row compares them; the hybrid only on a
 //! PostgreSQL server of its own (`own_server`). Everything else in the
-//! runner takes its targets from the backends (`crate::backend`); `name()` is the same key they
-//! carry.
+//! runner takes its targets from the backends (`crate::backend`); every name here is the
+//! backend's own constant.
 
+use crate::backend::{hybrid, mongo, postgres};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -27,18 +28,18 @@ impl Target {
     /// The key in result.json, the manifest and the load generators (`pg`, `mongo`, `pgh`).
     pub const fn name(self) -> &'static str {
         match self {
-            Target::Pg => "pg",
-            Target::Mongo => "mongo",
-            Target::Pgh => crate::backend::hybrid::NAME,
+            Target::Pg => postgres::NAME,
+            Target::Mongo => mongo::NAME,
+            Target::Pgh => hybrid::NAME,
         }
     }
 
     /// The service's process name (`orders-pg`).
     pub const fn service(self) -> &'static str {
         match self {
-            Target::Pg => "orders-pg",
-            Target::Mongo => "orders-mongo",
-            Target::Pgh => crate::backend::hybrid::SERVICE,
+            Target::Pg => postgres::SERVICE,
+            Target::Mongo => mongo::SERVICE,
+            Target::Pgh => hybrid::SERVICE,
         }
     }
 
@@ -46,9 +47,9 @@ impl Target {
     /// sampler and the budgets name it.
     pub const fn database(self) -> &'static str {
         match self {
-            Target::Pg => "postgres",
-            Target::Mongo => "mongod",
-            Target::Pgh => crate::backend::hybrid::SERVER,
+            Target::Pg => postgres::SERVER,
+            Target::Mongo => mongo::SERVER,
+            Target::Pgh => hybrid::SERVER,
         }
     }
 
@@ -60,9 +61,9 @@ impl Target {
     /// The database's name in prose and chart legends.
     pub const fn label(self) -> &'static str {
         match self {
-            Target::Pg => "PostgreSQL",
-            Target::Mongo => "MongoDB",
-            Target::Pgh => "PostgreSQL hybrid",
+            Target::Pg => postgres::LABEL,
+            Target::Mongo => mongo::LABEL,
+            Target::Pgh => hybrid::LABEL,
         }
     }
 

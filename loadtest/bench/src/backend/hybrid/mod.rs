@@ -24,6 +24,8 @@ use serde_json::Value;
 
 /// Its target's name: the key of its figures and of `--database` / `--target`.
 pub const NAME: &str = "pgh";
+/// Its name in prose and legends.
+pub const LABEL: &str = "PostgreSQL hybrid";
 /// Its service's package and binary.
 pub const SERVICE: &str = "orders-pg-hybrid";
 /// The variable of `infra/local/stack.sh env` naming its database on the stack's server for it.
@@ -47,7 +49,7 @@ impl Hybrid {
 #[async_trait]
 impl Backend for Hybrid {
     fn info(&self) -> TargetInfo {
-        TargetInfo::new(NAME, "PostgreSQL hybrid", SERVICE, SERVER)
+        TargetInfo::new(NAME, LABEL, SERVICE, SERVER)
     }
 
     fn database_url(&self) -> &str {

@@ -25,6 +25,13 @@ use serde_json::Value;
 use snapshot::MongoSnapshot;
 use std::time::Duration;
 
+/// Its target's name (the key of its figures), label, service and database server, as
+/// `TargetInfo` carries them and the experiments' tables name them.
+pub const NAME: &str = "mongo";
+pub const LABEL: &str = "MongoDB";
+pub const SERVICE: &str = "orders-mongo";
+pub const SERVER: &str = "mongod";
+
 const COUNT_LIMIT: Duration = Duration::from_secs(15);
 const CONNECT_LIMIT: Duration = Duration::from_secs(5);
 
@@ -88,7 +95,7 @@ impl Sampler for MongoSampler {
 #[async_trait]
 impl Backend for Mongo {
     fn info(&self) -> TargetInfo {
-        TargetInfo::new("mongo", "MongoDB", "orders-mongo", "mongod")
+        TargetInfo::new(NAME, LABEL, SERVICE, SERVER)
     }
 
     fn database_url(&self) -> &str {

@@ -22,6 +22,13 @@ use serde_json::Value;
 use snapshot::PgSnapshot;
 use std::time::Duration;
 
+/// Its target's name (the key of its figures), label, service and database server, as
+/// `TargetInfo` carries them and the experiments' tables name them.
+pub const NAME: &str = "pg";
+pub const LABEL: &str = "PostgreSQL";
+pub const SERVICE: &str = "orders-pg";
+pub const SERVER: &str = "postgres";
+
 const COUNT_LIMIT: Duration = Duration::from_secs(15);
 const CONNECT_LIMIT: Duration = Duration::from_secs(5);
 
@@ -161,7 +168,7 @@ impl Sampler for PgSampler {
 #[async_trait]
 impl Backend for Postgres {
     fn info(&self) -> TargetInfo {
-        TargetInfo::new("pg", "PostgreSQL", "orders-pg", "postgres")
+        TargetInfo::new(NAME, LABEL, SERVICE, SERVER)
     }
 
     fn database_url(&self) -> &str {
