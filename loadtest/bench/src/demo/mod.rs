@@ -285,7 +285,7 @@ async fn body(
         (crate::fresh::Reset::Restore(snapshots.clone()), Some(snapshots))
     } else {
         // Small enough to reload faster than a restore.
-        (crate::fresh::Reset::Reload(seed.clone(), Some(stack.unmarked())), None)
+        (crate::fresh::Reset::reload(seed.clone(), Some(stack.unmarked())), None)
     };
     let rounds = rounds(args, &profile, &setup, out, &reset, deadline).await;
     if let Some(snapshots) = snapshots {

@@ -102,8 +102,9 @@ async fn read_at(url: &str, jsonb_url: &str, create: bool) -> HybridCatalog {
     let database = Some(redact(url));
     match read.await {
         Ok((indexes, jsonb_indexes)) => {
-            let f1_possible = Some(indexes.iter().any(|i| i.access_method == "gin"));
-            HybridCatalog { database, indexes, jsonb_indexes, f1_possible, not_read: None }
+            let mut catalog = HybridCatalog { database, indexes, jsonb_indexes, f1_possible: None, not_read: None };
+            catalog.f1_possible = Some(!catalog.gin().is_empty());
+            catalog
         }
         Err(error) => HybridCatalog::failed(database, format!("{error:#}")),
     }

@@ -257,7 +257,7 @@ impl Ctx {
     pub async fn reset_for(&mut self, data: rounds::Data) -> Result<crate::fresh::Reset> {
         let Some(stack) = self.local.clone().filter(|_| self.restores()) else {
             let stack = self.local.as_ref().map(Stack::unmarked);
-            return Ok(crate::fresh::Reset::Reload(rounds::reload_args(self, data), stack));
+            return Ok(crate::fresh::Reset::reload(rounds::reload_args(self, data), stack));
         };
         if let Some((_, snapshots)) = self.snapshots.iter().find(|(d, _)| *d == data) {
             return Ok(crate::fresh::Reset::Restore(snapshots.clone()));

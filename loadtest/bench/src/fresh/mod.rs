@@ -40,7 +40,8 @@ pub enum Reset {
     /// The data stay as the previous repeat left them.
     Keep,
     /// The seeder loads the data set again (`round --reseed`; the demo and the experiments for
-    /// small data sets), on the local stack when one is given (its CPU budgets lifted meanwhile).
+    /// small data sets), with the local stack's CPU budgets lifted meanwhile when a stack is given
+    /// (`Reset::reload` gives it only for a data set worth it).
     Reload(SeedArgs, Option<Stack>),
     /// Both databases are restored from snapshots (the demo and the experiments on the local
     /// stack).
@@ -48,6 +49,13 @@ pub enum Reset {
 }
 
 impl Reset {
+    /// A reload of `seed`, on the local `stack` if there is one: its budgets lifted for the
+    /// reload only from `LIFT_RELOAD_FROM_BYTES` on (decided here, once, not before every repeat).
+    pub fn reload(seed: SeedArgs, stack: Option<Stack>) -> Self {
+        let bytes = seed.profile().approx_doc_bytes().map_or(0, |bytes| bytes * seed.orders);
+        Reset::Reload(seed, stack.filter(|_| bytes >= LIFT_RELOAD_FROM_BYTES))
+    }
+
     fn word(&self) -> &'static str {
         match self {
             Reset::Keep => "kept",
@@ -68,7 +76,7 @@ pub async fn reset(reset: &Reset, targets: &Targets, label: &str) -> Result<Star
     let mut start = StartState { reset: reset.word().into(), ..StartState::default() };
     let stack = match reset {
         Reset::Keep => None,
-        Reset::Reload(args, stack) => stack.as_ref().filter(|_| reload_bytes(args) >= LIFT_RELOAD_FROM_BYTES),
+        Reset::Reload(_, stack) => stack.as_ref(),
         Reset::Restore(snapshots) => Some(snapshots.stack()),
     };
     if let Some(stack) = stack {
@@ -79,11 +87,6 @@ pub async fn reset(reset: &Reset, targets: &Targets, label: &str) -> Result<Star
         reset_and_warm(reset, targets, label, &mut start).await?;
     }
     Ok(start)
-}
-
-/// The data set's size as JSON, about (0 when its profile is invalid: the reload then says why).
-fn reload_bytes(args: &SeedArgs) -> u64 {
-    args.profile().approx_doc_bytes().map_or(0, |bytes| bytes * args.orders)
 }
 
 async fn reset_and_warm(reset: &Reset, targets: &Targets, label: &str, start: &mut StartState) -> Result<()> {

@@ -9,51 +9,24 @@
 use crate::stack::Stack;
 use anyhow::{Context, Result};
 
-/// A CPU budget lifted from every server of the stack, to be put back with [`Lifted::put_back`].
-#[derive(Debug)]
-pub struct Lifted {
-    stack: Stack,
-    cpus: String,
-}
-
-impl Lifted {
-    /// Lifts the CPU budget the stack's servers share (`stack.sh budget --db-cpus none`; memory
-    /// stays as it is). `None` when they run without one, or with unequal ones (left alone: one
-    /// command could not put each back).
-    pub async fn lift(stack: &Stack) -> Result<Option<Self>> {
-        let env = stack.env().await?;
-        let Some(cpus) = env.get("STACK_DB_CPUS").filter(|cpus| !matches!(cpus.as_str(), "none" | "unequal")) else {
-            return Ok(None);
-        };
-        stack.budget(&["--db-cpus".into(), "none".into()]).await.context("lifting the CPU budgets")?;
-        Ok(Some(Self { stack: stack.clone(), cpus: cpus.clone() }))
-    }
-
-    /// The CPUs each server had, as `stack.sh` takes them (`0.25`).
-    pub fn cpus(&self) -> &str {
-        &self.cpus
-    }
-
-    pub async fn put_back(self) -> Result<()> {
-        self.stack
-            .budget(&["--db-cpus".into(), self.cpus.clone()])
-            .await
-            .map(|_| ())
-            .with_context(|| format!("putting the CPU budgets of {} back", self.cpus))
-    }
-}
-
-/// Runs `work` with the stack's CPU budgets lifted, and puts them back whether it failed or not;
-/// returns its result and the CPUs lifted (`None`: there was no budget to lift).
+/// Runs `work` with the CPU budget the stack's servers share lifted (`stack.sh budget --db-cpus
+/// none`; memory stays as it is), and puts it back whether `work` failed or not; returns its
+/// result and the CPUs lifted. Nothing is lifted (`None`) when the servers run without a CPU
+/// budget, or with unequal ones (one command could not put each back).
 pub async fn without_cpu_budget<T>(
     stack: &Stack,
     work: impl std::future::Future<Output = Result<T>>,
 ) -> Result<(T, Option<String>)> {
-    let lifted = Lifted::lift(stack).await?;
+    let env = stack.env().await?;
+    let Some(cpus) = env.get("STACK_DB_CPUS").filter(|cpus| !matches!(cpus.as_str(), "none" | "unequal")).cloned()
+    else {
+        return Ok((work.await?, None));
+    };
+    stack.budget(&["--db-cpus".into(), "none".into()]).await.context("lifting the CPU budgets")?;
     let result = work.await;
-    let cpus = lifted.as_ref().map(|l| l.cpus().to_owned());
-    if let Some(lifted) = lifted {
-        lifted.put_back().await?;
-    }
-    Ok((result?, cpus))
+    stack
+        .budget(&["--db-cpus".into(), cpus.clone()])
+        .await
+        .with_context(|| format!("putting the CPU budgets of {cpus} back"))?;
+    Ok((result?, Some(cpus)))
 }
