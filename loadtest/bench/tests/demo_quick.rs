@@ -150,6 +150,15 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
         }
         assert_eq!(round["repeats"][0]["fairness"]["ok"], true, "{:#}", round["repeats"][0]["fairness"]);
         assert!(out.join(round["dir"].as_str().expect("dir")).join("repeat-1/load-summary.json").is_file());
+        // The lead-in ran the round's own mix below its first step on both, unjudged, and every
+        // request of it succeeded (the quick staircase starts at 200 req/s: 0.6 of it).
+        let lead_in = &round["repeats"][0]["start"]["lead_in"];
+        assert_eq!(lead_in["rate"], 120, "{lead_in:#}");
+        for target in ["pg", "mongo"] {
+            let answered = &lead_in["targets"][target];
+            assert!(answered["requests"].as_u64().unwrap_or(0) >= 200, "{target}: {lead_in:#}");
+            assert_eq!(answered["failures"], 0, "{target}: {lead_in:#}");
+        }
         let budget = round["budget"].as_str().expect("the budgets in words");
         if budgets_before[0] == "none" {
             assert!(budget.starts_with("no budgets"), "{budget}");

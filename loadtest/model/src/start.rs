@@ -46,8 +46,34 @@ pub struct StartState {
     /// while they were restored and warmed, put back before the quiet check; `None`: none lifted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_budget_lifted: Option<String>,
+    /// The round's own mix run on every target at once right before the staircase, unjudged:
+    /// each database's start transient falls in it (see `LeadIn`); `None`: no lead-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead_in: Option<LeadIn>,
     /// Per target (`pg`, `mongo`).
     pub databases: BTreeMap<String, DatabaseStart>,
+}
+
+/// The lead-in: the round's mix at a constant rate below the staircase's first step, on every
+/// target at once, after the checkpoint and before the load that is judged. A repeat starts right
+/// after checkpoints, so PostgreSQL's first change to every page of the indexes writes the whole
+/// page to the WAL, and mongod has just been restarted by the restore: without a lead-in those
+/// seconds fell in the first step, and which repeats failed it depended on where the staircase
+/// began (docs/fairness.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeadIn {
+    /// Requests a second, per target.
+    pub rate: u32,
+    pub seconds: f64,
+    /// Per target: what it answered and how fast.
+    pub targets: BTreeMap<String, LeadInTarget>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeadInTarget {
+    pub requests: u64,
+    pub failures: u64,
+    pub p95_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

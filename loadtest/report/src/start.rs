@@ -1,7 +1,7 @@
 //! How each repeat of a round started, in the report: how the data were reset, whether both
 //! databases were quiet when the load began (and what was not), the data's fingerprint (the same in
 //! every repeat when the data were), the memory each server's cgroup held and the page cache the
-//! runner wrote to disk before the load.
+//! runner wrote to disk before the load, and the lead-in each target answered before the staircase.
 
 use super::doc::Block;
 use super::format::{self, NONE};
@@ -17,6 +17,20 @@ fn flushed(start: &StartState) -> String {
     }
 }
 
+/// "340 req/s for 4 s: PostgreSQL 12.1 ms, MongoDB 3.2 ms": the lead-in's rate and each target's
+/// p95 in it.
+fn lead_in_words(start: &StartState, targets: &[orders_bench_model::target::TargetInfo]) -> String {
+    let Some(lead_in) = &start.lead_in else { return NONE.into() };
+    let each: Vec<String> = targets
+        .iter()
+        .map(|t| {
+            let p95 = lead_in.targets.get(&t.name).and_then(|x| x.p95_ms);
+            format!("{} {}", t.label, p95.map_or(NONE.to_owned(), |ms| format!("{ms:.1} ms")))
+        })
+        .collect();
+    format!("{} req/s for {:.0} s: {}", lead_in.rate, lead_in.seconds, each.join(", "))
+}
+
 pub fn blocks(round: &RoundResult) -> Vec<Block> {
     let starts: Vec<(u32, &StartState)> =
         round.repeats.iter().filter_map(|r| Some((r.index, r.start.as_ref()?))).collect();
@@ -24,6 +38,7 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
         return Vec::new();
     }
     let targets = round.targets();
+    let lead_ins = starts.iter().any(|(_, s)| s.lead_in.is_some());
     let mut blocks = vec![Block::Heading(3, "How each repeat started".into())];
     let rows = starts
         .iter()
@@ -51,6 +66,9 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
                     )
                 },
             ];
+            if lead_ins {
+                row.push(lead_in_words(start, &targets));
+            }
             for target in &targets {
                 let entry = start.databases.get(&target.name);
                 row.push(format!(
@@ -66,6 +84,9 @@ pub fn blocks(round: &RoundResult) -> Vec<Block> {
         })
         .collect();
     let mut header = vec!["repeat".to_owned(), "data".to_owned(), "quiet".to_owned()];
+    if lead_ins {
+        header.push("lead-in (unjudged), p95".to_owned());
+    }
     header.extend(targets.iter().map(|t| format!("{}: fingerprint · orders · disk · memory · CPU", t.label)));
     blocks.push(Block::Table { header, rows });
     let refs: Vec<&StartState> = starts.iter().map(|(_, s)| *s).collect();

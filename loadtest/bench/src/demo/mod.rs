@@ -81,6 +81,10 @@ pub struct DemoArgs {
     /// warm-up changes; see docs/fairness.md).
     #[arg(long = "no-warm-up")]
     pub no_warm_up: bool,
+    /// Start each repeat's staircase right after the checkpoint, without the lead-in at 0.6 of its
+    /// first rate (for measuring what the lead-in changes; see docs/fairness.md).
+    #[arg(long = "no-lead-in")]
+    pub no_lead_in: bool,
     /// Run the load generator at ordinary priority instead of SCHED_FIFO (for measuring what the
     /// real-time policy changes).
     #[arg(long = "no-realtime")]
@@ -118,6 +122,9 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
         repeats: 1,
         poll_interval: Duration::from_secs_f64(probe.step_seconds),
         extra_repeats: 0,
+        // The probe's first rates are far below every knee, and its knee is only where the
+        // staircase goes: no lead-in (about 4 s a mix).
+        lead_in: None,
         ..spec.clone()
     };
     let probed = round::run_round(&spec, setup, &dir.join("probe")).await?;
@@ -332,6 +339,7 @@ async fn rounds(
             deadline: Some(round_deadline),
             quiet_wait: crate::fresh::QUIET_WAIT,
             warm_pools: !args.no_warm_up,
+            lead_in: (!args.no_lead_in).then_some(profile.lead_in),
             realtime: !args.no_realtime,
             prefill: 0,
             plan_log_ms: None,
@@ -379,6 +387,7 @@ mod tests {
             no_build: false,
             budget: BudgetArgs::default(),
             no_warm_up: false,
+            no_lead_in: false,
             no_realtime: false,
         };
         let quick = args(true).profile();

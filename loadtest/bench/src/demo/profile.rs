@@ -47,6 +47,8 @@ pub struct Profile {
     /// The whole demo's time: a round adds a repeat only if it fits.
     pub time_budget: std::time::Duration,
     pub staircase: Staircase,
+    /// The round's mix before every repeat's staircase, unjudged (`RoundSpec::lead_in`).
+    pub lead_in: std::time::Duration,
 }
 
 /// `orders-bench demo`: about twelve minutes on two cores.
@@ -66,6 +68,7 @@ pub fn full() -> Profile {
             // machine with 1.8× the CPU per request (docs/fairness.md, "step length").
             step_seconds: 3.5,
         },
+        lead_in: crate::round::lead_in::LENGTH,
     }
 }
 
@@ -85,6 +88,8 @@ pub fn quick() -> Profile {
             step_seconds: 2.0,
             factor: Some(1.3),
         }),
+        // 2,000 orders span about 160 pages: their transient after a checkpoint is over sooner.
+        lead_in: std::time::Duration::from_secs(2),
     }
 }
 

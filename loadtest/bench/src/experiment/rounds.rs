@@ -145,6 +145,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             deadline: None,
             quiet_wait: crate::fresh::QUIET_WAIT,
             warm_pools: true,
+            lead_in: Some(crate::round::lead_in::LENGTH),
             realtime: true,
             prefill: plan.prefill,
             plan_log_ms: None,

@@ -298,7 +298,7 @@ async fn side_load(
 
 /// The round's environment for a side load: without the push to Prometheus, which is the round's
 /// own load alone (a dashboard would show the warm-up as load, and the closed loop cannot push).
-fn side_load_env(round_env: &[(String, String)]) -> Vec<(String, String)> {
+pub(super) fn side_load_env(round_env: &[(String, String)]) -> Vec<(String, String)> {
     round_env.iter().filter(|(name, _)| name != orders_loadgen::prometheus::PUSH_URL_ENV).cloned().collect()
 }
 
@@ -363,7 +363,7 @@ fn native_binary() -> Result<PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use orders_bench_model::result::RatePlan;
 
@@ -390,12 +390,12 @@ mod tests {
         assert!(!Tolerance::Share(1.0).accepts(3, 3) && !last_warm_up.accepts(0, 0), "at least one read answered");
     }
 
-    #[test]
-    fn the_native_generator_gets_the_rounds_staircase_and_pass_mark() {
-        let spec = RoundSpec {
+    /// The round the tests of launching and of the lead-in use, on `plan`.
+    pub(crate) fn spec_with(plan: RatePlan) -> RoundSpec {
+        RoundSpec {
             name: "shop".into(),
             mix: "shop".into(),
-            plan: RatePlan { start_rate: 200, step: 100, max_rate: 900, step_seconds: 4.0, factor: Some(1.5) },
+            plan,
             repeats: 1,
             mark: PassMark::default(),
             early_stop: true,
@@ -408,12 +408,19 @@ mod tests {
             deadline: None,
             quiet_wait: Duration::from_secs(1),
             warm_pools: false,
+            lead_in: None,
             realtime: true,
             prefill: 0,
             plan_log_ms: None,
             generator: Generator::Native,
             prefer_minimal: true,
-        };
+        }
+    }
+
+    #[test]
+    fn the_native_generator_gets_the_rounds_staircase_and_pass_mark() {
+        let spec =
+            spec_with(RatePlan { start_rate: 200, step: 100, max_rate: 900, step_seconds: 4.0, factor: Some(1.5) });
         let databases = crate::databases::Databases {
             database_url: String::new(),
             mongodb_uri: String::new(),

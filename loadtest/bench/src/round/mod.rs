@@ -13,6 +13,7 @@ mod drive;
 pub mod early_stop;
 pub mod fairness;
 pub mod launch;
+pub mod lead_in;
 pub mod plan_log;
 pub mod plan_probe;
 mod repeat;
@@ -63,6 +64,12 @@ pub struct RoundLoadArgs {
     /// pool) before each repeat's load: without it, the first step pays for opening connections.
     #[arg(long = "no-warm-up")]
     pub no_warm_up: bool,
+    /// Run the round's own mix this long right before each repeat's staircase, unjudged, at 0.6 of
+    /// its first rate on every target at once (`0` or `none`: none): the databases' start transients (the
+    /// full-page images after PostgreSQL's checkpoint, a restarted mongod) fall in it, not in the
+    /// first step. Its inserts count as the round's (the fairness gate expects them).
+    #[arg(long = "lead-in", default_value = "4s", value_parser = lead_in::parse_length)]
+    pub lead_in: Duration,
     /// Seconds between the runner's samples of both databases during a run (pending list, table
     /// counters, WAL; from its own connections) [default: once per step].
     #[arg(long = "poll-interval", value_parser = orders_loadgen::duration::parse)]
@@ -172,6 +179,9 @@ pub struct RoundSpec {
     /// Fill both services' connection pools with a short read-only closed loop before the load
     /// (`launch::fill_pools`).
     pub warm_pools: bool,
+    /// Run the round's own mix this long before the staircase, unjudged, at a share of its first
+    /// rate (`lead_in`); `None`: the staircase starts right after the checkpoint.
+    pub lead_in: Option<Duration>,
     /// The native generator asks for the real-time policy `SCHED_FIFO` (its default); false runs it
     /// at ordinary priority.
     pub realtime: bool,
@@ -260,6 +270,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         deadline: None,
         quiet_wait: crate::fresh::QUIET_WAIT,
         warm_pools: !args.load.no_warm_up,
+        lead_in: Some(args.load.lead_in).filter(|length| !length.is_zero()),
         realtime: !args.load.no_realtime,
         prefill: 0,
         plan_log_ms: args.plan_log_ms,

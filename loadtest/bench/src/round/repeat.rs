@@ -1,5 +1,5 @@
 //! One repeat of a round: the data reset and the databases quiet (`fresh`), the plan log turned
-//! on and a GIN pending list prefilled when asked, fairness gate, `/diagnostics` before, one load run
+//! on, a GIN pending list prefilled when asked, the lead-in (`lead_in`), fairness gate, `/diagnostics` before, one load run
 //! (native generator or k6) with live progress, early stop, `/diagnostics` polling and CPU
 //! sampling, `/diagnostics` after, then the verdicts (stalls of the shared machine reviewed), the
 //! explaining figures and the CPU report (the load run itself is `drive`). Raw files go to
@@ -126,7 +126,13 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     if spec.prefill > 0 {
         super::launch::prefill(spec, setup, &dir, spec.prefill).await?;
     }
-    let (before, fairness) = gate(&client, setup, u64::from(spec.prefill), spec.settle).await?;
+    let mut inserted = u64::from(spec.prefill);
+    if let Some(length) = spec.lead_in {
+        let (lead_in, orders) = super::lead_in::run(spec, setup, &dir, length).await?;
+        inserted += orders;
+        start_state.lead_in = Some(lead_in);
+    }
+    let (before, fairness) = gate(&client, setup, inserted, spec.settle).await?;
     let wal_before = wal_by_target(&setup.targets).await;
     write_json(&dir.join("diagnostics-before.json"), &before)?;
     if !fairness.ok {
@@ -211,6 +217,9 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         ("diagnostics_polled", "diagnostics-polled.jsonl"),
     ] {
         files.insert(key.to_owned(), format!("{rel}/{file}"));
+    }
+    if spec.lead_in.is_some() {
+        files.insert("lead_in_summary".into(), format!("{rel}/lead-in-summary.json"));
     }
 
     // Several load machines: judge the merged summary, with every machine's drops.
