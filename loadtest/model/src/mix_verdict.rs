@@ -10,6 +10,9 @@
 //! (the ratio the report shows), and the second estimate (the CPU capacity of `capacity`, where
 //! every database has one) does not say the opposite, and every target it beat was stopped by its
 //! own database (a rate the machine or the generator stopped says nothing of that database).
+//! A lead that passes the least difference by less than one step of the staircase in some repeat
+//! (`lead_thin`) names a winner only when it held in `THIN_LEAD_REPEATS` repeats; the round runs
+//! more where it has time for them.
 //! Otherwise there is no clear winner, in words, or, when a target that failed was not stopped by
 //! its database in most repeats, the row is **not database-limited**.
 
@@ -24,6 +27,11 @@ use std::collections::BTreeMap;
 /// Repeats within ±25% of their median count as agreeing.
 pub const TOLERANCE: f64 = 0.25;
 
+/// Repeats a lead within one step of the least difference must hold in to name a winner
+/// (`lead_thin`): three such repeats named PostgreSQL for `insert` in two runs of three on one
+/// commit and nobody in the third (docs/fairness.md, "a lead one step past the least difference").
+pub const THIN_LEAD_REPEATS: usize = 5;
+
 /// Medians closer than this (relative), or than one step of the staircase, name no winner,
 /// whatever the spread: between runs on the same machine a median moves by a step of the
 /// staircase and by about this much (docs/fairness.md).
@@ -33,9 +41,16 @@ pub const MIN_DIFFERENCE: f64 = 0.15;
 /// or one step of its staircase where the steps are coarser (a rate one step higher is within
 /// what a rerun moves).
 pub fn least_difference(round: &RoundResult) -> f64 {
-    let rates = round.plan.rates();
-    let coarsest = rates.windows(2).map(|w| f64::from(w[1]) / f64::from(w[0].max(1)) - 1.0).fold(0.0, f64::max);
-    MIN_DIFFERENCE.max(coarsest)
+    least_difference_of(&round.plan)
+}
+
+fn least_difference_of(plan: &RatePlan) -> f64 {
+    MIN_DIFFERENCE.max(coarsest_step(plan))
+}
+
+/// The largest relative growth from one rate of `plan` to the next (0.15: ×1.15).
+fn coarsest_step(plan: &RatePlan) -> f64 {
+    plan.rates().windows(2).map(|w| f64::from(w[1]) / f64::from(w[0].max(1)) - 1.0).fold(0.0, f64::max)
 }
 
 /// Within each counted repeat in which both were measured: `leader`'s value over `other`'s
@@ -248,6 +263,33 @@ pub fn comparison_unsettled(counted: &[&RepeatResult], targets: &[TargetInfo], p
     })
 }
 
+/// Whether a winner would be named on a thin lead, for deciding on another repeat: within every
+/// counted repeat the leader's rate over another target's (`compared_rates` on `plan`) reached the
+/// least difference, but in some repeat by less than one step of the staircase beyond it, so one
+/// step of either target in that repeat would have named nobody (in words). Three repeats that
+/// each pass a threshold by a step name a winner in some runs and none in others (docs/fairness.md,
+/// "a lead of one step"); more repeats decide it.
+pub fn lead_thin(counted: &[&RepeatResult], targets: &[TargetInfo], plan: &RatePlan) -> Option<String> {
+    let runs = compared_rates(counted, targets, plan);
+    let leader = leader_of(&by_target(targets, &runs))?;
+    let least = least_difference_of(plan);
+    let step = 1.0 + coarsest_step(plan);
+    targets.iter().filter(|t| t.name != leader.name).find_map(|other| {
+        let ratios = paired_ratios(&runs, &leader.name, &other.name);
+        let lowest = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let named = !ratios.is_empty() && lowest >= 1.0 + least - 1e-9;
+        (named && lowest < (1.0 + least) * step - 1e-9).then(|| {
+            format!(
+                "within each repeat {}'s rate over {}'s ({}) passed the least difference ({:.0}%) by less than one step of the staircase in some repeat: a lead that thin names a winner in some runs and none in others",
+                leader.label,
+                other.label,
+                ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(", "),
+                least * 100.0
+            )
+        })
+    })
+}
+
 pub fn judge(round: &RoundResult) -> MixVerdict {
     let counted: Vec<&RepeatResult> = round.repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
     let targets = round.targets();
@@ -368,6 +410,13 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
             }
             paired.push((other.clone(), ratios));
         }
+    }
+    if winner.is_some()
+        && counted.len() < THIN_LEAD_REPEATS
+        && let Some(thin) = lead_thin(&counted, &targets, &round.plan)
+    {
+        reasons.push(format!("{thin}; it held in {} of the {THIN_LEAD_REPEATS} it needs", counted.len()));
+        winner = None;
     }
     let database_limited = not_by_database.is_empty();
     MixVerdict { winner, database_limited, stable, reasons, rates, capacities, paired }

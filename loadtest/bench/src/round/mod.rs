@@ -386,7 +386,8 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
 }
 
 /// Why one more repeat should run: the comparison within each repeat spreads beyond the
-/// tolerance, extra repeats are left and one more fits before the deadline (at the pace of those
+/// tolerance, or a winner would be named on a lead one step from the least difference, extra
+/// repeats are left and one more fits before the deadline (at the pace of those
 /// so far). `None`: enough.
 fn needs_another(
     spec: &RoundSpec,
@@ -411,7 +412,9 @@ fn needs_another(
             spoiled.join(", ")
         ));
     }
-    orders_bench_model::mix_verdict::comparison_unsettled(&counted, &targets.info(), &spec.plan)
+    let targets = targets.info();
+    orders_bench_model::mix_verdict::comparison_unsettled(&counted, &targets, &spec.plan)
+        .or_else(|| orders_bench_model::mix_verdict::lead_thin(&counted, &targets, &spec.plan))
 }
 
 /// Whether `mix` (a named mix or weights) searches by product.
