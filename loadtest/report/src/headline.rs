@@ -87,10 +87,13 @@ pub fn legend() -> Block {
          by repeat: it is named only when, within every repeat, its rate was at least {:.0}% above the other's \
          and so is the ratio of the medians (and more than one step of the \
          staircase), the capacities do not say the opposite and every target it beat was stopped by its own \
-         database. A row says **not database-limited** when a target that failed was stopped by something else \
+         database; a lead that clears the {:.0}% by less than one step of the staircase in some repeat must hold in \
+         {} repeats (such a lead named a winner in some runs and none in others). A row says **not database-limited** when a target that failed was stopped by something else \
          (the machine, the generator, its service) in most repeats: its rate says nothing of its database. A row is **unstable** when a database's repeats spread more than ±{:.0}% around their \
          median; it says whether the CPU per request moved with them (the machine) or alone.",
         mix_verdict::MIN_DIFFERENCE * 100.0,
+        mix_verdict::MIN_DIFFERENCE * 100.0,
+        mix_verdict::THIN_LEAD_REPEATS,
         mix_verdict::TOLERANCE * 100.0
     ))
 }
