@@ -95,10 +95,10 @@ snapshot_name() { # NAME
 	[[ "$1" =~ ^[A-Za-z0-9_-]{1,64}$ ]] || die "a snapshot name is 1 to 64 letters, digits, _ or -, got '$1'"
 }
 
-# A copy of mongod's whole data directory, taken with the server stopped (so the files are
-# consistent) and started again with the same budget and cache.
-cmd_mongo_snapshot() { # NAME
-	snapshot_name "${1:-}"
+# Checks snapshot NAME, then stops the running mongod, keeping its budget and cache for the start
+# after the copy.
+stop_for_copy() { # NAME
+	snapshot_name "$1"
 	resolve_paths
 	budget_detect
 	local pid
@@ -106,6 +106,12 @@ cmd_mongo_snapshot() { # NAME
 	[[ -n "$pid" ]] || die "mongod is not running"
 	keep_mongo_settings "$pid"
 	stop_mongo >/dev/null
+}
+
+# A copy of mongod's whole data directory, taken with the server stopped (so the files are
+# consistent) and started again with the same budget and cache.
+cmd_mongo_snapshot() { # NAME
+	stop_for_copy "${1:-}"
 	mkdir -p "$MONGO_SNAPSHOTS"
 	rm -rf "${MONGO_SNAPSHOTS:?}/$1" "${MONGO_SNAPSHOTS:?}/$1.partial"
 	cp -a "$MONGO_DATA" "$MONGO_SNAPSHOTS/$1.partial"
@@ -123,14 +129,8 @@ cmd_mongo_snapshot() { # NAME
 # moment of the snapshot.
 cmd_mongo_restore() { # NAME
 	snapshot_name "${1:-}"
-	resolve_paths
-	budget_detect
 	[[ -d "$MONGO_SNAPSHOTS/$1" ]] || die "no mongod snapshot named $1 (take one with: $0 mongo-snapshot $1)"
-	local pid
-	pid="$(mongo_pid)"
-	[[ -n "$pid" ]] || die "mongod is not running"
-	keep_mongo_settings "$pid"
-	stop_mongo >/dev/null
+	stop_for_copy "$1"
 	rm -rf "${MONGO_DATA:?}"
 	in_budget "$(mongo_budget_name)" cp -a "$MONGO_SNAPSHOTS/$1" "$MONGO_DATA" 9>&-
 	start_mongo >/dev/null
