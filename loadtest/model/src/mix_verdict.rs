@@ -273,21 +273,29 @@ pub fn lead_thin(counted: &[&RepeatResult], targets: &[TargetInfo], plan: &RateP
     let runs = compared_rates(counted, targets, plan);
     let leader = leader_of(&by_target(targets, &runs))?;
     let least = least_difference_of(plan);
-    let step = 1.0 + coarsest_step(plan);
     targets.iter().filter(|t| t.name != leader.name).find_map(|other| {
         let ratios = paired_ratios(&runs, &leader.name, &other.name);
-        let lowest = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        let named = !ratios.is_empty() && lowest >= 1.0 + least - 1e-9;
-        (named && lowest < (1.0 + least) * step - 1e-9).then(|| {
-            format!(
-                "within each repeat {}'s rate over {}'s ({}) passed the least difference ({:.0}%) by less than one step of the staircase in some repeat: a lead that thin names a winner in some runs and none in others",
-                leader.label,
-                other.label,
-                ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(", "),
-                least * 100.0
-            )
-        })
+        one_step_past(&ratios, least, plan).then(|| thin_words(&leader, other, &ratios, least))
     })
+}
+
+/// Every ratio (a leader's rate over another's, within each repeat) reaches `1 + least`, the
+/// lowest by less than one step of `plan`'s staircase beyond it.
+fn one_step_past(ratios: &[f64], least: f64, plan: &RatePlan) -> bool {
+    let lowest = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let step = 1.0 + coarsest_step(plan);
+    !ratios.is_empty() && lowest >= 1.0 + least - 1e-9 && lowest < (1.0 + least) * step - 1e-9
+}
+
+/// Why a lead is thin, in words.
+fn thin_words(leader: &TargetInfo, other: &TargetInfo, ratios: &[f64], least: f64) -> String {
+    format!(
+        "within each repeat {}'s rate over {}'s ({}) passed the least difference ({:.0}%) by less than one step of the staircase in some repeat: a lead that thin names a winner in some runs and none in others",
+        leader.label,
+        other.label,
+        ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(", "),
+        least * 100.0
+    )
 }
 
 pub fn judge(round: &RoundResult) -> MixVerdict {
@@ -406,17 +414,14 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
                         leader.label, other.label
                     ));
                     winner = None;
+                } else if counted.len() < THIN_LEAD_REPEATS && one_step_past(&ratios, least, &round.plan) {
+                    let thin = thin_words(leader, other, &ratios, least);
+                    reasons.push(format!("{thin}; it held in {} of the {THIN_LEAD_REPEATS} it needs", counted.len()));
+                    winner = None;
                 }
             }
             paired.push((other.clone(), ratios));
         }
-    }
-    if winner.is_some()
-        && counted.len() < THIN_LEAD_REPEATS
-        && let Some(thin) = lead_thin(&counted, &targets, &round.plan)
-    {
-        reasons.push(format!("{thin}; it held in {} of the {THIN_LEAD_REPEATS} it needs", counted.len()));
-        winner = None;
     }
     let database_limited = not_by_database.is_empty();
     MixVerdict { winner, database_limited, stable, reasons, rates, capacities, paired }

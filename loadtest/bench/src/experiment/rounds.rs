@@ -145,11 +145,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             deadline: None,
             quiet_wait: crate::fresh::QUIET_WAIT,
             warm_pools: true,
-            // The quick experiments' staircases hold each rate 1 s over a few hundred orders: 1 s.
-            lead_in: Some(match ctx.scale.size {
-                super::scale::Size::Quick => Duration::from_secs(1),
-                _ => crate::round::lead_in::LENGTH,
-            }),
+            lead_in: Some(ctx.scale.lead_in()),
             realtime: true,
             prefill: plan.prefill,
             plan_log_ms: None,

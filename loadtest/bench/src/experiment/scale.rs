@@ -81,6 +81,15 @@ impl Scale {
         scale
     }
 
+    /// The lead-in before every repeat's staircase (`RoundSpec::lead_in`): the quick experiments
+    /// hold each rate 1 s over a few hundred orders, so 1 s; otherwise the demo's.
+    pub fn lead_in(&self) -> std::time::Duration {
+        match self.size {
+            Size::Quick => std::time::Duration::from_secs(1),
+            Size::Default | Size::Full => crate::round::lead_in::LENGTH,
+        }
+    }
+
     fn new(size: Size, orders: u64, repeats: u32, step_seconds: f64, staircase: Option<Staircase>) -> Self {
         Self {
             size,

@@ -255,7 +255,7 @@ pub async fn run_native(
 /// not failed the benchmark (in one demo the warm-up's first 100 ms had 1 refusal in 1,670 reads
 /// and stopped the whole run; in another, right after a restore, 4 in 291).
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Tolerance {
+pub(super) enum Tolerance {
     None,
     /// At most this share of each target's requests, and at least one answered.
     Share(f64),
@@ -270,35 +270,52 @@ impl Tolerance {
     }
 }
 
-/// A short run of the native generator beside a round's load (the prefill, the pool warm-up),
-/// against every target. Returns each target's (name, requests, failures); fails unless every
-/// target's failures are within `tolerance`.
-async fn side_load(
+/// A short run of the native generator beside a round's load (the prefill, the pool warm-up, the
+/// lead-in), against every target. Returns its summary; fails unless every target's failures are
+/// within `tolerance`.
+pub(super) async fn side_load(
     setup: &Setup,
     args: &[String],
     summary: &Path,
     what: &str,
     tolerance: Tolerance,
-) -> Result<Vec<(String, u64, u64)>> {
+) -> Result<orders_loadgen::summary::Summary> {
     let env = side_load_env(&setup.extra_env);
     let ran = run_native(&setup.targets.generator_arg(), &setup.manifest, args, summary, &env)
         .await
         .with_context(|| format!("the {what}"))?;
-    let targets: Vec<(String, u64, u64)> =
-        ran.targets.iter().map(|(name, t)| (name.clone(), t.figures.count, t.figures.failures)).collect();
+    let targets = answered(&ran);
     if targets.is_empty() || targets.iter().any(|(_, count, failures)| !tolerance.accepts(*count, *failures)) {
         let said: Vec<String> = targets
             .iter()
             .map(|(name, count, failures)| format!("{name} {count} requests, {failures} failed"))
             .collect();
-        anyhow::bail!("the {what} failed: {}", said.join(", "));
+        anyhow::bail!("the {what} failed: {}; see {}", said.join(", "), summary.display());
     }
-    Ok(targets)
+    Ok(ran)
+}
+
+/// Each target's (name, requests, failures) in a side load's summary.
+fn answered(summary: &orders_loadgen::summary::Summary) -> Vec<(String, u64, u64)> {
+    summary.targets.iter().map(|(name, t)| (name.clone(), t.figures.count, t.figures.failures)).collect()
+}
+
+/// The native generator's arguments for `mix` at a constant `rate` per target for `seconds`,
+/// drawn with `seed` (a side load's own, so its inserts repeat neither the seeded orders nor the
+/// round's), with `Prefer: return=minimal` when the round asks for it.
+pub(super) fn constant_rate(mix: &str, rate: u32, seconds: f64, seed: u32, minimal: bool) -> Vec<String> {
+    let mut args: Vec<String> =
+        ["--mix", mix, "--rate", &rate.to_string(), "--seed", &seed.to_string()].map(String::from).to_vec();
+    args.extend(["--duration".into(), format!("{seconds}")]);
+    if minimal {
+        args.extend(["--prefer".into(), "return=minimal".into()]);
+    }
+    args
 }
 
 /// The round's environment for a side load: without the push to Prometheus, which is the round's
 /// own load alone (a dashboard would show the warm-up as load, and the closed loop cannot push).
-pub(super) fn side_load_env(round_env: &[(String, String)]) -> Vec<(String, String)> {
+fn side_load_env(round_env: &[(String, String)]) -> Vec<(String, String)> {
     round_env.iter().filter(|(name, _)| name != orders_loadgen::prometheus::PUSH_URL_ENV).cloned().collect()
 }
 
@@ -309,14 +326,9 @@ pub(super) fn side_load_env(round_env: &[(String, String)]) -> Vec<(String, Stri
 pub async fn prefill(spec: &RoundSpec, setup: &Setup, dir: &Path, orders: u32) -> Result<()> {
     const PREFILL_RATE: u32 = 250;
     let rate = orders.clamp(1, PREFILL_RATE);
-    let mut args: Vec<String> =
-        ["--mix", "insert", "--rate", &rate.to_string(), "--seed", "2"].map(String::from).to_vec();
-    args.extend(["--duration".into(), format!("{}", f64::from(orders) / f64::from(rate))]);
-    if spec.prefer_minimal {
-        args.extend(["--prefer".into(), "return=minimal".into()]);
-    }
+    let args = constant_rate("insert", rate, f64::from(orders) / f64::from(rate), 2, spec.prefer_minimal);
     let done = side_load(setup, &args, &dir.join("prefill-summary.json"), "prefill", Tolerance::None).await?;
-    let counts: Vec<String> = done.iter().map(|(name, count, _)| format!("{name} {count}")).collect();
+    let counts: Vec<String> = answered(&done).iter().map(|(name, count, _)| format!("{name} {count}")).collect();
     eprintln!("prefill: inserted {} through both services", counts.join(", "));
     Ok(())
 }
@@ -338,7 +350,7 @@ pub async fn fill_pools(setup: &Setup, dir: &Path, clients: u32) -> Result<()> {
     for attempt in 1..=ATTEMPTS {
         let tolerance = if attempt == ATTEMPTS { Tolerance::Share(0.5) } else { Tolerance::Share(1.0) };
         let done = side_load(setup, &args, &dir.join("warm-up-summary.json"), "pool warm-up", tolerance).await?;
-        let refused: Vec<String> = done
+        let refused: Vec<String> = answered(&done)
             .iter()
             .filter(|(_, _, failures)| *failures > 0)
             .map(|(name, count, failures)| format!("{name} refused {failures} of {count} reads"))
