@@ -84,16 +84,22 @@ for f in "${scripts[@]}"; do
   check "shellcheck $f" shellcheck -x "$f"
 done
 
-# The scripts that cloud-init writes (write_files entries starting with #!) are shell too.
+# The scripts that cloud-init writes (write_files entries starting with #!) are shell too. The
+# user-data files: the load droplets' and the monitor's, and each engine's database and app
+# droplets' (infra/engines/<engine>/cloud-init/db.yaml, app.yaml: named <engine>-db, <engine>-app).
 python_yaml=/usr/bin/python3  # Debian's python3 has PyYAML (a dependency of cloud-init)
-for f in infra/do/cloud-init/*.yaml; do
+for f in infra/do/cloud-init/*.yaml infra/engines/*/cloud-init/*.yaml; do
   check "cloud-init schema $f" cloud-init schema --config-file "$f"
   "$python_yaml" - "$f" "$extracted" <<'PY'
 import os, sys, yaml
 path, out = sys.argv[1], sys.argv[2]
+parts = path.split("/")
+role = os.path.basename(path)[:-5]
+if parts[:2] == ["infra", "engines"]:
+    role = parts[2] + "-" + role
 for entry in yaml.safe_load(open(path)).get("write_files", []):
     if entry.get("content", "").startswith("#!"):
-        name = os.path.basename(path)[:-5] + "--" + os.path.basename(entry["path"]) + ".sh"
+        name = role + "--" + os.path.basename(entry["path"]) + ".sh"
         open(os.path.join(out, name), "w").write(entry["content"])
 PY
 done

@@ -179,7 +179,7 @@ check "secrets.env holds the seven passwords (0600)" \
   bash -c "[ \$(grep -c '^[A-Z_]*_PASSWORD=[0-9a-f]\{32\}$' '$STATE_DIR/secrets.env') = 7 ] && [ \$(stat -c %a '$STATE_DIR/secrets.env') = 600 ]"
 check "no user-data holds a password (the metadata service hands it to any local user)" \
   bash -c "! cat '$STATE_DIR'/user-data/*.yaml | grep -qF -f <(sed -n 's/^[A-Z_]*PASSWORD=//p' '$STATE_DIR/secrets.env')"
-check "no cloud-init template names a password" bash -c "! grep -l 'PASSWORD__' '$REPO'/infra/do/cloud-init/*.yaml"
+check "no cloud-init template names a password" bash -c "! grep -l 'PASSWORD__' '$REPO'/infra/do/cloud-init/*.yaml '$REPO'/infra/engines/*/cloud-init/*.yaml"
 check "user-data holding a password is refused before any droplet is made" bash -c "
   set -a; . '$REPO/infra/do/config.sh'; . '$REPO/infra/do/lib.sh'; . '$STATE_DIR/secrets.env'; set +a
   printf 'x: %s\n' \"\$PG_LOADER_PASSWORD\" >'$work/leaky.yaml'; holds_secret '$work/leaky.yaml' && ! holds_secret '$STATE_DIR/user-data/postgres-db.yaml'"
@@ -213,14 +213,14 @@ check "the load droplets' env names both databases, as the seeding roles (no sup
   bash -c "grep -q '=postgres://orders_loader:[0-9a-f]*@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/bench.env' && grep -q '=mongodb://orders_loader:[0-9a-f]*@$(ip_of mongo-db private):27017/' '$STATE_DIR/env/bench.env'"
 check "postgres-db pg_hba admits the two roles from the VPC range only" \
   grep -q "host orders orders_service,orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256" "$STATE_DIR/user-data/postgres-db.yaml"
-# migrations_match SERVICE FOLDER LOCK-VARIABLE: the migrations setup-postgres.sh applies from
+# migrations_match SERVICE FOLDER LOCK-VARIABLE: the migrations PostgreSQL's remote/setup.sh applies from
 # migrations/FOLDER are the ones SERVICE carries (same versions), under its lock.
 migrations_match() {
   local rs=$REPO/services/$1/src/migrate.rs lock
   [ "$(grep -o '("[0-9]\{4\}_[a-z_]*"' "$rs" | tr -d '("')" = "$(for f in "$REPO/migrations/$2"/*.sql; do basename "$f" .sql; done)" ] &&
     lock=$(sed -n 's/^const MIGRATION_LOCK: i64 = 0x\([0-9a-f_]*\);/\1/p' "$rs" | tr -d _) &&
-    grep -qx "$3=$((16#$lock))" "$REPO/infra/do/remote/setup-postgres.sh" &&
-    grep -q "migrations=$2 .*lock=\$$3 " "$REPO/infra/do/remote/setup-postgres.sh"
+    grep -qx "$3=$((16#$lock))" "$REPO/infra/engines/postgres/remote/setup.sh" &&
+    grep -q "migrations=$2 .*lock=\$$3 " "$REPO/infra/engines/postgres/remote/setup.sh"
 }
 check "the PostgreSQL migrations up applies are the ones orders-pg runs (same versions, same lock)" \
   migrations_match orders-pg postgres MIGRATION_LOCK
@@ -345,7 +345,7 @@ check "hybrid-db: 5432 from hybrid-app and the load droplets, its exporter from 
 check "postgres-db still admits orders-pg's app droplet alone (not hybrid-app)" \
   bash -c "[ \"\$(grep -o 'ports:5432,tag:[a-z-]*' '$work/dry-up-hybrid.out' | sort | tr '\n' ' ')\" = 'ports:5432,tag:$TAG-hybrid-app ports:5432,tag:$TAG-load ports:5432,tag:$TAG-load ports:5432,tag:$TAG-postgres-app ' ]"
 check "the apps firewall covers hybrid-app" same "$(dry_firewall apps | cut -d' ' -f1)" "$TAG-postgres-app,$TAG-mongo-app,$TAG-hybrid-app"
-check "hybrid-app's user-data runs orders-pg-hybrid (the postgres-app template)" \
+check "hybrid-app's user-data runs orders-pg-hybrid (PostgreSQL's app template)" \
   bash -c "grep -q 'ExecStart=/usr/local/bin/orders-pg-hybrid\$' '$STATE_DIR/user-data/hybrid-app.yaml' && grep -qx '    content: \"postgres-db\\\\n\"' '$STATE_DIR/user-data/hybrid-db.yaml'"
 check "the hybrid's roles have passwords of their own, in no user-data" bash -c "
   [ \$(grep -c '^PGH_[A-Z]*_PASSWORD=[0-9a-f]\{32\}$' '$STATE_DIR/secrets.env') = 3 ] &&
@@ -362,7 +362,7 @@ check "hybrid-db gets its own roles' passwords and exporter settings" bash -c "
 check "the load droplets name the hybrid's database in bench.env (ORDERS_BENCH_DATABASE), not on a command line" bash -c "
   . '$STATE_DIR/secrets.env' && grep -qx \"ORDERS_BENCH_DATABASE=pgh=postgres://orders_loader:\$PGH_LOADER_PASSWORD@$hybrid_db:5432/orders\" '$STATE_DIR/env/bench.env'"
 check "hybrid-db is set up with the hybrid layout's migrations, then the same plan log" \
-  bash -c "grep -q '^+ ssh .*root@[0-9.]* bash -s -- hybrid < .*setup-postgres.sh' '$work/dry-up-hybrid.out' &&
+  bash -c "grep -q '^+ ssh .*root@[0-9.]* bash -s -- hybrid < .*/engines/postgres/remote/setup.sh' '$work/dry-up-hybrid.out' &&
     [ \$(grep -c '^+ ssh .* bash -s -- 20 < .*setup-plan-log.sh' '$work/dry-up-hybrid.out') = 2 ]"
 check "Prometheus scrapes the hybrid's service and exporter under its own labels" bash -c "
   grep -q '\"service\": \"orders-pg-hybrid\", \"backend\": \"pgh\"' '$STATE_DIR/targets/orders-do.json' &&

@@ -1,35 +1,7 @@
 # shellcheck shell=bash
-# `do.sh toggle`, `status`, `tunnel`, `ssh` and `down`.
+# `do.sh status`, `tunnel`, `ssh` and `down`, and what an engine's own commands use (`do.sh toggle`
+# is PostgreSQL's: infra/engines/postgres/droplets.sh).
 
-# The settings of orders-pg's environment go to the postgres-app droplet (a restart), and with
-# HYBRID=1 to the hybrid-app droplet too: orders-pg-hybrid reads the same PG_PLAN_CACHE_MODE and
-# PG_STATEMENT_MODE, and both PostgreSQL services must run with the same ones for a round to
-# compare their layouts alone. The GIN index's fastupdate is orders-pg's alone (the hybrid layout
-# has no GIN index): it is applied on the postgres-db droplet as the role that owns the index,
-# which orders-pg's role on droplets is not (docs/security.md); the service reads it back.
-cmd_toggle() {
-  local kv fastupdate='' service=()
-  [ $# -gt 0 ] || die "usage: infra/do/do.sh toggle NAME=VALUE... (see: infra/do/do.sh help)"
-  for kv in "$@"; do
-    case $kv in
-      PG_GIN_FASTUPDATE=on | PG_GIN_FASTUPDATE=off) fastupdate=${kv#*=} ;;
-      PG_GIN_FASTUPDATE=) die "toggle: fastupdate is a setting of the index (it stays as it is until changed): give PG_GIN_FASTUPDATE=on or off" ;;
-      PG_PLAN_CACHE_MODE=auto | PG_PLAN_CACHE_MODE=force_custom_plan | PG_PLAN_CACHE_MODE=force_generic_plan | PG_PLAN_CACHE_MODE=) service+=("$kv") ;;
-      PG_STATEMENT_MODE=prepared | PG_STATEMENT_MODE=unprepared | PG_STATEMENT_MODE=) service+=("$kv") ;;
-      *) die "toggle: '$kv' is not one of PG_GIN_FASTUPDATE=on|off, PG_PLAN_CACHE_MODE=auto|force_custom_plan|force_generic_plan, PG_STATEMENT_MODE=prepared|unprepared (NAME= removes it)" ;;
-    esac
-  done
-  refresh_droplets
-  check_hybrid_setting
-  if [ -n "$fastupdate" ]; then
-    rscript "$(need_ip postgres-db public)" "$HERE/remote/gin-fastupdate.sh" "$fastupdate"
-  fi
-  toggle_service postgres-app ${service[@]+"${service[@]}"}
-  if hybrid && [ ${#service[@]} -gt 0 ]; then
-    say "the same settings for orders-pg-hybrid on $TAG-hybrid-app (both PostgreSQL services run with the same ones)"
-    toggle_service hybrid-app "${service[@]}"
-  fi
-}
 # toggle_service ROLE [NAME=VALUE]...: set them in the toggles file of the service on app droplet
 # ROLE and restart it (without any, only show its settings).
 toggle_service() {

@@ -52,7 +52,7 @@ attach() {
 }
 
 cmd_round() {
-  local extra=() attach_id='' reseed=(--reseed) pg mongo id role followers='' args
+  local extra=() attach_id='' reseed=(--reseed) services=() targets=() pair target url engine line id role followers='' args
   while [ $# -gt 0 ]; do
     case $1 in
       --attach) attach_id=$2; shift 2 ;;
@@ -69,8 +69,17 @@ cmd_round() {
   check_hybrid_setting
   leader
   if [ -n "$attach_id" ]; then attach "$attach_id"; return; fi
-  pg=$(need_ip postgres-app private)
-  mongo=$(need_ip mongo-app private)
+  # The services by their private addresses: orders-bench round takes orders-pg's and
+  # orders-mongo's as --pg-url and --mongo-url, every other one (the hybrid's) as a further target,
+  # --target NAME=URL (its database comes from bench.env: ORDERS_BENCH_DATABASE).
+  for pair in $(pair_names); do
+    target=$(pair_target "$pair")
+    url=http://$(need_ip "$pair-app" private):$APP_PORT
+    case $target in
+      pg | mongo) services+=("--$target-url" "$url") ;;
+      *) targets+=(--target "$target=$url") ;;
+    esac
+  done
   for role in $LOADS; do
     if [ "$role" != "$LEADER" ]; then followers+=${followers:+,}http://$(need_ip "$role" private):$AGENT_PORT; fi
   done
@@ -80,17 +89,17 @@ cmd_round() {
   # droplet's name as a tag): one setting for the leader's k6 and the agents' alike, which
   # `round --prometheus-rw` (the leader's environment only) would not reach.
   args=(--mix "$MIX" --start-rate "$START_RATE" --step "$STEP" --max-rate "$MAX_RATE" --step-duration "$STEP_DURATION"
-    --pg-url "http://$pg:$APP_PORT" --mongo-url "http://$mongo:$APP_PORT" ${reseed[@]+"${reseed[@]}"}
+    "${services[@]}" ${reseed[@]+"${reseed[@]}"}
     --manifest /opt/orders/dataset.json --generator k6 --script /opt/orders/loadtest/k6/orders.js --out "/opt/orders/results/$id")
   if [ -n "$followers" ]; then args+=(--followers "$followers"); fi
-  # The hybrid: its database comes from bench.env (ORDERS_BENCH_DATABASE), its service is the third target.
-  if hybrid; then args+=(--target "pgh=http://$(need_ip hybrid-app private):$APP_PORT"); fi
-  # The plan log (which plan ran each sequential scan; orders-bench reads orders-pg's database's):
-  # postgres-db logs plans server-wide with its own threshold (PG_PLAN_LOG_MS at `up`), which
-  # orders-bench then uses whatever is passed here.
-  if [ "$PG_PLAN_LOG_MS" != -1 ] && [[ " ${extra[*]-} " != *" --plan-log-ms "* ]]; then
-    args+=(--plan-log-ms "$PG_PLAN_LOG_MS")
-  fi
+  args+=(${targets[@]+"${targets[@]}"})
+  # What an engine adds to every round (<engine>_round_args, given the other arguments passed on;
+  # PostgreSQL's plan log threshold), one argument per line.
+  for engine in $(engines); do
+    if declare -F "${engine}_round_args" >/dev/null; then
+      while IFS= read -r line; do args+=("$line"); done < <("${engine}_round_args" ${extra[@]+"${extra[@]}"})
+    fi
+  done
   say "round $id: mix $MIX, $START_RATE..$MAX_RATE req/s per target in steps of $STEP every $STEP_DURATION, from $(printf '%s\n' "$LOADS" | grep -c .) load droplet(s)"
   rssh "$(need_ip "$LEADER" public)" "orders-round start $(quote "$id" "${args[@]}" ${extra[@]+"${extra[@]}"})"
   attach "$id"

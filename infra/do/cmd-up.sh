@@ -14,9 +14,10 @@ all_tags() {
   for role in $(roles); do printf '%s\n' "$(role_tag "$role")"; done | awk '!seen[$0]++'
 }
 
-# Who may reach what: the one place where the droplets' inbound ports are declared. One line per
-# port: FIREWALL PORT FROM..., where FIREWALL is one of `firewalls` below (or `*`: every one) and
-# each FROM is a role, meaning the droplets carrying its tag, or `operator` (OPERATOR_CIDR). Nothing
+# Who may reach what: the one place where the droplets' inbound ports are declared (a database
+# droplet's own, its engine's <engine>_inbound, are listed here too). One line per port:
+# FIREWALL PORT FROM..., where FIREWALL is one of `firewalls` below (or `*`: every one) and each
+# FROM is a role, meaning the droplets carrying its tag, or `operator` (OPERATOR_CIDR). Nothing
 # else is let in: each database only from its own app droplet and the load droplets (which reload
 # every database before every repeat and count their rows), the databases' exporters and
 # node_exporter from the monitor, the apps from the load and monitor droplets, the agents of the
@@ -26,18 +27,10 @@ all_tags() {
 # HTTP port is open to the internet. The hybrid's database (HYBRID=1) has the PostgreSQL pair's
 # rules, with its own app droplet.
 inbound_ports() {
-  cat <<PORTS
-postgres-db 5432 postgres-app load
-postgres-db $PG_EXPORTER_PORT monitor
-mongo-db 27017 mongo-app load
-mongo-db $MONGO_EXPORTER_PORT monitor
-PORTS
-  if hybrid; then
-    cat <<PORTS
-hybrid-db 5432 hybrid-app load
-hybrid-db $PG_EXPORTER_PORT monitor
-PORTS
-  fi
+  local pair
+  for pair in $(pair_names); do
+    "$(pair_engine "$pair")_inbound" "$pair" | sed "s/^/$pair-db /"
+  done
   cat <<PORTS
 apps $APP_PORT load monitor
 load $AGENT_PORT load
@@ -48,12 +41,11 @@ PORTS
 }
 # The firewalls: NAME and the tags it applies to (named $TAG-NAME).
 firewalls() {
-  local apps=$TAG-postgres-app,$TAG-mongo-app
-  printf '%s\n' "postgres-db $TAG-postgres-db" "mongo-db $TAG-mongo-db"
-  if hybrid; then
-    printf '%s\n' "hybrid-db $TAG-hybrid-db"
-    apps+=,$TAG-hybrid-app
-  fi
+  local apps='' pair
+  for pair in $(pair_names); do
+    printf '%s\n' "$pair-db $TAG-$pair-db"
+    apps+=${apps:+,}$TAG-$pair-app
+  done
   printf '%s\n' "apps $apps" "load $TAG-load" "monitor $TAG-monitor"
 }
 # One line per firewall: NAME|TAGS IT APPLIES TO|INBOUND RULES (doctl's syntax).
@@ -111,10 +103,9 @@ binary_kind() {
   esac
 }
 
-# The binaries the droplets run.
+# The binaries the droplets run: every pair's service, and orders-bench.
 binaries() {
-  printf '%s\n' orders-pg orders-mongo
-  if hybrid; then printf '%s\n' orders-pg-hybrid; fi
+  pairs | awk '{ print $3 }'
   printf '%s\n' orders-bench
 }
 
@@ -133,23 +124,17 @@ check_binaries() {
   done
 }
 
-# The settings that reach the database droplets' configuration: Percona's exporter is installed
-# only with its pinned checksum; the plan log threshold is whole milliseconds (-1: no plan log).
-check_monitoring_settings() {
-  [[ $PG_PLAN_LOG_MS =~ ^(-1|[0-9]+)$ ]] || die "PG_PLAN_LOG_MS=$PG_PLAN_LOG_MS: give whole milliseconds (or -1: no plan log)"
-  if [ -z "$MONGODB_EXPORTER_SHA256" ] && dry; then
-    say "note: MONGODB_EXPORTER_SHA256 is not set (fine for a dry run; up needs it)"
-    MONGODB_EXPORTER_SHA256='not-set'
-    return
-  fi
-  [[ $MONGODB_EXPORTER_SHA256 =~ ^[0-9a-f]{64}$ ]] ||
-    die "MONGODB_EXPORTER_SHA256=${MONGODB_EXPORTER_SHA256:-(empty)}: mongo-db installs Percona's mongodb_exporter $MONGODB_EXPORTER_VERSION only with the SHA-256 of mongodb_exporter-$MONGODB_EXPORTER_VERSION.linux-amd64.tar.gz, 64 lowercase hex digits: take it from https://github.com/percona/mongodb_exporter/releases/download/v$MONGODB_EXPORTER_VERSION/mongodb_exporter_${MONGODB_EXPORTER_VERSION}_checksums.txt and set it in infra/do/config.sh (or export it)"
+# The engines' settings that reach the database droplets' configuration (each engine's
+# <engine>_check).
+check_engine_settings() {
+  local engine
+  for engine in $(engines); do "${engine}_check"; done
 }
 
 preflight() {
   operator_cidr
   check_binaries
-  check_monitoring_settings
+  check_engine_settings
   if ! dry; then
     command -v doctl >/dev/null || die "doctl not found (see README.md, \"Deploy to DigitalOcean\")"
     command -v jq >/dev/null || die "jq not found: install it (apt install jq, brew install jq)"
@@ -268,7 +253,7 @@ create_droplet() {
   mkdir -p "$STATE_DIR/user-data"
   # shellcheck disable=SC2034 # read by render through ${!name}: the unit an app droplet runs
   case $role in *-app) SERVICE=$(service_of "$role") ;; esac
-  render "$HERE/cloud-init/$(template_of "$role").yaml" "$ud"
+  render "$(template_of "$role")" "$ud"
   # The metadata service hands user-data to any process on the droplet: secrets come after boot.
   if holds_secret "$ud"; then die "$ud holds a password; user-data must not (copy it after boot, as render_env's files are)"; fi
   run doctl compute droplet create "$name" --region "$REGION" --image "$IMAGE" \
@@ -302,70 +287,36 @@ install_on() {
 }
 
 # What the droplets get after boot, from templates, into STATE_DIR (0600): the env files of the
-# services and of the load droplets, the role passwords each database droplet sets, Grafana's; and
-# the migrations.
+# load droplets and Grafana's (infra/do/env), then each pair's (its engine's <engine>_render: its
+# service's env file, the role passwords its database droplet sets, its exporter's settings); and
+# the migrations. Every pair's database address is PREFIX_DB_IP (PG_DB_IP, MONGO_DB_IP ...).
 render_env() {
+  local pair ip f
+  for pair in $(pair_names); do
+    ip=$(need_ip "$pair-db" private)
+    printf -v "$(pair_prefix "$pair")_DB_IP" '%s' "$ip"
+  done
   # shellcheck disable=SC2034 # read by render through ${!name}
-  PG_DB_IP=$(need_ip postgres-db private) MONGO_DB_IP=$(need_ip mongo-db private) MONITOR_IP=$(need_ip monitor private)
+  MONITOR_IP=$(need_ip monitor private)
   mkdir -p "$STATE_DIR/env"
-  local f
-  for f in orders-pg orders-mongo bench postgres-db mongo-db postgres-exporter mongodb-exporter grafana; do
+  for f in bench grafana; do
     render "$HERE/env/$f.env" "$STATE_DIR/env/$f.env"
   done
-  if hybrid; then render_hybrid_env; fi
+  for pair in $(pair_names); do
+    "$(pair_engine "$pair")_render" "$pair"
+  done
   tar -C "$REPO" --owner=0 --group=0 --mtime=@0 --sort=name -cf "$STATE_DIR/migrations.tar" migrations
-}
-
-# The hybrid's files are the PostgreSQL pair's templates filled in with its own database (the
-# address of hybrid-db, the passwords of its roles): orders-pg-hybrid.env for hybrid-app, and
-# for hybrid-db its roles' passwords and its exporter's settings under the names its scripts read
-# (env/hybrid/postgres-db.env, postgres-exporter.env). bench.env gains its database
-# (env/bench-hybrid.env): orders-bench takes it from its environment, not its command line.
-render_hybrid_env() {
-  local dir=$STATE_DIR/env/hybrid
-  mkdir -p "$dir"
-  # shellcheck disable=SC2034,SC2153 # read by render through ${!name}; PGH_* come from secrets.env
-  (
-    PG_DB_IP=$(need_ip hybrid-db private) PG_SERVICE_PASSWORD=$PGH_SERVICE_PASSWORD \
-      PG_LOADER_PASSWORD=$PGH_LOADER_PASSWORD PG_MONITOR_PASSWORD=$PGH_MONITOR_PASSWORD
-    render "$HERE/env/orders-pg.env" "$STATE_DIR/env/orders-pg-hybrid.env"
-    render "$HERE/env/postgres-db.env" "$dir/postgres-db.env"
-    render "$HERE/env/postgres-exporter.env" "$dir/postgres-exporter.env"
-    render "$HERE/env/bench-hybrid.env" "$dir/bench.env"
-  )
-  cat "$dir/bench.env" >>"$STATE_DIR/env/bench.env"
 }
 
 # The databases' roles and users, one per job (docs/security.md), and on PostgreSQL the migrations,
 # applied as the role that owns the tables before the service starts (its own role could not) and
-# the plan log; then each database's exporter, on the droplet's VPC address, as the role made for it.
+# the plan log; then each database's exporter, on the droplet's VPC address, as the role made for
+# it: each pair's database droplet by its engine's <engine>_provision.
 provision_databases() {
-  provision_postgres postgres-db jsonb "$STATE_DIR/env"
-  provision_mongo
-  if hybrid; then provision_postgres hybrid-db hybrid "$STATE_DIR/env/hybrid"; fi
-}
-
-# provision_postgres ROLE LAYOUT ENV_DIR: a PostgreSQL droplet with the migrations of LAYOUT (jsonb:
-# orders-pg's, hybrid: orders-pg-hybrid's), its passwords and exporter settings from ENV_DIR.
-provision_postgres() {
-  local role=$1 layout=$2 env_dir=$3 host
-  host=$(need_ip "$role" public)
-  send "$host" "$env_dir/postgres-db.env" "$STATE_DIR/migrations.tar"
-  rscript "$host" "$HERE/remote/setup-postgres.sh" "$layout"
-  # The same plan log on both servers: what it costs, it costs both.
-  rscript "$host" "$HERE/remote/setup-plan-log.sh" "$PG_PLAN_LOG_MS"
-  install_on "$host" prometheus-postgres-exporter "http://$(need_ip "$role" private):$PG_EXPORTER_PORT/metrics" \
-    "$env_dir/postgres-exporter.env" /etc/orders/postgres-exporter.env 0600 \
-    "$REPO/infra/monitoring/exporters/postgres-queries.yaml" /etc/prometheus/postgres-queries.yaml 0644
-}
-
-provision_mongo() {
-  local host
-  host=$(need_ip mongo-db public)
-  send "$host" "$STATE_DIR/env/mongo-db.env"
-  rscript "$host" "$HERE/remote/setup-mongo.sh"
-  install_on "$host" mongodb-exporter "http://$(need_ip mongo-db private):$MONGO_EXPORTER_PORT/metrics" \
-    "$STATE_DIR/env/mongodb-exporter.env" /etc/orders/mongodb-exporter.env 0600
+  local pair
+  for pair in $(pair_names); do
+    "$(pair_engine "$pair")_provision" "$pair"
+  done
 }
 
 provision_app() {
@@ -399,21 +350,20 @@ provision_load() {
 
 # Prometheus file_sd targets (private IPs): every service, each database's exporter (the labels of
 # infra/monitoring/prometheus.yml; the hybrid's as its service's) and node_exporter on every droplet.
+# A database's exporter is its engine's <engine>_exporter: "PORT JOB", JOB naming the file
+# (JOB-do.json: postgres, mongodb) and the label `engine`.
 write_targets() {
-  local dir=$STATE_DIR/targets role
+  local dir=$STATE_DIR/targets role pair port job exporters='' jobs=''
   mkdir -p "$dir"
-  for role in $(roles); do
-    case $role in
-      postgres-app) app_target "$role" pg ;;
-      mongo-app) app_target "$role" mongo ;;
-      hybrid-app) app_target "$role" pgh ;;
-    esac
-  done | sd_list >"$dir/orders-do.json"
-  {
-    exporter_target postgres-db "$PG_EXPORTER_PORT" orders-pg postgres
-    if hybrid; then exporter_target hybrid-db "$PG_EXPORTER_PORT" orders-pg-hybrid postgres; fi
-  } | sd_list >"$dir/postgres-do.json"
-  exporter_target mongo-db "$MONGO_EXPORTER_PORT" orders-mongo mongodb | sd_list >"$dir/mongodb-do.json"
+  for pair in $(pair_names); do app_target "$pair-app" "$(pair_target "$pair")"; done | sd_list >"$dir/orders-do.json"
+  for pair in $(pair_names); do
+    read -r port job <<<"$("$(pair_engine "$pair")_exporter" "$pair")"
+    exporters+="$job $(exporter_target "$pair-db" "$port" "$(pair_service "$pair")" "$job")"$'\n'
+    case " $jobs " in *" $job "*) ;; *) jobs+=" $job" ;; esac
+  done
+  for job in $jobs; do
+    printf '%s' "$exporters" | awk -v j="$job" '$1 == j { print substr($0, length($1) + 2) }' | sd_list >"$dir/$job-do.json"
+  done
   for role in $(roles); do
     printf '%s:9100 {"host": "%s", "role": "%s"}\n' "$(ip_of "$role" private)" "$TAG-$role" "${role%-[0-9]*}"
   done | sd_list >"$dir/node-do.json"

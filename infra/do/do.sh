@@ -7,6 +7,9 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The engines' folders: each pair of droplets (lib.sh, pairs) is made from its engine's files and
+# functions (infra/engines/README.md).
+ENGINES_DIR=$(cd "$HERE/../engines" && pwd)
 # shellcheck source=config.sh
 . "$HERE/config.sh"
 # shellcheck source=lib.sh
@@ -17,6 +20,26 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/cmd-bench.sh"
 # shellcheck source=cmd-admin.sh
 . "$HERE/cmd-admin.sh"
+# Every engine a deployment can have (the hybrid's pair's too, whatever HYBRID says).
+for engine in $(HYBRID=1 engines); do
+  # shellcheck source=/dev/null # infra/engines/*/droplets.sh, checked on their own
+  . "$ENGINES_DIR/$engine/droplets.sh"
+done
+unset engine
+
+# The engines' own commands (PostgreSQL's toggle), one per line, and their lines of the usage.
+engine_commands() {
+  local engine
+  for engine in $(HYBRID=1 engines); do
+    if declare -F "${engine}_commands" >/dev/null; then "${engine}_commands"; fi
+  done
+}
+engines_usage() {
+  local engine
+  for engine in $(HYBRID=1 engines); do
+    if declare -F "${engine}_usage" >/dev/null; then "${engine}_usage"; fi
+  done
+}
 
 usage() {
   cat <<USAGE
@@ -36,12 +59,7 @@ usage: infra/do/do.sh COMMAND [ARGS]
                           $RESULTS_DIR/<id>/ and write the report (other args go to
                           orders-bench round, e.g. --repeats 3)
   round --attach ID       wait for a round that is running (after a dropped connection) and fetch it
-  toggle NAME=VALUE...    set PG_PLAN_CACHE_MODE (auto|force_custom_plan|force_generic_plan) or
-                          PG_STATEMENT_MODE (prepared|unprepared) on the postgres-app droplet and
-                          restart orders-pg, and with HYBRID=1 the same on hybrid-app for
-                          orders-pg-hybrid (NAME= removes the setting); PG_GIN_FASTUPDATE (on|off)
-                          is set on orders-pg's index itself, as its owner, on the postgres-db
-                          droplet (the hybrid layout has no GIN index)
+$(engines_usage)
   status                  droplets, addresses, VPC, firewalls and the hourly cost of what exists
   tunnel                  an SSH tunnel to Grafana and Prometheus on the monitor droplet (on its
                           loopback and VPC address); prints their local URLs, runs until Ctrl-C
@@ -51,7 +69,8 @@ usage: infra/do/do.sh COMMAND [ARGS]
                           the region's default) and the tags; says what it cost and what is left
   help                    this text
 
-Settings (environment; defaults in infra/do/config.sh): OPERATOR_IP (required by up: your address;
+Settings (environment; defaults in infra/do/config.sh, an engine's own in
+infra/engines/<engine>/droplets.sh): OPERATOR_IP (required by up: your address;
 a range wider than one address only with ALLOW_WIDE_OPERATOR=1), SSH_KEY,
 SSH_IDENTITY, TAG=$TAG, REGION=$REGION, DB_SIZE=$DB_SIZE, APP_SIZE=$APP_SIZE,
 LOAD_SIZE=$LOAD_SIZE, MONITOR_SIZE=$MONITOR_SIZE, LOAD_COUNT=$LOAD_COUNT, POOL_SIZE=$POOL_SIZE,
@@ -74,10 +93,12 @@ case $command in
   up) cmd_up "$@" ;;
   seed) cmd_seed "$@" ;;
   round) cmd_round "$@" ;;
-  toggle) cmd_toggle "$@" ;;
   status) cmd_status "$@" ;;
   tunnel) cmd_tunnel "$@" ;;
   ssh) cmd_ssh "$@" ;;
   down) cmd_down "$@" ;;
-  *) usage >&2; exit 2 ;;
+  *)
+    # An engine's own command (toggle): its function cmd_<command>.
+    if grep -qx -- "$command" <<<"$(engine_commands)"; then "cmd_$command" "$@"; else usage >&2; exit 2; fi
+    ;;
 esac

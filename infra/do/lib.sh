@@ -63,34 +63,61 @@ rscp() { run scp "${SSH_OPTS[@]}" "$@"; }
 # Whether the deployment has the third pair, the hybrid layout's (HYBRID=1 in config.sh).
 hybrid() { [ "$HYBRID" = 1 ]; }
 
+# The pairs of droplets, one per line: NAME ENGINE SERVICE TARGET. NAME-db runs the database and
+# NAME-app its service; ENGINE is the folder infra/engines/ENGINE whose droplets.sh, cloud-init/db.yaml,
+# app.yaml, env/ and remote/ make them (infra/engines/README.md); SERVICE is the binary and unit on
+# NAME-app; TARGET the name orders-bench knows it by, and in capitals the prefix of its variables
+# (PG_DB_IP, PG_SERVICE_PASSWORD ...). The hybrid's pair is a PostgreSQL pair, made from the same
+# files. A new engine is one more line here.
+pairs() {
+  printf '%s\n' 'postgres postgres orders-pg pg' 'mongo mongo orders-mongo mongo'
+  if hybrid; then printf '%s\n' 'hybrid postgres orders-pg-hybrid pgh'; fi
+}
+pair_names() { pairs | awk '{ print $1 }'; }
+# pair_field PAIR N: field N of the pair's line (2 engine, 3 service, 4 target), whatever HYBRID says.
+pair_field() { HYBRID=1 pairs | awk -v p="$1" -v n="$2" '$1 == p { print $n }'; }
+pair_engine() { pair_field "$1" 2; }
+pair_service() { pair_field "$1" 3; }
+pair_target() { pair_field "$1" 4; }
+pair_prefix() { pair_target "$1" | tr '[:lower:]' '[:upper:]'; }
+# The engines of the deployment, each once, in the pairs' order.
+engines() { pairs | awk '!seen[$2]++ { print $2 }'; }
+# The engine of a role's droplet (nothing for the load droplets and the monitor).
+engine_of() {
+  case $1 in *-db | *-app) pair_engine "${1%-*}" ;; esac
+}
+# Where a pair's database files are rendered: env/ for the pair named after its engine, env/PAIR/
+# for another pair of the same engine (the hybrid's: the same file names, its own values).
+db_env_dir() {
+  if [ "$1" = "$(pair_engine "$1")" ]; then printf '%s' "$STATE_DIR/env"; else printf '%s' "$STATE_DIR/env/$1"; fi
+}
+
 # The droplets: role names, one per line ("load-1".."load-N" for the load droplets).
 roles() {
   local i
-  printf '%s\n' postgres-db mongo-db
-  if hybrid; then printf '%s\n' hybrid-db; fi
-  printf '%s\n' postgres-app mongo-app
-  if hybrid; then printf '%s\n' hybrid-app; fi
+  pair_names | sed 's/$/-db/'
+  pair_names | sed 's/$/-app/'
   for i in $(seq 1 "$LOAD_COUNT"); do printf 'load-%s\n' "$i"; done
   printf '%s\n' monitor
 }
 role_tag() { printf '%s-%s' "$TAG" "${1%-[0-9]*}"; }  # load-2 -> TAG-load
-# The cloud-init template (infra/do/cloud-init/NAME.yaml) of a role: the hybrid's pair is a
-# PostgreSQL pair, made from the same files.
+# The cloud-init template of a role: its engine's cloud-init/db.yaml or app.yaml for a pair's
+# droplet, infra/do/cloud-init/ROLE.yaml for the others (load, monitor).
 template_of() {
-  case $1 in
-    hybrid-db) printf postgres-db ;;
-    hybrid-app) printf postgres-app ;;
-    *) printf '%s' "${1%-[0-9]*}" ;;
-  esac
+  local engine
+  engine=$(engine_of "$1")
+  if [ -n "$engine" ]; then
+    printf '%s/%s/cloud-init/%s.yaml' "$ENGINES_DIR" "$engine" "${1##*-}"
+  else
+    printf '%s/cloud-init/%s.yaml' "$HERE" "${1%-[0-9]*}"
+  fi
 }
 # The service an app droplet runs.
 service_of() {
-  case $1 in
-    postgres-app) printf orders-pg ;;
-    mongo-app) printf orders-mongo ;;
-    hybrid-app) printf orders-pg-hybrid ;;
-    *) die "$1 runs no service" ;;
-  esac
+  local service=''
+  case $1 in *-app) service=$(pair_service "${1%-app}") ;; esac
+  [ -n "$service" ] || die "$1 runs no service"
+  printf '%s' "$service"
 }
 size_of() {
   case $1 in
@@ -195,12 +222,15 @@ rand_hex() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
 
 # The deployment's passwords, one per role and job (docs/security.md, "On droplets"): made once
 # per deployment in STATE_DIR/secrets.env (0600); a name missing from an older file is added.
-# They reach the droplets after boot, over scp into root-only files, never in user-data. The
-# hybrid's database server has roles of its own, with passwords of their own (PGH_*).
+# They reach the droplets after boot, over scp into root-only files, never in user-data. Every
+# pair's database has the three roles, with passwords of their own under its prefix (PG_*,
+# MONGO_*, and the hybrid's PGH_*); then Grafana's.
 secret_names() {
-  printf '%s\n' PG_SERVICE_PASSWORD PG_LOADER_PASSWORD PG_MONITOR_PASSWORD MONGO_SERVICE_PASSWORD \
-    MONGO_LOADER_PASSWORD MONGO_MONITOR_PASSWORD GRAFANA_PASSWORD
-  if hybrid; then printf '%s\n' PGH_SERVICE_PASSWORD PGH_LOADER_PASSWORD PGH_MONITOR_PASSWORD; fi
+  local prefix
+  for prefix in $(pairs | awk '{ print toupper($4) }'); do
+    printf '%s\n' "${prefix}_SERVICE_PASSWORD" "${prefix}_LOADER_PASSWORD" "${prefix}_MONITOR_PASSWORD"
+  done
+  printf '%s\n' GRAFANA_PASSWORD
 }
 load_secrets() {
   local f=$STATE_DIR/secrets.env name

@@ -27,7 +27,7 @@
 # that both agree on the list and the lock. The passwords arrive in
 # /opt/orders/incoming/postgres-db.env (do.sh copies it just before), are kept in
 # /etc/orders/postgres-db.env (0600) and reach psql on its standard input, never on a command line.
-# usage: setup-postgres.sh jsonb|hybrid   (orders-pg's layout, or orders-pg-hybrid's)
+# usage: setup.sh jsonb|hybrid   (orders-pg's layout, or orders-pg-hybrid's)
 set -euo pipefail
 # migrate.rs's MIGRATION_LOCK (0x6f72_6465_7273) and orders-pg-hybrid's (0x6879_6272_6964).
 MIGRATION_LOCK=122537101324915
@@ -38,7 +38,7 @@ case ${1:-} in
     migrations=postgres-hybrid table=schema_migrations_hybrid lock=$HYBRID_MIGRATION_LOCK tables='orders, order_items'
     loader_temp='GRANT TEMPORARY ON DATABASE orders TO orders_loader;'
     ;;
-  *) echo "usage: setup-postgres.sh jsonb|hybrid" >&2; exit 2 ;;
+  *) echo "usage: setup.sh jsonb|hybrid" >&2; exit 2 ;;
 esac
 incoming=/opt/orders/incoming
 install -m 0600 "$incoming/postgres-db.env" /etc/orders/postgres-db.env
@@ -89,7 +89,7 @@ LANGUAGE plpgsql SET search_path = pg_catalog AS $$
 BEGIN
   IF 'orders_service' IN (current_user, session_user) AND EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) THEN
     RAISE EXCEPTION 'orders_service reads and writes orders; it does not change the schema (%)', tg_tag
-      USING HINT = 'the migrations run as orders_owner (infra/do/remote/setup-postgres.sh)';
+      USING HINT = 'the migrations run as orders_owner (infra/engines/postgres/remote/setup.sh)';
   END IF;
 END
 $$;

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs on the postgres-db droplet as root (do.sh up, after setup-postgres.sh; safe to run again):
+# Runs on the postgres-db droplet as root (do.sh up, after setup.sh; safe to run again):
 # the plan log that orders-bench reads to say which plan ran each sequential scan of a round.
 # Locally its role is a superuser and turns auto_explain on for the database and reads the server
 # log itself; here its role orders_loader is none, so:
 #   - the server logs the plans: auto_explain is preloaded and writes JSON into the server's JSON
 #     log (the first boot's conf.d/orders.conf); the threshold, auto_explain.log_min_duration, is
-#     MS milliseconds (PG_PLAN_LOG_MS in infra/do/config.sh; -1: no plan log), in
+#     MS milliseconds (PG_PLAN_LOG_MS in infra/engines/postgres/droplets.sh; -1: no plan log), in
 #     conf.d/orders-plan-log.conf, applied by a reload when it changed;
 #   - two functions read the current JSON log for orders_loader, and nothing else (no path
 #     argument), as the role orders_log_reader: NOLOGIN, nobody is a member, may run
@@ -30,7 +30,7 @@ psql_as_postgres() { runuser -u postgres -- "$PG_BIN/psql" -X -q -v ON_ERROR_STO
 conf=$PG_CONF_DIR/conf.d/orders-plan-log.conf
 threshold=-1
 if [ "$ms" != -1 ]; then threshold="'${ms}ms'"; fi
-wanted=$(printf '# Written by infra/do/remote/setup-plan-log.sh (PG_PLAN_LOG_MS).\nauto_explain.log_min_duration = %s\n' "$threshold")
+wanted=$(printf '# Written by infra/engines/postgres/remote/setup-plan-log.sh (PG_PLAN_LOG_MS).\nauto_explain.log_min_duration = %s\n' "$threshold")
 if [ "$(cat "$conf" 2>/dev/null)" != "$wanted" ]; then
   printf '%s\n' "$wanted" >"$conf"
   chown postgres:postgres "$conf"
