@@ -259,7 +259,7 @@ check_exporter_roles() {
     mongo_as orders_monitor MONGO_MONITOR_PASSWORD orders '{"find": "orders"}'
 }
 
-# The plan log on droplets (infra/do/remote/setup-plan-log.sh): auto_explain's threshold is set
+# The plan log on droplets (infra/engines/postgres/remote/setup-plan-log.sh): auto_explain's threshold is set
 # server-wide, orders_loader reads a slow statement's plan through orders_bench_log_position and
 # orders_bench_read_log, and has no way to read another file. Wants the seeded orders.
 check_plan_log() {
