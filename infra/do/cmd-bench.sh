@@ -89,7 +89,7 @@ cmd_round() {
   # droplet's name as a tag): one setting for the leader's k6 and the agents' alike, which
   # `round --prometheus-rw` (the leader's environment only) would not reach.
   args=(--mix "$MIX" --start-rate "$START_RATE" --step "$STEP" --max-rate "$MAX_RATE" --step-duration "$STEP_DURATION"
-    "${services[@]}" ${reseed[@]+"${reseed[@]}"}
+    ${services[@]+"${services[@]}"} ${reseed[@]+"${reseed[@]}"}
     --manifest /opt/orders/dataset.json --generator k6 --script /opt/orders/loadtest/k6/orders.js --out "/opt/orders/results/$id")
   if [ -n "$followers" ]; then args+=(--followers "$followers"); fi
   args+=(${targets[@]+"${targets[@]}"})

@@ -14,8 +14,8 @@ all_tags() {
   for role in $(roles); do printf '%s\n' "$(role_tag "$role")"; done | awk '!seen[$0]++'
 }
 
-# Who may reach what: the one place where the droplets' inbound ports are declared (a database
-# droplet's own, its engine's <engine>_inbound, are listed here too). One line per port:
+# Who may reach what: the one table of the droplets' inbound ports (a database droplet's own come
+# from its engine, <engine>_inbound in its droplets.sh). One line per port:
 # FIREWALL PORT FROM..., where FIREWALL is one of `firewalls` below (or `*`: every one) and each
 # FROM is a role, meaning the droplets carrying its tag, or `operator` (OPERATOR_CIDR). Nothing
 # else is let in: each database only from its own app droplet and the load droplets (which reload
