@@ -7,7 +7,7 @@
 //! the planner's evidence for finding F1. `limit`, `capacity` and `mix_verdict` are the rules that turn
 //! figures into words and an answer (what limited a target where it first failed, a second
 //! estimate from the databases' CPU, a winner only beyond the spread): they read nothing but the
-//! model. `target` names the systems under test.
+//! model. `target` names the systems under test; `seconds` writes a `Duration` as the files' seconds.
 
 pub mod budget;
 pub mod capacity;
@@ -20,6 +20,7 @@ pub mod limit;
 pub mod mix_verdict;
 pub mod plans;
 pub mod result;
+pub mod seconds;
 pub mod start;
 pub mod stats;
 pub mod target;

@@ -46,7 +46,8 @@ impl Work {
 pub struct Plan {
     pub work: Work,
     pub clients: u32,
-    pub seconds: f64,
+    #[serde(with = "orders_bench_model::seconds")]
+    pub seconds: Duration,
     pub prefer_minimal: bool,
 }
 
@@ -98,7 +99,7 @@ pub async fn run(plan: &Plan, urls: &Urls, manifest: &Path, summary: &Path) -> R
         "--clients".into(),
         plan.clients.to_string(),
         "--duration".into(),
-        orders_loadgen::duration::arg(Duration::from_secs_f64(plan.seconds)),
+        orders_loadgen::duration::arg(plan.seconds),
         "--seed".into(),
         "1".into(),
     ];

@@ -95,7 +95,7 @@ fn our_setup(ctx: &Ctx) -> String {
         machine.os,
         orders_bench_report::format::count(scale.orders as f64),
         if ctx.restores() { "restored from a snapshot of their first load" } else { "reloaded" },
-        scale.step_seconds,
+        scale.step_seconds.as_secs_f64(),
         scale.repeats,
         if ctx.name == super::Name::Gin {
             String::new()
@@ -103,7 +103,7 @@ fn our_setup(ctx: &Ctx) -> String {
             format!(
                 "; closed loop {} clients × {} s × {} run(s); `Prefer: return=minimal` on the writes: {}",
                 scale.clients,
-                scale.closed_seconds,
+                scale.closed_seconds.as_secs_f64(),
                 scale.closed_runs,
                 if ctx.minimal() { "yes" } else { "no (see the notes)" }
             )

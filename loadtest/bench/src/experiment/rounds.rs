@@ -94,7 +94,7 @@ pub async fn closed_loop(
     urls: &Urls,
     work: Work,
     runs: u32,
-    seconds: f64,
+    seconds: Duration,
     minimal: bool,
 ) -> Result<Vec<ClosedRun>> {
     let plan = ClosedPlan { work, clients: ctx.scale.clients, seconds, prefer_minimal: minimal };
@@ -104,9 +104,10 @@ pub async fn closed_loop(
         let run = closed_loop::run(&plan, urls, &ctx.manifest, &summary).await?;
         let rates: Vec<String> = run.targets.iter().map(|(t, r)| format!("{t} {:.0}/s", r.per_second)).collect();
         eprintln!(
-            "experiment: closed loop {} {index}/{runs}: {} clients × {seconds} s: {}",
+            "experiment: closed loop {} {index}/{runs}: {} clients × {} s: {}",
             work.mix(),
             plan.clients,
+            seconds.as_secs_f64(),
             rates.join(", ")
         );
         all.push(run);
@@ -130,14 +131,14 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
                 start_rate: plan.staircase.start,
                 step: plan.staircase.step,
                 max_rate: plan.staircase.max.max(plan.staircase.start),
-                step_seconds: ctx.scale.step_seconds,
+                step_seconds: ctx.scale.step_seconds.as_secs_f64(),
                 factor: None,
             },
             repeats: 1,
             mark: PassMark::default(),
             early_stop: true,
             allow_mismatch: !plan.variant.fair,
-            poll_interval: Duration::from_secs_f64(if ctx.scale.step_seconds <= 5.0 { 1.0 } else { 2.0 }),
+            poll_interval: Duration::from_secs(if ctx.scale.step_seconds <= Duration::from_secs(5) { 1 } else { 2 }),
             vu_budget_ms: 200,
             settle: Duration::from_secs(60),
             reset,

@@ -4,6 +4,7 @@
 
 use super::{ExperimentArgs, Name};
 use serde::Serialize;
+use std::time::Duration;
 
 /// A staircase of offered rates.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -27,14 +28,17 @@ pub struct Scale {
     pub size: Size,
     pub orders: u64,
     pub repeats: u32,
-    pub step_seconds: f64,
+    #[serde(with = "orders_bench_model::seconds")]
+    pub step_seconds: Duration,
     /// A fixed staircase; `None`: placed around a short closed loop per round.
     pub staircase: Option<Staircase>,
     pub clients: u32,
-    pub closed_seconds: f64,
+    #[serde(with = "orders_bench_model::seconds")]
+    pub closed_seconds: Duration,
     pub closed_runs: u32,
     /// The closed loop that places a staircase.
-    pub calibrate_seconds: f64,
+    #[serde(with = "orders_bench_model::seconds")]
+    pub calibrate_seconds: Duration,
 }
 
 impl Scale {
@@ -46,51 +50,56 @@ impl Scale {
         } else {
             Size::Default
         };
+        let secs = Duration::from_secs;
         let tiny = Some(Staircase { start: 50, step: 50, max: 50 });
         let mut scale = match (name, size) {
             (Name::Gin, Size::Quick) => {
-                Scale::new(size, 2_000, 1, 1.0, Some(Staircase { start: 100, step: 100, max: 200 }))
+                Scale::new(size, 2_000, 1, secs(1), Some(Staircase { start: 100, step: 100, max: 200 }))
             }
             (Name::Gin, Size::Default) => {
-                Scale::new(size, 100_000, 2, 3.0, Some(Staircase { start: 200, step: 200, max: 4_000 }))
+                Scale::new(size, 100_000, 2, secs(3), Some(Staircase { start: 200, step: 200, max: 4_000 }))
             }
             (Name::Gin, Size::Full) => {
-                Scale::new(size, 1_000_000, 3, 30.0, Some(Staircase { start: 500, step: 500, max: 10_000 }))
+                Scale::new(size, 1_000_000, 3, secs(30), Some(Staircase { start: 500, step: 500, max: 10_000 }))
             }
-            (_, Size::Quick) => Scale { clients: 2, closed_seconds: 1.0, ..Scale::new(size, 200, 1, 1.0, tiny) },
+            (_, Size::Quick) => {
+                Scale { clients: 2, closed_seconds: secs(1), ..Scale::new(size, 200, 1, secs(1), tiny) }
+            }
             (Name::DocSize, Size::Default) => {
-                Scale { closed_seconds: 10.0, closed_runs: 3, ..Scale::new(size, 2_000, 1, 3.0, None) }
+                Scale { closed_seconds: secs(10), closed_runs: 3, ..Scale::new(size, 2_000, 1, secs(3), None) }
             }
-            (Name::Durability, Size::Default) => Scale { closed_seconds: 3.0, ..Scale::new(size, 1_000, 1, 2.0, None) },
+            (Name::Durability, Size::Default) => {
+                Scale { closed_seconds: secs(3), ..Scale::new(size, 1_000, 1, secs(2), None) }
+            }
             (_, Size::Full) => Scale {
-                closed_seconds: 20.0,
+                closed_seconds: secs(20),
                 closed_runs: 5,
-                calibrate_seconds: 5.0,
-                ..Scale::new(size, 10_000, 3, 30.0, None)
+                calibrate_seconds: secs(5),
+                ..Scale::new(size, 10_000, 3, secs(30), None)
             },
         };
         scale.orders = args.orders.unwrap_or(scale.orders);
         scale.repeats = args.repeats.unwrap_or(scale.repeats);
-        scale.step_seconds = args.step_duration.map_or(scale.step_seconds, |d| d.as_secs_f64());
+        scale.step_seconds = args.step_duration.unwrap_or(scale.step_seconds);
         if let (Some(start), Some(step), Some(max)) = (args.start_rate, args.step, args.max_rate) {
             scale.staircase = Some(Staircase { start, step, max });
         }
         scale.clients = args.clients.unwrap_or(scale.clients);
-        scale.closed_seconds = args.closed_seconds.map_or(scale.closed_seconds, |d| d.as_secs_f64());
+        scale.closed_seconds = args.closed_seconds.unwrap_or(scale.closed_seconds);
         scale.closed_runs = args.closed_runs.unwrap_or(scale.closed_runs);
         scale
     }
 
     /// The lead-in before every repeat's staircase (`RoundSpec::lead_in`): the quick experiments
     /// hold each rate 1 s over a few hundred orders, so 1 s; otherwise the demo's.
-    pub fn lead_in(&self) -> std::time::Duration {
+    pub fn lead_in(&self) -> Duration {
         match self.size {
-            Size::Quick => std::time::Duration::from_secs(1),
+            Size::Quick => Duration::from_secs(1),
             Size::Default | Size::Full => crate::round::lead_in::LENGTH,
         }
     }
 
-    fn new(size: Size, orders: u64, repeats: u32, step_seconds: f64, staircase: Option<Staircase>) -> Self {
+    fn new(size: Size, orders: u64, repeats: u32, step_seconds: Duration, staircase: Option<Staircase>) -> Self {
         Self {
             size,
             orders,
@@ -98,9 +107,9 @@ impl Scale {
             step_seconds,
             staircase,
             clients: 8,
-            closed_seconds: 5.0,
+            closed_seconds: Duration::from_secs(5),
             closed_runs: 1,
-            calibrate_seconds: 2.0,
+            calibrate_seconds: Duration::from_secs(2),
         }
     }
 
@@ -140,17 +149,30 @@ mod tests {
     #[test]
     fn each_size_has_its_scale_and_flags_override_it() {
         let gin = Scale::of(Name::Gin, &args(&["gin"]));
-        assert_eq!((gin.orders, gin.repeats, gin.step_seconds), (100_000, 2, 3.0));
+        assert_eq!((gin.orders, gin.repeats, gin.step_seconds), (100_000, 2, Duration::from_secs(3)));
         let full = Scale::of(Name::Gin, &args(&["gin", "--full"]));
-        assert_eq!((full.orders, full.repeats, full.step_seconds), (1_000_000, 3, 30.0), "S1's scale");
+        assert_eq!(
+            (full.orders, full.repeats, full.step_seconds),
+            (1_000_000, 3, Duration::from_secs(30)),
+            "S1's scale"
+        );
         let s2 = Scale::of(Name::DocSize, &args(&["doc-size", "--full"]));
-        assert_eq!((s2.clients, s2.closed_seconds, s2.closed_runs), (8, 20.0, 5), "S2's closed loop");
+        assert_eq!(
+            (s2.clients, s2.closed_seconds, s2.closed_runs),
+            (8, Duration::from_secs(20), 5),
+            "S2's closed loop"
+        );
         let mine = Scale::of(
             Name::DocSize,
             &args(&["doc-size", "--orders", "500", "--start-rate", "10", "--step", "10", "--max-rate", "50"]),
         );
         assert_eq!(mine.orders, 500);
         assert_eq!(mine.staircase, Some(Staircase { start: 10, step: 10, max: 50 }));
+        let json = serde_json::to_string(&Scale::of(Name::DocSize, &args(&["doc-size", "--step-duration", "2.5"])))
+            .expect("JSON");
+        for seconds in [r#""step_seconds":2.5"#, r#""closed_seconds":10.0"#, r#""calibrate_seconds":2.0"#] {
+            assert!(json.contains(seconds), "result.json's scale in seconds: {json}");
+        }
         assert!(Cli::try_parse_from(["x", "gin", "--quick", "--full"]).is_err());
         assert!(Cli::try_parse_from(["x", "gin", "--start-rate", "10"]).is_err(), "a staircase needs all three");
         assert!(Cli::try_parse_from(["x", "gin", "--apply", "true"]).is_err(), "--apply needs deployed services");

@@ -47,7 +47,12 @@ fn closed_text(r: &SizeResult) -> String {
         format::opt_count(c.mongo),
         factor(c.hybrid_over(Target::Pg)),
         factor(c.hybrid_over(Target::Mongo)),
-        plan.map_or(String::new(), |p| format!(" ({} clients × {} s × {} runs)", p.clients, p.seconds, c.runs.len()))
+        plan.map_or(String::new(), |p| format!(
+            " ({} clients × {} s × {} runs)",
+            p.clients,
+            p.seconds.as_secs_f64(),
+            c.runs.len()
+        ))
     )
 }
 

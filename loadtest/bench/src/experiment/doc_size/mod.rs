@@ -139,7 +139,7 @@ impl ClosedSummary {
             plan.map_or(String::new(), |p| format!(
                 " ({} clients × {} s × {} runs)",
                 p.clients,
-                p.seconds,
+                p.seconds.as_secs_f64(),
                 self.runs.len()
             ))
         )
@@ -223,7 +223,7 @@ pub async fn run(ctx: &mut Ctx, only: &[String]) -> Result<Outcome> {
             sizes.iter().map(|s| s.label).collect::<Vec<_>>().join(", "),
             ctx.scale.closed_runs,
             ctx.scale.clients,
-            ctx.scale.closed_seconds,
+            ctx.scale.closed_seconds.as_secs_f64(),
             if hybrid { hybrid::SUMMARY } else { "" },
         ),
         statements,
