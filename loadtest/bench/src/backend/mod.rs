@@ -26,6 +26,7 @@ use orders_dataset::Profile;
 use orders_dataset::manifest::Manifest;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What a sample the runner read itself says of its source (a service's own say `/diagnostics`).
 pub const SAMPLE_SOURCE: &str = "orders-bench";
@@ -114,9 +115,9 @@ pub struct Loaded {
     /// Where it went (`postgres://host/orders`), for people.
     pub database: String,
     pub orders: u64,
-    pub seconds: f64,
-    /// (phase, seconds), in the order they ran.
-    pub phases: Vec<(&'static str, f64)>,
+    pub seconds: Duration,
+    /// (phase, how long it took), in the order they ran.
+    pub phases: Vec<(&'static str, Duration)>,
     pub bytes_on_disk: u64,
     /// How `bytes_on_disk` was measured.
     pub size_source: String,

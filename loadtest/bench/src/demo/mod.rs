@@ -101,7 +101,7 @@ impl DemoArgs {
             ..base
         };
         match self.step_duration {
-            Some(step) => profile.with_step_seconds(step.as_secs_f64()),
+            Some(step) => profile.with_step_seconds(step),
             None => profile,
         }
     }
@@ -395,6 +395,8 @@ mod tests {
         assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == 2.0));
         let full = DemoArgs { repeats: Some(5), step_duration: Some(Duration::from_secs(6)), ..args(false) }.profile();
         assert_eq!((full.orders, full.repeats), (100_000, 5));
-        assert!(matches!(full.staircase, Staircase::Probed { step_seconds, .. } if step_seconds == 6.0));
+        assert!(
+            matches!(full.staircase, Staircase::Probed { step_seconds, .. } if step_seconds == Duration::from_secs(6))
+        );
     }
 }

@@ -17,6 +17,7 @@
 
 use orders_bench_model::result::{RatePlan, RoundResult, two_digits};
 use orders_bench_model::verdict::StepResult;
+use std::time::Duration;
 
 /// Rates per measured staircase. 12 (from 14): on a machine whose CPU per request was 1.8× the one
 /// this was first tuned on, 14 made the demo take 16 min 11 s; the growth per step stays capped at
@@ -35,7 +36,7 @@ pub enum Staircase {
     /// One staircase for every mix.
     Fixed(RatePlan),
     /// A probe first, then a staircase placed around the knees it found, held `step_seconds`.
-    Probed { probe: RatePlan, step_seconds: f64 },
+    Probed { probe: RatePlan, step_seconds: Duration },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,10 +46,10 @@ pub struct Profile {
     /// Repeats a round may add while a target's repeats disagree (`RoundSpec::extra_repeats`).
     pub extra_repeats: u32,
     /// The whole demo's time: a round adds a repeat only if it fits.
-    pub time_budget: std::time::Duration,
+    pub time_budget: Duration,
     pub staircase: Staircase,
     /// The round's mix before every repeat's staircase, unjudged (`RoundSpec::lead_in`).
-    pub lead_in: std::time::Duration,
+    pub lead_in: Duration,
 }
 
 /// `orders-bench demo`: about twelve minutes on two cores.
@@ -57,7 +58,7 @@ pub fn full() -> Profile {
         orders: 100_000,
         repeats: 3,
         extra_repeats: 2,
-        time_budget: std::time::Duration::from_secs(14 * 60),
+        time_budget: Duration::from_secs(14 * 60),
         staircase: Staircase::Probed {
             // ×1.3 (from ×1.6): a knee between two rates ×1.6 apart is known only within ±26%, and
             // both targets' knees fell between 420 and 670 in one probe while PostgreSQL then
@@ -66,7 +67,7 @@ pub fn full() -> Profile {
             probe: RatePlan { start_rate: 100, step: 1, max_rate: 100_000, step_seconds: 1.5, factor: Some(1.3) },
             // 3.5 s (from 4): with 12 rates, what kept the whole demo under 15 minutes on a
             // machine with 1.8× the CPU per request (docs/fairness.md, "step length").
-            step_seconds: 3.5,
+            step_seconds: Duration::from_millis(3500),
         },
         lead_in: crate::round::lead_in::LENGTH,
     }
@@ -78,7 +79,7 @@ pub fn quick() -> Profile {
         orders: 2_000,
         repeats: 1,
         extra_repeats: 0,
-        time_budget: std::time::Duration::from_secs(5 * 60),
+        time_budget: Duration::from_secs(5 * 60),
         staircase: Staircase::Fixed(RatePlan {
             // 200 (from 100): the lowest limit of the quick demo's debug services in CI was 380
             // req/s (MongoDB's insert), so the steps below 200 only cost three steps a mix.
@@ -89,15 +90,15 @@ pub fn quick() -> Profile {
             factor: Some(1.3),
         }),
         // 2,000 orders span about 160 pages: their transient after a checkpoint is over sooner.
-        lead_in: std::time::Duration::from_secs(2),
+        lead_in: Duration::from_secs(2),
     }
 }
 
 impl Profile {
     /// The same with `--step-duration` (the measured staircase's hold time).
-    pub fn with_step_seconds(mut self, seconds: f64) -> Self {
+    pub fn with_step_seconds(mut self, seconds: Duration) -> Self {
         match &mut self.staircase {
-            Staircase::Fixed(plan) => plan.step_seconds = seconds,
+            Staircase::Fixed(plan) => plan.step_seconds = seconds.as_secs_f64(),
             Staircase::Probed { step_seconds, .. } => *step_seconds = seconds,
         }
         self
@@ -133,7 +134,7 @@ fn knee_of(steps: &[StepResult]) -> Option<f64> {
 }
 
 /// The measured staircase around the probe's knees (at least one).
-pub fn around(knees: &[f64], step_seconds: f64) -> RatePlan {
+pub fn around(knees: &[f64], step_seconds: Duration) -> RatePlan {
     let low = knees.iter().copied().fold(f64::INFINITY, f64::min).max(10.0);
     let high = knees.iter().copied().fold(0.0, f64::max).max(low);
     let (start, end) = (low * BELOW, high * ABOVE);
@@ -141,7 +142,13 @@ pub fn around(knees: &[f64], step_seconds: f64) -> RatePlan {
     let start_rate = two_digits(start).max(1);
     // Far enough for STEPS rates whatever the rounding; then cut at the last of them.
     let beyond = (f64::from(start_rate) * factor.powi(STEPS as i32) * 2.0).min(f64::from(u32::MAX / 4)) as u32;
-    let plan = RatePlan { start_rate, step: 1, max_rate: beyond, step_seconds, factor: Some(factor) };
+    let plan = RatePlan {
+        start_rate,
+        step: 1,
+        max_rate: beyond,
+        step_seconds: step_seconds.as_secs_f64(),
+        factor: Some(factor),
+    };
     let max_rate = plan.rates().get(STEPS as usize - 1).copied().unwrap_or(start_rate);
     RatePlan { max_rate, ..plan }
 }
@@ -191,7 +198,7 @@ mod tests {
 
     #[test]
     fn the_staircase_spans_both_knees_in_ten_steps() {
-        let plan = around(&[1500.0, 3800.0], 3.0);
+        let plan = around(&[1500.0, 3800.0], Duration::from_secs(3));
         let rates = plan.rates();
         assert_eq!(rates.len(), STEPS as usize, "{rates:?}");
         assert_eq!(rates[0], 900, "0.6 of the slower knee");
@@ -201,9 +208,9 @@ mod tests {
 
     #[test]
     fn close_knees_still_get_a_step_of_six_percent_and_far_ones_at_most_35() {
-        let close = around(&[1000.0, 1000.0], 3.0).rates();
+        let close = around(&[1000.0, 1000.0], Duration::from_secs(3)).rates();
         assert!(close.windows(2).all(|w| f64::from(w[1]) / f64::from(w[0]) >= 1.04), "{close:?}");
-        let far = around(&[100.0, 20_000.0], 3.0).rates();
+        let far = around(&[100.0, 20_000.0], Duration::from_secs(3)).rates();
         assert_eq!(far.len(), STEPS as usize);
         assert!(far.windows(2).all(|w| f64::from(w[1]) / f64::from(w[0]) <= 1.4), "{far:?}");
     }
@@ -212,7 +219,7 @@ mod tests {
     fn the_full_demo_probes_and_the_quick_one_climbs_once() {
         assert!(matches!(full().staircase, Staircase::Probed { .. }));
         assert_eq!((full().orders, full().repeats), (100_000, 3));
-        let quick = quick().with_step_seconds(1.0);
+        let quick = quick().with_step_seconds(Duration::from_secs(1));
         assert_eq!((quick.orders, quick.repeats), (2_000, 1));
         assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == 1.0));
     }

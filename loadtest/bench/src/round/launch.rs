@@ -15,7 +15,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -300,13 +300,13 @@ fn answered(summary: &orders_loadgen::summary::Summary) -> Vec<(String, u64, u64
     summary.targets.iter().map(|(name, t)| (name.clone(), t.figures.count, t.figures.failures)).collect()
 }
 
-/// The native generator's arguments for `mix` at a constant `rate` per target for `seconds`,
+/// The native generator's arguments for `mix` at a constant `rate` per target for `length`,
 /// drawn with `seed` (a side load's own, so its inserts repeat neither the seeded orders nor the
 /// round's), with `Prefer: return=minimal` when the round asks for it.
-pub(super) fn constant_rate(mix: &str, rate: u32, seconds: f64, seed: u32, minimal: bool) -> Vec<String> {
+pub(super) fn constant_rate(mix: &str, rate: u32, length: Duration, seed: u32, minimal: bool) -> Vec<String> {
     let mut args: Vec<String> =
         ["--mix", mix, "--rate", &rate.to_string(), "--seed", &seed.to_string()].map(String::from).to_vec();
-    args.extend(["--duration".into(), format!("{seconds}")]);
+    args.extend(["--duration".into(), length.as_secs_f64().to_string()]);
     if minimal {
         args.extend(["--prefer".into(), "return=minimal".into()]);
     }
@@ -326,7 +326,8 @@ fn side_load_env(round_env: &[(String, String)]) -> Vec<(String, String)> {
 pub async fn prefill(spec: &RoundSpec, setup: &Setup, dir: &Path, orders: u32) -> Result<()> {
     const PREFILL_RATE: u32 = 250;
     let rate = orders.clamp(1, PREFILL_RATE);
-    let args = constant_rate("insert", rate, f64::from(orders) / f64::from(rate), 2, spec.prefer_minimal);
+    let length = Duration::from_secs_f64(f64::from(orders) / f64::from(rate));
+    let args = constant_rate("insert", rate, length, 2, spec.prefer_minimal);
     let done = side_load(setup, &args, &dir.join("prefill-summary.json"), "prefill", Tolerance::None).await?;
     let counts: Vec<String> = answered(&done).iter().map(|(name, count, _)| format!("{name} {count}")).collect();
     eprintln!("prefill: inserted {} through both services", counts.join(", "));
@@ -388,7 +389,14 @@ pub(crate) mod tests {
         assert_eq!(side.len(), round_env.len() - 1, "everything else stays: {side:?}");
     }
     use orders_bench_model::verdict::PassMark;
-    use std::time::Duration;
+
+    #[test]
+    fn a_constant_rate_lasts_its_length_in_seconds() {
+        let args = constant_rate("insert", 250, Duration::from_secs(8), 2, true);
+        assert_eq!(args.join(" "), "--mix insert --rate 250 --seed 2 --duration 8 --prefer return=minimal");
+        let args = constant_rate("shop", 250, Duration::from_secs_f64(333.0 / 250.0), 4, false);
+        assert_eq!(args.join(" "), "--mix shop --rate 250 --seed 4 --duration 1.332");
+    }
 
     #[test]
     fn the_prefill_tolerates_no_failure_and_the_warm_up_refusals_while_connections_open() {

@@ -37,7 +37,7 @@ pub fn rate(spec: &RoundSpec) -> u32 {
 /// what every target answered and the orders it inserted on each (the same on every target).
 pub async fn run(spec: &RoundSpec, setup: &Setup, dir: &Path, length: Duration) -> Result<(LeadIn, u64)> {
     let rate = rate(spec);
-    let args = constant_rate(&spec.mix, rate, length.as_secs_f64(), 4, spec.prefer_minimal);
+    let args = constant_rate(&spec.mix, rate, length, 4, spec.prefer_minimal);
     let what = format!("lead-in at {rate} req/s");
     let summary = side_load(setup, &args, &dir.join("lead-in-summary.json"), &what, Tolerance::None).await?;
     let mut lead_in = LeadIn { rate, seconds: length.as_secs_f64(), targets: Default::default() };

@@ -95,12 +95,13 @@ impl SeedArgs {
 
 /// The seeder's line for one database: "pg    2000 orders in 1.2 s = ...".
 fn line(name: &str, loaded: &Loaded) -> String {
-    let phases: Vec<String> = loaded.phases.iter().map(|(name, s)| format!("{name} {s:.1} s")).collect();
+    let phases: Vec<String> =
+        loaded.phases.iter().map(|(name, s)| format!("{name} {:.1} s", s.as_secs_f64())).collect();
     format!(
         "{:<5} {} orders in {:.1} s = {:.0} docs/s ({}); on disk {:.1} MiB ({}) [{}]",
         name,
         loaded.orders,
-        loaded.seconds,
+        loaded.seconds.as_secs_f64(),
         docs_per_sec(loaded),
         phases.join(", "),
         loaded.bytes_on_disk as f64 / 1_048_576.0,
@@ -110,14 +111,14 @@ fn line(name: &str, loaded: &Loaded) -> String {
 }
 
 fn docs_per_sec(loaded: &Loaded) -> f64 {
-    loaded.orders as f64 / loaded.seconds.max(1e-9)
+    loaded.orders as f64 / loaded.seconds.as_secs_f64().max(1e-9)
 }
 
 fn record(loaded: &Loaded) -> TargetRecord {
     TargetRecord {
         database: loaded.database.clone(),
         seeded_at: Timestamp::now(),
-        seconds: loaded.seconds,
+        seconds: loaded.seconds.as_secs_f64(),
         docs_per_sec: docs_per_sec(loaded),
         bytes_on_disk: loaded.bytes_on_disk,
     }

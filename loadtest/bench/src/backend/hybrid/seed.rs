@@ -47,17 +47,17 @@ impl Seeder for HybridTarget {
             bail!(refusal_message(WHAT, &self.database));
         }
         tx.batch_execute(admin::TRUNCATE).await?;
-        phases.push(("prepare", started.elapsed().as_secs_f64()));
+        phases.push(("prepare", started.elapsed()));
 
         bar.set_message("COPY");
         let copying = Instant::now();
         let copied = copy_orders(&tx, admin::COPY_STAGING, profile, &bar).await?;
-        phases.push(("copy", copying.elapsed().as_secs_f64()));
+        phases.push(("copy", copying.elapsed()));
 
         bar.set_message("into columns and order_items");
         let splitting = Instant::now();
         tx.batch_execute(admin::SPLIT_STAGING).await.context("splitting the staged orders")?;
-        phases.push(("split", splitting.elapsed().as_secs_f64()));
+        phases.push(("split", splitting.elapsed()));
 
         bar.set_message("VACUUM FREEZE ANALYZE");
         let analyzing = Instant::now();
@@ -66,14 +66,14 @@ impl Seeder for HybridTarget {
         // what autovacuum would act on minutes later, in the middle of a round.
         let _ = self.client.batch_execute(FLUSH_STATS).await;
         self.client.batch_execute(admin::VACUUM_ANALYZE).await?;
-        phases.push(("commit+vacuum analyze", analyzing.elapsed().as_secs_f64()));
+        phases.push(("commit+vacuum analyze", analyzing.elapsed()));
 
         let size = admin::total_size(&self.client).await?;
         bar.finish_with_message("done");
         Ok(Loaded {
             database: self.database,
             orders: copied,
-            seconds: started.elapsed().as_secs_f64(),
+            seconds: started.elapsed(),
             phases,
             bytes_on_disk: u64::try_from(size).unwrap_or(0),
             size_source: "pg_total_relation_size of orders and order_items: heap, TOAST and indexes".into(),

@@ -72,18 +72,18 @@ impl Seeder for MongoTarget {
                 return Err(error).context("dropping the orders collection");
             }
         }
-        phases.push(("drop", started.elapsed().as_secs_f64()));
+        phases.push(("drop", started.elapsed()));
 
         bar.set_message("insert_many");
         let inserting = Instant::now();
         let inserted = self.insert_all(profile, &bar).await?;
-        phases.push(("insert", inserting.elapsed().as_secs_f64()));
+        phases.push(("insert", inserting.elapsed()));
 
         bar.set_message("building indexes");
         let indexing = Instant::now();
         indexes::apply(&self.orders).await.context("building the indexes of migrations/mongo")?;
-        phases.push(("indexes", indexing.elapsed().as_secs_f64()));
-        let seconds = started.elapsed().as_secs_f64();
+        phases.push(("indexes", indexing.elapsed()));
+        let seconds = started.elapsed();
 
         bar.set_message("checkpoint for the size");
         let (bytes_on_disk, size_source) = self.size_on_disk().await?;

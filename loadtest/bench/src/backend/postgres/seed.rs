@@ -80,19 +80,19 @@ impl Seeder for PgTarget {
             tx.batch_execute(&admin::drop_index(name)).await?;
         }
 
-        phases.push(("prepare", started.elapsed().as_secs_f64()));
+        phases.push(("prepare", started.elapsed()));
 
         bar.set_message("COPY");
         let copying = Instant::now();
         let copied = copy_orders(&tx, admin::COPY_ORDERS, profile, &bar).await?;
-        phases.push(("copy", copying.elapsed().as_secs_f64()));
+        phases.push(("copy", copying.elapsed()));
 
         bar.set_message("building indexes");
         let indexing = Instant::now();
         for statement in &rebuild {
             tx.batch_execute(statement).await.with_context(|| format!("rebuilding: {statement}"))?;
         }
-        phases.push(("indexes", indexing.elapsed().as_secs_f64()));
+        phases.push(("indexes", indexing.elapsed()));
 
         bar.set_message("VACUUM ANALYZE");
         let analyzing = Instant::now();
@@ -105,8 +105,8 @@ impl Seeder for PgTarget {
         // that fails a step). VACUUM is cheap on the frozen pages of `COPY ... FREEZE`.
         let _ = self.client.batch_execute(admin::FLUSH_STATS).await;
         self.client.batch_execute(admin::VACUUM_ANALYZE).await?;
-        phases.push(("commit+vacuum analyze", analyzing.elapsed().as_secs_f64()));
-        let seconds = started.elapsed().as_secs_f64();
+        phases.push(("commit+vacuum analyze", analyzing.elapsed()));
+        let seconds = started.elapsed();
 
         let size = admin::total_size(&self.client).await?;
         bar.finish_with_message("done");
