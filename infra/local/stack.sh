@@ -225,10 +225,11 @@ in_budget() {
 		)
 		;;
 	systemd-user)
-		local -a BUDGET_PREFIX=(systemd-run --user --scope --quiet --collect --unit="$(budget_unit "$name")"
-			-p CPUQuotaPeriodSec=10ms -p "CPUWeight=$BUDGET_WEIGHT")
-		[[ "$cpus" == none ]] || BUDGET_PREFIX+=(-p "CPUQuota=$(awk -v c="$cpus" 'BEGIN { printf "%.0f", c * 100 }')%")
-		[[ "$memory" == none ]] || BUDGET_PREFIX+=(-p "MemoryMax=$memory")
+		# orders-budget run starts the command in a systemd user scope; a function of this script
+		# (run_pg) puts BUDGET_PREFIX in front of the command it runs.
+		local -a BUDGET_PREFIX
+		mapfile -t BUDGET_PREFIX < <(budget_prefix "$name" "$cpus" "$memory")
+		((${#BUDGET_PREFIX[@]} > 0)) || die "could not make the budget $name"
 		if declare -F "$1" >/dev/null; then "$@"; else "${BUDGET_PREFIX[@]}" "$@"; fi
 		;;
 	*) die "budgets are not available here: $BUDGET_WHY" ;;

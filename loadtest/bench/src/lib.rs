@@ -7,7 +7,7 @@
 //! round over several load machines (`agent` on each follower).
 //!
 //! Around them: `stack` controls the local stack (`infra/local/stack.sh`), `budget` (with
-//! `cgroup`, the kernel's own accounting) gives the databases equal budgets and reads back what
+//! `orders-budget`, the kernel's own accounting) gives the databases equal budgets and reads back what
 //! they ran under, `databases` says where the databases are, `diagnostics` reads the services'
 //! `/diagnostics` and samples the databases, `procstat` reads CPU time from `/proc`, `repo` finds
 //! the project's files, `reports` is the report's command line. Nothing here is imported by the
@@ -15,7 +15,6 @@
 
 pub mod backend;
 pub mod budget;
-pub mod cgroup;
 pub mod databases;
 pub mod demo;
 pub mod diagnostics;

@@ -4,17 +4,20 @@
 //! each", "no budgets", or "UNEQUAL budgets").
 
 use crate::backend::Targets;
-use crate::cgroup::{Placement, Reading};
 use crate::diagnostics::Snapshot;
 pub use orders_bench_model::budget::{CgroupVersion as Version, DbBudget};
 use orders_bench_report::format::bytes;
+use orders_budget::{Placement, Reading};
 use std::collections::BTreeMap;
 
 /// The budget the kernel applies to the cgroup at `placement`, as read.
 pub fn from_kernel(placement: &Placement, reading: &Reading, dedicated: bool) -> DbBudget {
     DbBudget {
         cgroup: Some(placement.path.clone()),
-        cgroup_version: Some(placement.version),
+        cgroup_version: Some(match placement.version {
+            orders_budget::Version::V1 => Version::V1,
+            orders_budget::Version::V2 => Version::V2,
+        }),
         cpus: reading.quota_cores,
         period_ms: reading.period_us.map(|us| us as f64 / 1000.0),
         memory_bytes: reading.memory_limit_bytes,

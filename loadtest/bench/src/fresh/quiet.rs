@@ -10,7 +10,6 @@
 //! record says why the start was not quiet.
 
 use crate::backend::{Target, Targets};
-use crate::cgroup;
 use crate::procstat;
 use crate::round::cpu::locate;
 use orders_bench_model::cpu::Role;
@@ -36,9 +35,9 @@ fn server_reading(target: &Target) -> (Option<f64>, Option<f64>, Option<String>)
     let info = target.backend.info();
     let component = locate(&info.name, Role::Database, &info.name, target.backend.database_url());
     let Some(pid) = component.pid else { return (None, None, component.note) };
-    let placement = cgroup::placement(pid);
+    let placement = orders_budget::placement(pid);
     let own = placement.as_ref().filter(|p| p.holds_only(&procstat::tree_pids(pid)));
-    match own.map(cgroup::Placement::read) {
+    match own.map(orders_budget::Placement::read) {
         Some(reading) if reading.usage_seconds.is_some() => {
             (reading.usage_seconds, reading.memory_bytes.map(|b| b as f64), None)
         }

@@ -5,16 +5,16 @@
 //! load generator and the runner per request of both).
 //!
 //! A database in a cgroup of its own (a budget of `infra/local/stack.sh`) is measured by the
-//! kernel's accounting of that cgroup (`crate::cgroup`): exact CPU time, and per step the share of
+//! kernel's accounting of that cgroup (`orders_budget`): exact CPU time, and per step the share of
 //! its quota periods it was throttled in and the seconds it lost to throttling, beside its budget.
 //! Everything else comes from `/proc` (a process tree's user + system time, the machine's busy
 //! time). The runner is this process's own threads. Per step, these figures let `limit` name what
 //! limited a target where it first failed.
 
 use crate::budget::record::DbBudget;
-use crate::cgroup::{self, Placement, Reading};
 use crate::procstat;
 use orders_bench_model::cpu::{Component, ComponentCpu, CpuReport, DbStep, RUNNER, Role, StepCpu};
+use orders_budget::{Placement, Reading};
 use orders_loadgen::summary::{LoadGenerator, OfferedStep};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -86,7 +86,7 @@ impl Sampler {
             .iter()
             .map(|c| {
                 let pid = c.pid.filter(|_| c.role == Role::Database)?;
-                let placement = cgroup::placement(pid)?;
+                let placement = orders_budget::placement(pid)?;
                 let dedicated = placement.holds_only(&procstat::tree_pids(pid));
                 Some(Account { placement, dedicated })
             })
@@ -307,5 +307,60 @@ mod tests {
         let me = &report.components[0];
         assert!(me.cpu_seconds.is_some_and(|s| s >= 0.0), "{me:?}");
         assert_eq!(me.per_1k_requests, me.cpu_seconds.map(|s| s / 2.0));
+    }
+    /// A CPU burner in a budget of 0.3 CPU made through `orders_budget` (as `stack.sh` makes the
+    /// databases'); needs root and cgroups, and says so where they are missing.
+    #[test]
+    fn the_cpu_sampler_reports_a_budgeted_databases_use_and_throttling_per_step() {
+        use orders_bench_model::cpu::{Component, Role};
+        use orders_budget::{Limits, Method, apply};
+        use std::os::unix::process::CommandExt as _;
+        use std::time::Duration;
+        let method = Method::detect();
+        if !matches!(method, Method::CgroupV1(_) | Method::CgroupV2(_)) {
+            eprintln!("SKIPPED: no root cgroup budgets here: {method:?}");
+            return;
+        }
+        let name = format!("test-sampler-{}", std::process::id());
+        let mut burner =
+            std::process::Command::new("sh").args(["-c", "while :; do :; done"]).process_group(0).spawn().expect("sh");
+        let pid = burner.id();
+        let budgeted = apply::set(&method, &name, Limits { cpus: Some(0.3), memory: Some(512 << 20) })
+            .and_then(|()| apply::move_tree(&method, &name, pid));
+        let database = Component {
+            name: "burner".into(),
+            role: Role::Database,
+            target: Some("pg".into()),
+            pid: Some(pid),
+            note: None,
+        };
+        let mut sampler = Sampler::new(vec![database], Instant::now());
+        for _ in 0..5 {
+            sampler.sample();
+            std::thread::sleep(Duration::from_millis(400));
+        }
+        sampler.sample();
+        let _ = burner.kill();
+        let _ = burner.wait();
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = apply::remove(&method, &name);
+        budgeted.expect("the burner in its budget");
+        let steps =
+            [OfferedStep { from_s: 0.0, to_s: 1.0, rate: 100 }, OfferedStep { from_s: 1.0, to_s: 2.0, rate: 200 }];
+        let report = sampler.report(None, 0.0, &steps, &BTreeMap::from([("pg".to_owned(), 300)]), None);
+
+        let budget = &report.budgets["burner"];
+        assert_eq!((budget.cpus, budget.memory_bytes, budget.dedicated), (Some(0.3), Some(512 << 20), true));
+        assert_eq!(budget.period_ms, Some(10.0));
+        for step in &report.steps {
+            let db = &step.databases["burner"];
+            eprintln!("step {}: {db:?}", step.step);
+            let cores = db.cores.expect("cores");
+            assert!((0.15..=0.33).contains(&cores), "step {}: {cores:.3} cores under a 0.3 budget", step.step);
+            assert_eq!(db.budget_cores, Some(0.3));
+            assert!(db.throttled_share.is_some_and(|s| s > 0.5), "{db:?}");
+            assert!(db.throttled_seconds.is_some_and(|s| s > 0.0), "{db:?}");
+            assert_eq!(step.cores["burner"], cores, "the database's cores are the kernel's");
+        }
     }
 }

@@ -1,57 +1,26 @@
-//! The kernel's own accounting of a process's cgroup: where the process sits (`/proc/<pid>/cgroup`,
-//! with the cgroup filesystems found in `/proc/self/mountinfo`), and what its cgroup has used and
-//! may use: CPU time (`cpuacct.usage` on cgroup v1, `usage_usec` of `cpu.stat` on v2), throttling
-//! (`nr_periods`, `nr_throttled`, `throttled_time` / `throttled_usec`), the CPU quota and period
-//! (`cpu.cfs_quota_us` + `cpu.cfs_period_us`, `cpu.max`), memory in use and its limit
-//! (`memory.usage_in_bytes` + `memory.limit_in_bytes`, `memory.current` + `memory.max`; both count
-//! the page cache). The budget is the tightest quota and limit on the way up to the hierarchy's
-//! root, since a parent's limit binds its children too.
+//! Where a process is accounted and what its cgroup has used and may use: the placement from
+//! `/proc/<pid>/cgroup`, then CPU time (`cpuacct.usage` on cgroup v1, `usage_usec` of `cpu.stat` on
+//! v2), throttling (`nr_periods`, `nr_throttled`, `throttled_time` / `throttled_usec`), the CPU
+//! quota and period (`cpu.cfs_quota_us` + `cpu.cfs_period_us`, `cpu.max`), memory in use and its
+//! limit (`memory.usage_in_bytes` + `memory.limit_in_bytes`, `memory.current` + `memory.max`; both
+//! count the page cache). The budget is the tightest quota and limit on the way up to the
+//! hierarchy's root, since a parent's limit binds its children too.
 //!
 //! These figures describe a database only when its cgroup holds nothing but that server's process
-//! tree (`dedicated`): `infra/local/stack.sh` budgets make such cgroups; a server in a shared
+//! tree ([`Placement::holds_only`]): the stack's budgets make such cgroups; a server in a shared
 //! cgroup (a login session, the root) is measured from `/proc` instead.
 
+use crate::mounts::Mounts;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// A v1 hierarchy's controllers and mount point, or the v2 mount point.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Mounts {
-    pub v1: Vec<(Vec<String>, PathBuf)>,
-    pub v2: Option<PathBuf>,
+/// The cgroup hierarchy a process is accounted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    V1,
+    V2,
 }
-
-impl Mounts {
-    /// From the text of `/proc/self/mountinfo`: `... mount-point ... - cgroup cgroup rw,cpu,cpuacct`.
-    pub fn parse(mountinfo: &str) -> Self {
-        let mut mounts = Self::default();
-        for line in mountinfo.lines() {
-            let Some((before, after)) = line.split_once(" - ") else { continue };
-            let Some(point) = before.split_whitespace().nth(4) else { continue };
-            let mut post = after.split_whitespace();
-            match (post.next(), post.nth(1)) {
-                (Some("cgroup"), Some(options)) => {
-                    let controllers = options.split(',').map(str::to_owned).collect();
-                    mounts.v1.push((controllers, PathBuf::from(point)));
-                }
-                (Some("cgroup2"), _) if mounts.v2.is_none() => mounts.v2 = Some(PathBuf::from(point)),
-                _ => {}
-            }
-        }
-        mounts
-    }
-
-    pub fn read() -> Self {
-        Self::parse(&fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
-    }
-
-    fn v1_mount(&self, controller: &str) -> Option<&Path> {
-        self.v1.iter().find(|(controllers, _)| controllers.iter().any(|c| c == controller)).map(|(_, p)| p.as_path())
-    }
-}
-
-pub use orders_bench_model::budget::CgroupVersion as Version;
 
 /// Where a process's CPU and memory are accounted: one directory per controller on v1 (they may
 /// be separate hierarchies), one directory on v2.
@@ -245,6 +214,31 @@ impl Placement {
     /// then the cgroup's counters are the server's own.
     pub fn holds_only(&self, tree: &BTreeSet<u32>) -> bool {
         self.processes().is_some_and(|procs| !procs.is_empty() && procs.is_subset(tree))
+    }
+}
+
+impl Reading {
+    /// `cpus=0.25 period_us=10000 memory=4294967296 cgroup=/orders-bench/postgres-55432`: what
+    /// `orders-budget show` prints for `stack.sh` (`none` where unlimited).
+    pub fn show(&self, cgroup: &str) -> String {
+        let or_none = |value: Option<String>| value.unwrap_or_else(|| "none".into());
+        format!(
+            "cpus={} period_us={} memory={} cgroup={cgroup}",
+            or_none(self.quota_cores.map(three_digits)),
+            or_none(self.period_us.map(|p| p.to_string())),
+            or_none(self.memory_limit_bytes.map(|m| m.to_string())),
+        )
+    }
+}
+
+/// A number to three significant digits without trailing zeros (0.25, 1, 0.333), as people and
+/// `stack.sh env` write a CPU budget.
+fn three_digits(value: f64) -> String {
+    let digits = if value == 0.0 { 0 } else { (2 - value.abs().log10().floor() as i32).max(0) as usize };
+    let text = format!("{value:.digits$}");
+    match text.contains('.') {
+        true => text.trim_end_matches('0').trim_end_matches('.').to_owned(),
+        false => text,
     }
 }
 
