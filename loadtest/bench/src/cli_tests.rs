@@ -9,6 +9,7 @@ use orders_bench_model::result::RatePlan;
 use orders_bench_model::verdict::PassMark;
 use orders_loadgen::LoadArgs;
 use orders_loadgen::flags::{PassMarkArgs, StaircaseArgs};
+use std::time::Duration;
 
 fn load(line: &[&str]) -> Result<LoadArgs, clap::Error> {
     match Cli::try_parse_from(["orders-bench", "load"].iter().chain(line)).map(|cli| cli.command)? {
@@ -45,7 +46,16 @@ fn both_commands_default_to_s1s_staircase_and_pass_mark() {
     for parsed in on_both(&[]) {
         let (staircase, mark) = parsed.expect("no flags at all");
         let plan = staircase.plan().expect("the default staircase");
-        assert_eq!(plan, RatePlan { start_rate: 100, step: 100, max_rate: 1000, step_seconds: 30.0, factor: None });
+        assert_eq!(
+            plan,
+            RatePlan {
+                start_rate: 100,
+                step: 100,
+                max_rate: 1000,
+                step_seconds: Duration::from_secs(30),
+                factor: None
+            }
+        );
         assert_eq!(plan.rates(), [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]);
         assert_eq!(mark.pass_mark(), PassMark { p95_ms: 50.0, max_failed_rate: 0.01, max_dropped: 0 });
     }
@@ -64,7 +74,7 @@ fn a_step_factor_replaces_the_step_on_both_commands() {
     let line = ["--start-rate", "500", "--max-rate", "3000", "--step-factor", "1.2", "--step-duration", "1m30s"];
     for parsed in on_both(&line) {
         let plan = parsed.expect("a factor staircase").0.plan().expect("plan");
-        assert_eq!((plan.factor, plan.step_seconds), (Some(1.2), 90.0));
+        assert_eq!((plan.factor, plan.step_seconds), (Some(1.2), Duration::from_secs(90)));
         assert_eq!(plan.rates(), [500, 600, 720, 860, 1000, 1200, 1400, 1700, 2000, 2400, 2900]);
     }
     for parsed in on_both(&["--step-factor", "4"]) {

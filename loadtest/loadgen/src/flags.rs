@@ -47,7 +47,7 @@ impl StaircaseArgs {
             start_rate: self.start_rate,
             step: self.step,
             max_rate: self.max_rate,
-            step_seconds: self.step_duration.as_secs_f64(),
+            step_seconds: self.step_duration,
             factor: self.step_factor,
         })
     }

@@ -133,12 +133,13 @@ fn schedule(args: &LoadArgs) -> Result<(&'static str, Vec<OfferedStep>)> {
     }
     let plan = args.staircase.plan()?;
     let rates = if args.rates.is_empty() { plan.rates() } else { args.rates.clone() };
+    let step_seconds = plan.step_seconds.as_secs_f64();
     let steps = rates
         .iter()
         .enumerate()
         .map(|(i, rate)| {
-            let from_s = i as f64 * plan.step_seconds;
-            OfferedStep { from_s, to_s: from_s + plan.step_seconds, rate: *rate }
+            let from_s = i as f64 * step_seconds;
+            OfferedStep { from_s, to_s: from_s + step_seconds, rate: *rate }
         })
         .collect();
     Ok(("ramping-arrival-rate", steps))

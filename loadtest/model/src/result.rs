@@ -12,6 +12,7 @@ use super::verdict::{MaxRate, PassMark, RateSummary, StepResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub const SCHEMA: &str = "orders-bench/result/2";
 /// Older schemas this version still reads (their new fields are empty).
@@ -33,7 +34,9 @@ pub struct RatePlan {
     pub start_rate: u32,
     pub step: u32,
     pub max_rate: u32,
-    pub step_seconds: f64,
+    /// How long each rate is held (seconds in the file).
+    #[serde(with = "crate::seconds")]
+    pub step_seconds: Duration,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub factor: Option<f64>,
 }
@@ -268,14 +271,24 @@ mod tests {
 
     #[test]
     fn the_plan_lists_every_rate_up_to_the_maximum() {
-        let plan = RatePlan { start_rate: 100, step: 150, max_rate: 500, step_seconds: 5.0, factor: None };
+        let plan =
+            RatePlan { start_rate: 100, step: 150, max_rate: 500, step_seconds: Duration::from_secs(5), factor: None };
         assert_eq!(plan.rates(), [100, 250, 400]);
+        let json = r#"{"start_rate":100,"step":150,"max_rate":500,"step_seconds":5.0}"#;
+        assert_eq!(serde_json::to_string(&plan).expect("JSON"), json, "the step's length in seconds");
+        assert_eq!(serde_json::from_str::<RatePlan>(json).expect("plan"), plan);
         assert_eq!(RatePlan { step: 0, ..plan }.rates(), [100]);
     }
 
     #[test]
     fn a_factor_makes_every_step_that_much_higher_in_round_numbers() {
-        let plan = RatePlan { start_rate: 500, step: 1, max_rate: 3000, step_seconds: 4.0, factor: Some(1.2) };
+        let plan = RatePlan {
+            start_rate: 500,
+            step: 1,
+            max_rate: 3000,
+            step_seconds: Duration::from_secs(4),
+            factor: Some(1.2),
+        };
         assert_eq!(plan.rates(), [500, 600, 720, 860, 1000, 1200, 1400, 1700, 2000, 2400, 2900]);
         let slow = RatePlan { start_rate: 10, max_rate: 14, factor: Some(1.01), ..plan };
         assert_eq!(slow.rates(), [10, 11, 12, 13, 14], "at least one more each step");

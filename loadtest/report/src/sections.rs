@@ -381,7 +381,7 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
             round.mix,
             if weights.is_empty() { NONE.into() } else { weights.join(", ") },
             round.plan.rates().iter().map(|r| r.to_string()).collect::<Vec<_>>().join("/"),
-            round.plan.step_seconds,
+            round.plan.step_seconds.as_secs_f64(),
             round.repeats.len(),
             match round.repeats.first().and_then(|r| r.start.as_ref()).map(|s| s.reset.as_str()) {
                 Some("restored") => ", data restored from a snapshot before each",

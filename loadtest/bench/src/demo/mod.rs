@@ -120,7 +120,7 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
         name: format!("{} probe", spec.name),
         plan: probe,
         repeats: 1,
-        poll_interval: Duration::from_secs_f64(probe.step_seconds),
+        poll_interval: probe.step_seconds,
         extra_repeats: 0,
         // The probe's first rates are far below every knee, and its knee is only where the
         // staircase goes: no lead-in (about 4 s a mix).
@@ -325,7 +325,7 @@ async fn rounds(
         let mut spec = RoundSpec {
             name: mix.clone(),
             mix: mix.clone(),
-            plan: RatePlan { start_rate: 1, step: 1, max_rate: 1, step_seconds: 1.0, factor: None },
+            plan: RatePlan { start_rate: 1, step: 1, max_rate: 1, step_seconds: Duration::from_secs(1), factor: None },
             repeats: profile.repeats,
             mark: PassMark::default(),
             early_stop: true,
@@ -348,7 +348,7 @@ async fn rounds(
         };
         let dir = out.join(mix.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
         spec.plan = staircase(profile, &spec, setup, &dir).await?;
-        spec.poll_interval = Duration::from_secs_f64(spec.plan.step_seconds);
+        spec.poll_interval = spec.plan.step_seconds;
         let result = round::run_round(&spec, setup, &dir).await?;
         orders_bench_report::write(&dir, &[(dir.clone(), result.clone())])?;
         rounds.push((dir, result));
@@ -392,7 +392,7 @@ mod tests {
         };
         let quick = args(true).profile();
         assert_eq!((quick.orders, quick.repeats), (2_000, 1));
-        assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == 2.0));
+        assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == Duration::from_secs(2)));
         let full = DemoArgs { repeats: Some(5), step_duration: Some(Duration::from_secs(6)), ..args(false) }.profile();
         assert_eq!((full.orders, full.repeats), (100_000, 5));
         assert!(

@@ -64,7 +64,13 @@ pub fn full() -> Profile {
             // both targets' knees fell between 420 and 670 in one probe while PostgreSQL then
             // passed the whole staircase placed around them (≥ 860) in one repeat of three and
             // 660 in the others (docs/fairness.md, "the probe's resolution").
-            probe: RatePlan { start_rate: 100, step: 1, max_rate: 100_000, step_seconds: 1.5, factor: Some(1.3) },
+            probe: RatePlan {
+                start_rate: 100,
+                step: 1,
+                max_rate: 100_000,
+                step_seconds: Duration::from_millis(1500),
+                factor: Some(1.3),
+            },
             // 3.5 s (from 4): with 12 rates, what kept the whole demo under 15 minutes on a
             // machine with 1.8× the CPU per request (docs/fairness.md, "step length").
             step_seconds: Duration::from_millis(3500),
@@ -86,7 +92,7 @@ pub fn quick() -> Profile {
             start_rate: 200,
             step: 1,
             max_rate: 100_000,
-            step_seconds: 2.0,
+            step_seconds: Duration::from_secs(2),
             factor: Some(1.3),
         }),
         // 2,000 orders span about 160 pages: their transient after a checkpoint is over sooner.
@@ -98,7 +104,7 @@ impl Profile {
     /// The same with `--step-duration` (the measured staircase's hold time).
     pub fn with_step_seconds(mut self, seconds: Duration) -> Self {
         match &mut self.staircase {
-            Staircase::Fixed(plan) => plan.step_seconds = seconds.as_secs_f64(),
+            Staircase::Fixed(plan) => plan.step_seconds = seconds,
             Staircase::Probed { step_seconds, .. } => *step_seconds = seconds,
         }
         self
@@ -142,13 +148,7 @@ pub fn around(knees: &[f64], step_seconds: Duration) -> RatePlan {
     let start_rate = two_digits(start).max(1);
     // Far enough for STEPS rates whatever the rounding; then cut at the last of them.
     let beyond = (f64::from(start_rate) * factor.powi(STEPS as i32) * 2.0).min(f64::from(u32::MAX / 4)) as u32;
-    let plan = RatePlan {
-        start_rate,
-        step: 1,
-        max_rate: beyond,
-        step_seconds: step_seconds.as_secs_f64(),
-        factor: Some(factor),
-    };
+    let plan = RatePlan { start_rate, step: 1, max_rate: beyond, step_seconds, factor: Some(factor) };
     let max_rate = plan.rates().get(STEPS as usize - 1).copied().unwrap_or(start_rate);
     RatePlan { max_rate, ..plan }
 }
@@ -203,7 +203,7 @@ mod tests {
         assert_eq!(rates.len(), STEPS as usize, "{rates:?}");
         assert_eq!(rates[0], 900, "0.6 of the slower knee");
         assert!(*rates.last().expect("rates") >= 5600, "1.6 of the faster knee: {rates:?}");
-        assert_eq!(plan.step_seconds, 3.0);
+        assert_eq!(plan.step_seconds, Duration::from_secs(3));
     }
 
     #[test]
@@ -221,6 +221,6 @@ mod tests {
         assert_eq!((full().orders, full().repeats), (100_000, 3));
         let quick = quick().with_step_seconds(Duration::from_secs(1));
         assert_eq!((quick.orders, quick.repeats), (2_000, 1));
-        assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == 1.0));
+        assert!(matches!(quick.staircase, Staircase::Fixed(plan) if plan.step_seconds == Duration::from_secs(1)));
     }
 }

@@ -131,7 +131,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
                 start_rate: plan.staircase.start,
                 step: plan.staircase.step,
                 max_rate: plan.staircase.max.max(plan.staircase.start),
-                step_seconds: ctx.scale.step_seconds.as_secs_f64(),
+                step_seconds: ctx.scale.step_seconds,
                 factor: None,
             },
             repeats: 1,

@@ -117,7 +117,7 @@ pub async fn run(
         ("START_RATE".into(), spec.plan.start_rate.to_string()),
         ("STEP".into(), spec.plan.step.to_string()),
         ("MAX_RATE".into(), spec.plan.max_rate.to_string()),
-        ("STEP_DURATION".into(), format!("{}s", spec.plan.step_seconds)),
+        ("STEP_DURATION".into(), format!("{}s", spec.plan.step_seconds.as_secs_f64())),
         ("RATES".into(), spec.plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
         ("MANIFEST".into(), setup.manifest.display().to_string()),
         ("SUMMARY".into(), summary_path.display().to_string()),
@@ -180,7 +180,7 @@ pub async fn run(
     eprintln!(
         "{label} {generator} running ({} steps of {} s; log {})",
         rates.len(),
-        spec.plan.step_seconds,
+        spec.plan.step_seconds.as_secs_f64(),
         log_path.display()
     );
     let status = loop {

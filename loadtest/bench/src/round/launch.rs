@@ -140,7 +140,7 @@ fn native_args(spec: &RoundSpec, setup: &Setup, summary: &Path) -> Vec<String> {
         "--rates".into(),
         plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join(","),
         "--step-duration".into(),
-        plan.step_seconds.to_string(),
+        plan.step_seconds.as_secs_f64().to_string(),
         "--p95-ms".into(),
         spec.mark.p95_ms.to_string(),
         "--max-failed-rate".into(),
@@ -439,8 +439,13 @@ pub(crate) mod tests {
 
     #[test]
     fn the_native_generator_gets_the_rounds_staircase_and_pass_mark() {
-        let spec =
-            spec_with(RatePlan { start_rate: 200, step: 100, max_rate: 900, step_seconds: 4.0, factor: Some(1.5) });
+        let spec = spec_with(RatePlan {
+            start_rate: 200,
+            step: 100,
+            max_rate: 900,
+            step_seconds: Duration::from_secs(4),
+            factor: Some(1.5),
+        });
         let databases = crate::databases::Databases {
             database_url: String::new(),
             mongodb_uri: String::new(),

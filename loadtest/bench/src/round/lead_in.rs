@@ -65,10 +65,16 @@ mod tests {
 
     #[test]
     fn the_lead_in_runs_below_the_first_step() {
-        let plan = RatePlan { start_rate: 570, step: 1, max_rate: 2000, step_seconds: 3.5, factor: Some(1.12) };
+        let plan = RatePlan {
+            start_rate: 570,
+            step: 1,
+            max_rate: 2000,
+            step_seconds: Duration::from_millis(3500),
+            factor: Some(1.12),
+        };
         let spec = crate::round::launch::tests::spec_with(plan);
         assert_eq!(rate(&spec), 342);
-        let tiny = RatePlan { start_rate: 1, step: 1, max_rate: 2, step_seconds: 1.0, factor: None };
+        let tiny = RatePlan { start_rate: 1, step: 1, max_rate: 2, step_seconds: Duration::from_secs(1), factor: None };
         assert_eq!(rate(&crate::round::launch::tests::spec_with(tiny)), 1, "at least one request a second");
     }
 

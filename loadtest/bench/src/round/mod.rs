@@ -327,7 +327,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         spec.name,
         spec.mix,
         spec.plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
-        spec.plan.step_seconds,
+        spec.plan.step_seconds.as_secs_f64(),
         spec.repeats,
         out.display()
     );

@@ -17,6 +17,7 @@ use orders_loadgen::summary::{FIXTURE, Summary};
 use orders_loadgen::verdict::{judge_target, max_passing_rate, summarize};
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// Every target's explaining figures, as `round` records them.
 fn explain(before: &Snapshot, polled: &[Snapshot], after: &Snapshot, writes: u64) -> Explain {
@@ -122,7 +123,13 @@ fn round(mix: &str, weights: &[(&str, u32)], fair: bool) -> RoundResult {
         mix_weights: weights.iter().map(|(e, w)| ((*e).to_owned(), *w)).collect(),
         started_at: "2026-11-30T10:00:00.000Z".into(),
         finished_at: "2026-11-30T10:01:00.000Z".into(),
-        plan: RatePlan { start_rate: 100, step: 1000, max_rate: 1100, step_seconds: 3.0, factor: None },
+        plan: RatePlan {
+            start_rate: 100,
+            step: 1000,
+            max_rate: 1100,
+            step_seconds: Duration::from_secs(3),
+            factor: None,
+        },
         plan_probe: None,
         targets: Vec::new(),
         pass_mark: PassMark::default(),
@@ -315,7 +322,8 @@ fn the_headline_says_in_words_which_rows_are_not_database_limited() {
 fn answered(pg: &[u32], mongo: &[u32], cores: Option<(f64, f64)>) -> RoundResult {
     use orders_bench_model::cpu::{DbStep, StepCpu};
     let mut round = round("shop", &[("read", 60), ("product", 30), ("insert", 10)], true);
-    round.plan = RatePlan { start_rate: 1000, step: 1, max_rate: 2000, step_seconds: 4.0, factor: Some(1.1) };
+    round.plan =
+        RatePlan { start_rate: 1000, step: 1, max_rate: 2000, step_seconds: Duration::from_secs(4), factor: Some(1.1) };
     round.repeats = (0..pg.len()).map(|i| round.repeats[i % round.repeats.len()].clone()).collect();
     for (i, repeat) in round.repeats.iter_mut().enumerate() {
         repeat.index = i as u32 + 1;
@@ -375,7 +383,8 @@ fn a_winner_is_named_only_beyond_the_spread_and_the_least_difference() {
     assert_eq!(close.winner, None, "11% apart is within the least difference: {:?}", close.reasons);
     assert!(close.reasons.iter().any(|r| r.contains("less than 15%")));
     let mut coarse = answered(&[1300, 1300], &[1000, 1000], None);
-    coarse.plan = RatePlan { start_rate: 100, step: 1, max_rate: 3000, step_seconds: 2.0, factor: Some(1.3) };
+    coarse.plan =
+        RatePlan { start_rate: 100, step: 1, max_rate: 3000, step_seconds: Duration::from_secs(2), factor: Some(1.3) };
     let one_step = judge(&coarse);
     assert_eq!(one_step.winner, None, "one step of a 1.3x staircase apart: {:?}", one_step.reasons);
 }
@@ -464,7 +473,13 @@ fn a_lead_one_step_past_the_least_difference_names_a_winner_only_over_five_repea
     // coarsest step), named PostgreSQL; the next two runs, 1.12 / 1.57 / 1.12 / 1.12 and 1.19 /
     // 1.00 / 1.19, named nobody.
     let mut round = answered(&[690, 790, 790], &[520, 600, 520], None);
-    round.plan = RatePlan { start_rate: 340, step: 1, max_rate: 1500, step_seconds: 3.5, factor: Some(1.15) };
+    round.plan = RatePlan {
+        start_rate: 340,
+        step: 1,
+        max_rate: 1500,
+        step_seconds: Duration::from_millis(3500),
+        factor: Some(1.15),
+    };
     let counted: Vec<_> = round.repeats.iter().collect();
     let thin = lead_thin(&counted, &round.targets(), &round.plan).expect("a lead of 1.32 is one step past 1.18");
     assert!(thin.contains("(1.33, 1.32, 1.52)"), "{thin}");
@@ -491,7 +506,13 @@ fn a_lead_one_step_past_the_least_difference_names_a_winner_only_over_five_repea
 fn a_target_that_failed_the_first_step_counts_at_that_step_within_its_repeat() {
     use orders_bench_model::mix_verdict::judge;
     let mut round = answered(&[700, 680, 700], &[520, 0, 520], None);
-    round.plan = RatePlan { start_rate: 520, step: 1, max_rate: 2000, step_seconds: 3.5, factor: Some(1.1) };
+    round.plan = RatePlan {
+        start_rate: 520,
+        step: 1,
+        max_rate: 2000,
+        step_seconds: Duration::from_millis(3500),
+        factor: Some(1.1),
+    };
     let verdict = judge(&round);
     let within: Vec<String> = verdict.paired[0].1.iter().map(|r| format!("{r:.2}")).collect();
     assert_eq!(within, ["1.35", "1.31", "1.35"], "MongoDB below 520 in repeat 2: PostgreSQL at least 680 / 520 ahead");
