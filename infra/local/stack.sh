@@ -225,8 +225,9 @@ in_budget() {
 		)
 		;;
 	systemd-user)
-		# orders-budget run starts the command in a systemd user scope; a function of this script
-		# (run_pg) puts BUDGET_PREFIX in front of the command it runs.
+		# orders-budget run starts the command in a systemd user scope; a function (an engine's, as
+		# PostgreSQL's run_pg in infra/engines/postgres/local.sh) puts BUDGET_PREFIX in front of the
+		# command it runs.
 		local -a BUDGET_PREFIX
 		mapfile -t BUDGET_PREFIX < <(budget_prefix "$name" "$cpus" "$memory")
 		((${#BUDGET_PREFIX[@]} > 0)) || die "could not make the budget $name"
