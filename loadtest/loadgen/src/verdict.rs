@@ -16,8 +16,9 @@
 //! afterwards (`stall`): discounted (it passes) or inconclusive (the search steps over it);
 //! `StepResult::stall` says what was found.
 
-use crate::summary::{StepSummary, TargetSummary};
+use crate::summary::{StepSummary, Summary, TargetSummary};
 use orders_bench_model::verdict::{MaxRate, PassMark, RateSummary, StepResult};
+use std::collections::BTreeMap;
 
 /// Requests started late enough to carry the next step's tag, not dropped.
 fn boundary_tolerance(offered: u64) -> u64 {
@@ -29,6 +30,25 @@ fn shortfall_drops(step: &StepSummary, k6_dropped_any: bool) -> u64 {
     let offered = step.offered_iterations.round() as u64;
     let shortfall = offered.saturating_sub(step.figures.count);
     if k6_dropped_any && shortfall > boundary_tolerance(offered) { shortfall } else { 0 }
+}
+
+/// Every target's drops per step ([`drops_per_step`]) from k6's running counts read at `samples`
+/// (seconds after the origin, each target's cumulative count by name).
+pub fn drops_by_target(
+    samples: &[(f64, BTreeMap<String, u64>)],
+    scenario_start: f64,
+    summary: &Summary,
+) -> BTreeMap<String, Vec<u64>> {
+    let own = |name: &str| -> Vec<(f64, u64)> {
+        samples.iter().map(|(t, counts)| (*t, counts.get(name).copied().unwrap_or(0))).collect()
+    };
+    summary
+        .targets
+        .iter()
+        .map(|(name, target)| {
+            (name.clone(), drops_per_step(&own(name), scenario_start, &target.steps, target.dropped_iterations))
+        })
+        .collect()
 }
 
 /// Spreads k6's running count of dropped iterations, read at `samples` (seconds after the origin,

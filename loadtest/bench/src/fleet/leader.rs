@@ -11,7 +11,7 @@ use crate::k6::{self, merge};
 use anyhow::{Context, Result, bail};
 use orders_bench_model::cpu::{CpuReport, Role};
 use orders_loadgen::summary::Summary;
-use orders_loadgen::verdict::drops_per_step;
+use orders_loadgen::verdict::drops_by_target;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -166,16 +166,7 @@ impl Collected {
             std::fs::read_to_string(summary_path).with_context(|| format!("reading {}", summary_path.display()))?;
         let own: Value = serde_json::from_str(&text).context("the round's k6 summary")?;
         let typed = Summary::parse(&text)?;
-        let drops = typed
-            .targets
-            .iter()
-            .map(|(name, target)| {
-                let samples: Vec<(f64, u64)> =
-                    drop_samples.iter().map(|(t, d)| (*t, d.get(name).copied().unwrap_or(0))).collect();
-                let start = scenario_start.unwrap_or(0.0);
-                (name.clone(), drops_per_step(&samples, start, &target.steps, target.dropped_iterations))
-            })
-            .collect();
+        let drops = drops_by_target(drop_samples, scenario_start.unwrap_or(0.0), &typed);
         let leader = RunReport {
             host: super::host_name(),
             segment: self.segment,

@@ -7,7 +7,7 @@ use super::{LoadCpu, RunReport, RunRequest, StepLoadCpu};
 use crate::{k6, procstat};
 use anyhow::{Context, Result, bail};
 use orders_loadgen::summary::Summary;
-use orders_loadgen::verdict::drops_per_step;
+use orders_loadgen::verdict::drops_by_target;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -150,15 +150,7 @@ pub async fn run(settings: &Settings, request: RunRequest, mut stop: watch::Rece
     let summary: serde_json::Value = serde_json::from_str(&text).context("k6 summary")?;
     let typed = Summary::parse(&text)?;
     // The run was resumed at `origin`: its scenarios begin then (the script has no setup()).
-    let drops = typed
-        .targets
-        .iter()
-        .map(|(name, target)| {
-            let samples: Vec<(f64, u64)> =
-                drop_samples.iter().map(|(t, d)| (*t, d.get(name).copied().unwrap_or(0))).collect();
-            (name.clone(), drops_per_step(&samples, 0.0, &target.steps, target.dropped_iterations))
-        })
-        .collect();
+    let drops = drops_by_target(&drop_samples, 0.0, &typed);
     let steps = typed
         .offered
         .steps

@@ -22,7 +22,7 @@ use orders_core::Timestamp;
 use orders_dataset::manifest;
 use orders_loadgen::stall;
 use orders_loadgen::summary::{LoadGenerator, Summary};
-use orders_loadgen::verdict::{drops_per_step, judge_target, max_passing_rate};
+use orders_loadgen::verdict::{drops_by_target, judge_target, max_passing_rate};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
@@ -229,14 +229,13 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
         format!("{generator} exited with {status} without a usable summary; see {}", log_path.display())
     })?;
     let start = scenario_start.unwrap_or((exited_at - summary.run_seconds).max(0.0));
+    let read_drops =
+        (!drop_samples.is_empty() && scenario_start.is_some()).then(|| drops_by_target(&drop_samples, start, &summary));
     let mut judged = BTreeMap::new();
     for (name, target) in &summary.targets {
-        let samples: Vec<(f64, u64)> =
-            drop_samples.iter().map(|(t, d)| (*t, d.get(name).copied().unwrap_or(0))).collect();
         let drops = match &fleet {
             Some(fleet) => Some(fleet.drops(name)),
-            None => (!samples.is_empty() && scenario_start.is_some())
-                .then(|| drops_per_step(&samples, start, &target.steps, target.dropped_iterations)),
+            None => read_drops.as_ref().and_then(|drops| drops.get(name).cloned()),
         };
         judged.insert(name.clone(), judge_target(target, summary.run_seconds, &spec.mark, drops.as_deref()));
     }
