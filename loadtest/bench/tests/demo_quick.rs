@@ -10,68 +10,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use support::{describe, read_json, stack_budgets};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn stack_running() -> bool {
-    Command::new("bash")
-        .arg(repo().join("infra/local/stack.sh"))
-        .arg("status")
-        .output()
-        .expect("stack.sh")
-        .status
-        .success()
-}
-
-/// Processes whose environment holds `ORDERS_BENCH_DEMO=<out>`.
-fn marked_processes(out: &Path) -> Vec<String> {
-    let marker = format!("ORDERS_BENCH_DEMO={}", out.display());
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
-        .filter_map(|e| {
-            let environ = std::fs::read(e.path().join("environ")).ok()?;
-            let marked = environ.split(|b| *b == 0).any(|var| var == marker.as_bytes());
-            let cmdline = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default().replace('\0', " ");
-            marked.then(|| format!("{}: {cmdline}", e.file_name().to_string_lossy()))
-        })
-        .collect()
-}
-
-/// The service binaries of this build profile, beside the orders-bench binary under test. A
-/// workspace test run (`cargo test --workspace`, `cargo nextest run --workspace`: what CI runs)
-/// has built them already, for the services' own tests; otherwise they are built here.
-fn ensure_services() {
-    let bench = Path::new(env!("CARGO_BIN_EXE_orders-bench"));
-    let dir = bench.parent().expect("target folder");
-    if ["orders-pg", "orders-mongo"].iter().all(|name| dir.join(name).is_file()) {
-        return;
-    }
-    let mut cargo = Command::new(env!("CARGO"));
-    cargo.args(["build", "-q", "-p", "orders-pg", "-p", "orders-mongo"]).current_dir(repo());
-    if dir.file_name().is_some_and(|n| n == "release") {
-        cargo.arg("--release");
-    }
-    let output = cargo.output().expect("run cargo");
-    assert!(output.status.success(), "building the services:\n{}", describe(&output));
-}
-
-async fn drop_databases(name: &str) {
-    let admin = support::pg_server_url().rsplit_once('/').map(|(server, _)| format!("{server}/postgres")).expect("url");
-    if let Ok((client, connection)) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await {
-        tokio::spawn(connection);
-        let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
-    }
-    if let Ok(client) = mongodb::Client::with_uri_str(support::mongodb_uri()).await {
-        let _ = client.database(name).drop().await;
-    }
-}
+use support::{
+    describe, drop_databases, ensure_services, marked_processes, read_json, repo, stack_budgets, stack_running,
+};
 
 /// Runs `demo --quick` into `out` on database `db` (dropped afterwards); its output and seconds.
 async fn quick_demo(out: &Path, db: &str) -> (std::process::Output, u64) {
@@ -119,7 +62,7 @@ fn answers(out: &Path) -> Vec<(String, f64, String)> {
 #[tokio::test]
 async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
     assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
-    ensure_services();
+    ensure_services(&["orders-pg", "orders-mongo"]);
     let budgets_before = stack_budgets();
     let out = support::scratch_dir("demo_quick");
     let db = format!("demo_test_{}", std::process::id());
@@ -175,7 +118,7 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
     assert_eq!(html.matches("<svg").count(), 9, "charts inline");
     assert!(String::from_utf8_lossy(&output.stdout).contains("| read |"), "the table is printed");
 
-    let left = marked_processes(&out);
+    let left = marked_processes(&format!("ORDERS_BENCH_DEMO={}", out.display()));
     assert!(left.is_empty(), "processes the demo started are still running: {left:#?}");
     assert!(stack_running(), "the stack was running before the demo, so it must be running after it");
     assert_eq!(stack_budgets(), budgets_before, "the demo puts the stack's budgets back");

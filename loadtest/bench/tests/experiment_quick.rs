@@ -16,77 +16,16 @@ mod support;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::{describe, read_json, stack_budgets};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn stack_running() -> bool {
-    let status =
-        Command::new("bash").arg(repo().join("infra/local/stack.sh")).arg("status").output().expect("stack.sh");
-    status.status.success()
-}
-
-/// Processes whose environment holds `ORDERS_BENCH_EXPERIMENT=<out>`.
-fn marked_processes(out: &Path) -> Vec<String> {
-    let marker = format!("ORDERS_BENCH_EXPERIMENT={}", out.display());
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
-        .filter_map(|e| {
-            let environ = std::fs::read(e.path().join("environ")).ok()?;
-            let marked = environ.split(|b| *b == 0).any(|var| var == marker.as_bytes());
-            let cmdline = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default().replace('\0', " ");
-            marked.then(|| format!("{}: {cmdline}", e.file_name().to_string_lossy()))
-        })
-        .collect()
-}
-
-/// A line `export NAME=value` of `stack.sh env`.
-fn stack_env(name: &str) -> Option<String> {
-    let output = Command::new("bash").arg(repo().join("infra/local/stack.sh")).arg("env").output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let prefix = format!("export {name}=");
-    text.lines().find_map(|line| line.strip_prefix(&prefix).map(|v| v.trim_matches('\'').to_owned()))
-}
+use support::{
+    describe, drop_databases, ensure_services, marked_processes, read_json, repo, stack_budgets, stack_running,
+};
 
 const SERVICES: [&str; 3] = ["orders-pg", "orders-mongo", "orders-pg-hybrid"];
-
-/// The service binaries of this build profile beside the orders-bench binary under test (a
-/// workspace test run has built them already; otherwise they are built here).
-fn ensure_services() {
-    let dir = Path::new(env!("CARGO_BIN_EXE_orders-bench")).parent().expect("target folder").to_path_buf();
-    if SERVICES.iter().all(|name| dir.join(name).is_file()) {
-        return;
-    }
-    let mut cargo = Command::new(env!("CARGO"));
-    cargo.arg("build").arg("-q").args(SERVICES.iter().flat_map(|s| ["-p", s])).current_dir(repo());
-    if dir.file_name().is_some_and(|n| n == "release") {
-        cargo.arg("--release");
-    }
-    let output = cargo.output().expect("run cargo");
-    assert!(output.status.success(), "building the services:\n{}", describe(&output));
-}
-
-async fn drop_databases(name: &str) {
-    let admin = support::pg_server_url().rsplit_once('/').map(|(server, _)| format!("{server}/postgres")).expect("url");
-    for admin in std::iter::once(admin).chain(stack_env("STACK_PGH_ADMIN_URL")) {
-        if let Ok((client, connection)) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await {
-            tokio::spawn(connection);
-            let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
-        }
-    }
-    if let Ok(client) = mongodb::Client::with_uri_str(support::mongodb_uri()).await {
-        let _ = client.database(name).drop().await;
-    }
-}
 
 /// Runs the experiment in its quick size; returns its folder, result.json and printed output.
 async fn run(name: &str, extra: &[&str]) -> (PathBuf, Value, String) {
     assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
-    ensure_services();
+    ensure_services(&SERVICES);
     let budgets_before = stack_budgets();
     let out = support::scratch_dir(&format!("experiment_{name}"));
     let db = format!("exp_test_{}_{}", std::process::id(), name.replace('-', "_"));
@@ -109,7 +48,7 @@ async fn run(name: &str, extra: &[&str]) -> (PathBuf, Value, String) {
     drop_databases(&db).await;
     assert!(output.status.success(), "{}", describe(&output));
     eprintln!("orders-bench experiment {name} --quick took {} s", started.elapsed().as_secs());
-    let left = marked_processes(&out);
+    let left = marked_processes(&format!("ORDERS_BENCH_EXPERIMENT={}", out.display()));
     assert!(left.is_empty(), "processes the experiment started are still running: {left:#?}");
     assert!(stack_running(), "the stack was running before the experiment, so it must be running after it");
     assert_eq!(stack_budgets(), budgets_before, "the experiment puts the stack's budgets back");

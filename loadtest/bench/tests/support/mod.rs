@@ -11,7 +11,7 @@ use orders_mongo::{MongoConfig, MongoStore};
 use orders_pg::{PgConfig, PgStore};
 use orders_testkit::TestApp;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio_postgres::NoTls;
@@ -120,15 +120,79 @@ pub async fn spawn_services(pg_url: &str, mongo: &MongoDatabase) -> (TestApp, Te
     (pg, mongo)
 }
 
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn stack(command: &str) -> Output {
+    Command::new("bash").arg(repo().join("infra/local/stack.sh")).arg(command).output().expect("stack.sh")
+}
+
+pub fn stack_running() -> bool {
+    stack("status").status.success()
+}
+
+/// The value of a line `export NAME=value` of `stack.sh env`.
+pub fn stack_env(name: &str) -> Option<String> {
+    let text = String::from_utf8_lossy(&stack("env").stdout).into_owned();
+    let prefix = format!("export {name}=");
+    text.lines().find_map(|line| line.strip_prefix(&prefix).map(|v| v.trim_matches('\'').to_owned()))
+}
+
 /// `STACK_BUDGET_METHOD`, `STACK_DB_CPUS` and `STACK_DB_MEMORY` of `infra/local/stack.sh env`.
 pub fn stack_budgets() -> Vec<String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../infra/local/stack.sh");
-    let output = std::process::Command::new("bash").arg(script).arg("env").output().expect("stack.sh");
-    let text = String::from_utf8_lossy(&output.stdout).to_string();
-    ["STACK_BUDGET_METHOD=", "STACK_DB_CPUS=", "STACK_DB_MEMORY="]
+    ["STACK_BUDGET_METHOD", "STACK_DB_CPUS", "STACK_DB_MEMORY"]
         .iter()
-        .map(|name| text.lines().find_map(|l| l.strip_prefix("export ")?.strip_prefix(name)).unwrap_or("?").to_owned())
+        .map(|name| stack_env(name).unwrap_or_else(|| "?".into()))
         .collect()
+}
+
+/// Processes whose environment holds `marker` (`ORDERS_BENCH_DEMO=<out>`): what a command left
+/// running.
+pub fn marked_processes(marker: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter_map(|e| {
+            let environ = std::fs::read(e.path().join("environ")).ok()?;
+            let marked = environ.split(|b| *b == 0).any(|var| var == marker.as_bytes());
+            let cmdline = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default().replace('\0', " ");
+            marked.then(|| format!("{}: {cmdline}", e.file_name().to_string_lossy()))
+        })
+        .collect()
+}
+
+/// The service binaries of this build profile beside the orders-bench binary under test. A
+/// workspace test run (`cargo test --workspace`, `cargo nextest run --workspace`: what CI runs)
+/// has built them already, for the services' own tests; otherwise they are built here.
+pub fn ensure_services(services: &[&str]) {
+    let dir = Path::new(env!("CARGO_BIN_EXE_orders-bench")).parent().expect("target folder").to_path_buf();
+    if services.iter().all(|name| dir.join(name).is_file()) {
+        return;
+    }
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo.arg("build").arg("-q").args(services.iter().flat_map(|s| ["-p", s])).current_dir(repo());
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cargo.arg("--release");
+    }
+    let output = cargo.output().expect("run cargo");
+    assert!(output.status.success(), "building the services:\n{}", describe(&output));
+}
+
+/// Drops database `name` on both PostgreSQL servers of the stack and on mongod.
+pub async fn drop_databases(name: &str) {
+    let admin = pg_server_url().rsplit_once('/').map(|(server, _)| format!("{server}/postgres")).expect("url");
+    for admin in std::iter::once(admin).chain(stack_env("STACK_PGH_ADMIN_URL")) {
+        if let Ok((client, connection)) = tokio_postgres::connect(&admin, NoTls).await {
+            tokio::spawn(connection);
+            let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+        }
+    }
+    if let Ok(client) = Client::with_uri_str(mongodb_uri()).await {
+        let _ = client.database(name).drop().await;
+    }
 }
 
 /// The k6 binary: `$K6`, else the local stack's `.venv/bin/k6`, else `k6` on the `PATH`.
