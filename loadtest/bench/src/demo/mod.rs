@@ -66,13 +66,8 @@ pub struct DemoArgs {
     /// Name of the database the demo creates and loads in every server, and the services use.
     #[arg(long = "db-name", default_value = "orders_demo")]
     pub db_name: String,
-    /// Use the service binaries (orders-pg, orders-mongo, orders-pg-hybrid) in this folder instead
-    /// of building them.
-    #[arg(long = "bin-dir", conflicts_with = "no_build")]
-    pub bin_dir: Option<PathBuf>,
-    /// Do not build: use the service binaries next to this orders-bench binary.
-    #[arg(long = "no-build")]
-    pub no_build: bool,
+    #[command(flatten)]
+    pub binaries: services::Binaries,
     /// Equal budgets for the databases [default: an eighth of the cores and a quarter of the
     /// memory each, at least 0.1 CPU and 1 GiB, at most 4 GiB; `none` runs without].
     #[command(flatten)]
@@ -223,11 +218,7 @@ async fn body(
         backend.create_database().await?;
     }
 
-    let bin_dir = match (&args.bin_dir, args.no_build) {
-        (Some(dir), _) => dir.clone(),
-        (None, true) => services::beside_this_binary()?,
-        (None, false) => services::build(repo).await?,
-    };
+    let bin_dir = args.binaries.folder(repo).await?;
     let threads = started.session.service_threads();
     let mut urls = Vec::new();
     for backend in &backends {
@@ -383,8 +374,7 @@ mod tests {
             repeats: None,
             step_duration: None,
             db_name: "orders_demo".into(),
-            bin_dir: None,
-            no_build: false,
+            binaries: Default::default(),
             budget: BudgetArgs::default(),
             no_warm_up: false,
             no_lead_in: false,

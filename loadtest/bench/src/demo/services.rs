@@ -22,6 +22,31 @@ use std::time::Duration;
 pub const BUILD_PACKAGES: [&str; 4] =
     ["orders-bench", Target::Pg.service(), Target::Mongo.service(), crate::backend::hybrid::SERVICE];
 
+/// Where the service binaries come from (`demo` and `experiment`): a folder, beside this
+/// binary, or built.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Binaries {
+    /// Use the service binaries (orders-pg, orders-mongo, orders-pg-hybrid) in this folder instead
+    /// of building them.
+    #[arg(long = "bin-dir", conflicts_with = "no_build")]
+    pub bin_dir: Option<PathBuf>,
+    /// Do not build: use the service binaries next to this orders-bench binary.
+    #[arg(long = "no-build")]
+    pub no_build: bool,
+}
+
+impl Binaries {
+    /// The folder of the service binaries: `--bin-dir`, beside this binary (`--no-build`), or
+    /// built in `repo`.
+    pub async fn folder(&self, repo: &Path) -> Result<PathBuf> {
+        match (&self.bin_dir, self.no_build) {
+            (Some(dir), _) => Ok(dir.clone()),
+            (None, true) => beside_this_binary(),
+            (None, false) => build(repo).await,
+        }
+    }
+}
+
 /// Runs `cargo build --release` of `BUILD_PACKAGES` in the repository and returns the folder
 /// holding the binaries.
 pub async fn build(repo: &Path) -> Result<PathBuf> {

@@ -160,12 +160,9 @@ pub struct ExperimentArgs {
     /// Local: the database created and loaded in every server, and the services use.
     #[arg(long = "db-name", default_value = "orders_experiment")]
     pub db_name: String,
-    /// Local: use the orders-pg and orders-mongo binaries in this folder instead of building them.
-    #[arg(long = "bin-dir", conflicts_with = "no_build")]
-    pub bin_dir: Option<PathBuf>,
-    /// Local: do not build; use the service binaries next to this orders-bench binary.
-    #[arg(long = "no-build")]
-    pub no_build: bool,
+    /// Local: where the service binaries come from.
+    #[command(flatten)]
+    pub binaries: crate::demo::services::Binaries,
     /// Local: equal budgets for the two databases, as the demo's [default: an eighth of the cores
     /// and a quarter of the memory each, at least 0.1 CPU and 1 GiB, at most 4 GiB; `none` runs
     /// without]. Refused with deployed services.
@@ -393,7 +390,7 @@ async fn body(
             for backend in &backends {
                 backend.create_database().await?;
             }
-            let bin_dir = services::bin_dir(repo, args.bin_dir.as_deref(), args.no_build).await?;
+            let bin_dir = args.binaries.folder(repo).await?;
             let threads = session.service_threads();
             let envs = selection
                 .targets

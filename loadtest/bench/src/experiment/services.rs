@@ -18,7 +18,7 @@ use crate::demo::services::{self, Service};
 use crate::diagnostics::{self, Client};
 use crate::experiment::engine::Target;
 use anyhow::{Context, Result, bail};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Where each target's service answers, in report order.
@@ -192,14 +192,5 @@ impl Local {
         }
         self.running.clear();
         self.current = None;
-    }
-}
-
-/// The folder of the service binaries: `--bin-dir`, beside this binary (`--no-build`), or built.
-pub async fn bin_dir(repo: &Path, bin_dir: Option<&Path>, no_build: bool) -> Result<PathBuf> {
-    match (bin_dir, no_build) {
-        (Some(dir), _) => Ok(dir.to_path_buf()),
-        (None, true) => services::beside_this_binary(),
-        (None, false) => services::build(repo).await,
     }
 }
