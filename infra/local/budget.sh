@@ -102,7 +102,7 @@ budget_bin() {
 	here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 	target="${CARGO_TARGET_DIR:-$(cd "$here/../.." && pwd)/target}"
 	bin="$target/release/orders-budget"
-	if [[ ! -x "$bin" ]] || [[ -n "$(find "$here/budget" -newer "$bin" \( -name '*.rs' -o -name Cargo.toml \) -print -quit)" ]]; then
+	if [[ ! -x "$bin" ]] || [[ -n "$(find "$here/budget/src" "$here/budget/Cargo.toml" -newer "$bin" -print -quit)" ]]; then
 		command -v cargo >/dev/null || {
 			budget_fail "budgets need the orders-budget binary, built with cargo (https://rustup.rs), or ORDERS_BUDGET=<path to it>"
 			return 1
@@ -111,6 +111,7 @@ budget_bin() {
 			budget_fail "could not build orders-budget (cargo build --release -p orders-budget)"
 			return 1
 		}
+		touch "$bin" # cargo leaves an up-to-date binary as it was: the next call must not ask again
 	fi
 	printf '%s\n' "$bin"
 }
