@@ -111,7 +111,9 @@ pub fn chart(rounds: &[&RoundResult]) -> String {
     let all: Vec<f64> = verdicts
         .iter()
         .flat_map(|(_, v)| v.rates.iter().chain(&v.capacities).flat_map(|(_, x)| x.iter().copied()))
-        .filter(|x| *x > 0.0)
+        // Finite ones only: a capacity over a CPU per request of 0 is infinite, and an infinite
+        // top made the tick loop below run forever (a durability experiment hung in CI on it).
+        .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
     let low = 10f64.powf(all.iter().copied().fold(f64::INFINITY, f64::min).max(1.0).log10().floor());
     let high = 10f64.powf(all.iter().copied().fold(1.0, f64::max).log10().ceil()).max(low * 10.0);
