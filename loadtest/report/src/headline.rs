@@ -111,11 +111,12 @@ pub fn chart(rounds: &[&RoundResult]) -> String {
     let all: Vec<f64> = verdicts
         .iter()
         .flat_map(|(_, v)| v.rates.iter().chain(&v.capacities).flat_map(|(_, x)| x.iter().copied()))
-        // Finite ones only: a capacity over a CPU per request of 0 is infinite, and an infinite
-        // top made the tick loop below run forever (a durability experiment hung in CI on it).
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
-    let low = 10f64.powf(all.iter().copied().fold(f64::INFINITY, f64::min).max(1.0).log10().floor());
+    // The decades around the values; 1 to 10 when there is none (every target failed its first
+    // step: an empty minimum is infinite, and the tick loop below then never ended).
+    let lowest = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let low = if lowest.is_finite() { 10f64.powf(lowest.max(1.0).log10().floor()) } else { 1.0 };
     let high = 10f64.powf(all.iter().copied().fold(1.0, f64::max).log10().ceil()).max(low * 10.0);
     let plot_h = HEIGHT - TOP - BOTTOM;
     let y = |v: f64| TOP + (1.0 - (v.max(low).log10() - low.log10()) / (high.log10() - low.log10())) * plot_h;

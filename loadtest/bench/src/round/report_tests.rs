@@ -631,3 +631,21 @@ fn a_third_target_on_postgresql_gets_a_table_of_its_own_figures() {
     assert!(!jsonb.contains("4,242"), "orders-pg's figures are not the hybrid's: {jsonb}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A round where every target failed the staircase's first step leaves the headline chart no
+/// positive rate and no capacity to scale its axis by; it must still be drawn (an empty scale once
+/// made the axis loop run forever: the quick durability experiment hung in CI on 2026-12-05).
+#[test]
+fn a_report_where_every_target_failed_the_first_step_is_written() {
+    let out = std::env::temp_dir().join(format!("orders-bench-report-none-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let rounds = vec![(out.join("insert"), answered(&[0], &[0], None))];
+    let (sent, received) = std::sync::mpsc::channel();
+    let writing = out.clone();
+    std::thread::spawn(move || sent.send(write(&writing, &rounds).map_err(|e| e.to_string())));
+    let written = received.recv_timeout(Duration::from_secs(30)).expect("the report is written within 30 s");
+    written.expect("report");
+    let svg = std::fs::read_to_string(out.join("charts/answer.svg")).expect("answer chart");
+    assert_well_formed(&svg);
+    let _ = std::fs::remove_dir_all(&out);
+}
