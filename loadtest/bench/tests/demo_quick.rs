@@ -37,11 +37,14 @@ async fn quick_demo(out: &Path, db: &str) -> (std::process::Output, u64) {
     (output, seconds)
 }
 
-/// Per mix of a report.md's answer table: (PostgreSQL / MongoDB ratio, the answer).
+/// Per mix of a report.md's answer table: (PostgreSQL / MongoDB ratio, the answer). The ratio is
+/// of the rates as the verdict compares them (`mix_verdict::compared_rates`: a target that failed
+/// the first step counts at that step's rate, so its ratio is a bound, not a division by 0).
 fn answers(out: &Path) -> Vec<(String, f64, String)> {
-    let result = read_json(&out.join("result.json"));
+    use orders_bench_model::mix_verdict::compared_rates;
+    use orders_bench_model::stats::median;
+    let (_, rounds) = orders_bench_model::result::read(&out.join("result.json")).expect("result.json");
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
-    let rounds = result["rounds"].as_array().cloned().unwrap_or_default();
     // The headline table's "answer" column, found by its header.
     let header =
         report.lines().find(|l| l.starts_with("| mix | ") && l.contains(" | answer |")).expect("headline table");
@@ -49,16 +52,13 @@ fn answers(out: &Path) -> Vec<(String, f64, String)> {
     rounds
         .iter()
         .map(|round| {
-            let name = round["name"].as_str().unwrap_or_default().to_owned();
-            // A target that failed the first step has the rate 0 ("below the first rate"): a
-            // censored figure, taken at the first rate, so that its ratio is a bound and not 0
-            // or a division by 0.
-            let first = round["plan"]["start_rate"].as_f64().unwrap_or(1.0);
-            let median = |t: &str| round["max_rate"][t]["median"].as_f64().unwrap_or(0.0).max(first);
-            let ratio = median("pg") / median("mongo");
-            let row = report.lines().find(|l| l.starts_with(&format!("| {name} | "))).unwrap_or_default();
+            let repeats: Vec<_> = round.repeats.iter().collect();
+            let compared = compared_rates(&repeats, &round.targets(), &round.plan);
+            let rate = |t: &str| median(&compared.iter().filter_map(|r| r.get(t).copied()).collect::<Vec<_>>());
+            let ratio = rate("pg").unwrap_or(0.0) / rate("mongo").unwrap_or(1.0);
+            let row = report.lines().find(|l| l.starts_with(&format!("| {} | ", round.name))).unwrap_or_default();
             let answer = row.split(" | ").nth(column).unwrap_or_default().trim().to_owned();
-            (name, ratio, answer)
+            (round.name.clone(), ratio, answer)
         })
         .collect()
 }
@@ -134,7 +134,7 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
     // the first run), the ratio 1.00 then 2.23. So a ratio within a factor of 3 (three steps of one
     // target and one of the other: 1.3^4 = 2.86); and a winner named by both runs must be the same
     // one (a winner needs more than a step's difference within the run). A target below the first
-    // step counts at the first step's rate (see `answers`): in CI on 2026-12-05 both databases'
+    // step counts at the first step's rate, as the verdict compares it (see `answers`): in CI on 2026-12-05 both databases'
     // CPU per request rose 10-20% between the two runs and MongoDB's `insert` and `status` failed
     // the first step at 200 req/s (p95 56 ms) under their 0.25-core budget, where the first run
     // had passed 260 and 340: the ratio 1.69 then "PostgreSQL only" (340 against below 200, at
