@@ -48,27 +48,13 @@ fn all_pids() -> Vec<u32> {
     entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
 }
 
-/// `root` and every live descendant.
+/// `root` and every live descendant (the walk the budgets move process trees with).
 pub fn tree_pids(root: u32) -> BTreeSet<u32> {
-    tree_stats(root).keys().copied().collect()
+    orders_budget::tree(root).into_iter().collect()
 }
 
 fn tree_stats(root: u32) -> BTreeMap<u32, ProcStat> {
-    let stats: BTreeMap<u32, ProcStat> = all_pids().into_iter().filter_map(|pid| Some((pid, stat(pid)?))).collect();
-    let mut tree = BTreeSet::from([root]);
-    // Parents usually have lower pids, but pids wrap: iterate until nothing is added.
-    loop {
-        let before = tree.len();
-        for (pid, s) in &stats {
-            if tree.contains(&s.ppid) {
-                tree.insert(*pid);
-            }
-        }
-        if tree.len() == before {
-            break;
-        }
-    }
-    stats.into_iter().filter(|(pid, _)| tree.contains(pid)).collect()
+    orders_budget::tree(root).into_iter().filter_map(|pid| Some((pid, stat(pid)?))).collect()
 }
 
 /// CPU seconds used so far by `root` and every live descendant, plus whatever they have reaped.

@@ -24,6 +24,7 @@ pub mod method;
 pub mod mounts;
 pub mod placement;
 
+pub use apply::tree;
 pub use method::Method;
 pub use mounts::Mounts;
 pub use placement::{Placement, Reading, Version, placement};
