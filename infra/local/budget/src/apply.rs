@@ -134,13 +134,16 @@ fn parent(dir: &Path) -> &Path {
 /// gone meanwhile is no error.
 pub fn move_process(method: &Method, name: &str, pid: u32) -> Result<(), String> {
     for dir in dirs(method, name) {
-        if fs::write(dir.join("cgroup.procs"), format!("{pid}\n")).is_err()
-            && Path::new(&format!("/proc/{pid}")).exists()
-        {
+        if !enter(&dir, pid) {
             return Err(format!("could not move pid {pid} into budget {name} ({})", dir.display()));
         }
     }
     Ok(())
+}
+
+/// Moves `pid` into the cgroup `dir`; true also when the process is gone meanwhile.
+fn enter(dir: &Path, pid: u32) -> bool {
+    fs::write(dir.join("cgroup.procs"), format!("{pid}\n")).is_ok() || !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// `root` and all its descendants, from `/proc/<pid>/stat` (the name may hold spaces and
@@ -201,9 +204,7 @@ pub fn release(method: &Method, name: &str, root: u32) -> Result<(), String> {
         let hierarchy = parent(parent(dir));
         for _ in 0..2 {
             for pid in tree(root) {
-                if fs::write(hierarchy.join("cgroup.procs"), format!("{pid}\n")).is_err()
-                    && Path::new(&format!("/proc/{pid}")).exists()
-                {
+                if !enter(hierarchy, pid) {
                     return Err(format!("could not move pid {pid} out of budget {name}"));
                 }
             }
