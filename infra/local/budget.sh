@@ -93,9 +93,11 @@ budget_wt_cache_gb() {
 # dependencies, so it builds in seconds (`cargo build --release -p orders-budget`) the first time
 # a budget is asked about, and again only when its sources change. ORDERS_BUDGET names a binary
 # to use instead.
+# Found (and built when stale) once per command: budget_detect, which every command that touches
+# budgets calls first, keeps it in BUDGET_BIN for the calls after it, in subshells too.
 budget_bin() {
-	if [[ -n "${ORDERS_BUDGET:-}" ]]; then
-		printf '%s\n' "$ORDERS_BUDGET"
+	if [[ -n "${BUDGET_BIN:-${ORDERS_BUDGET:-}}" ]]; then
+		printf '%s\n' "${BUDGET_BIN:-$ORDERS_BUDGET}"
 		return
 	fi
 	local here target bin
@@ -122,9 +124,11 @@ budget() { # orders-budget's arguments
 	"$bin" "$@"
 }
 
-# Sets BUDGET_METHOD (cgroup-v1, cgroup-v2, systemd-user or none) and BUDGET_WHY (why none).
+# Sets BUDGET_BIN, BUDGET_METHOD (cgroup-v1, cgroup-v2, systemd-user or none) and BUDGET_WHY (why
+# none).
 budget_detect() {
 	local said
+	BUDGET_BIN="$(budget_bin)" || BUDGET_BIN=""
 	said="$(budget method)" || said="$(printf 'none\nno orders-budget binary')"
 	BUDGET_METHOD="$(sed -n 1p <<<"$said")"
 	BUDGET_WHY="$(sed -n 2p <<<"$said")"
@@ -165,14 +169,13 @@ budget_main() {
 		;;
 	run)
 		[[ $# -ge 5 && "$5" == -- ]] || budget_fail "usage: budget.sh run NAME CPUS MEMORY -- CMD..."
-		local name="$2" cpus="$3" memory bin
+		local name="$2" cpus="$3" memory
 		memory="$(budget_parse_size "$4")"
 		budget_check_cpus "$cpus"
 		budget_check_memory "$memory" 16
 		shift 5
 		[[ "$BUDGET_METHOD" != none ]] || budget_fail "budgets are not available here: $BUDGET_WHY"
-		bin="$(budget_bin)"
-		exec "$bin" run "$name" "$cpus" "$memory" -- "$@"
+		exec "$BUDGET_BIN" run "$name" "$cpus" "$memory" -- "$@"
 		;;
 	show) budget_show "$2" ;;
 	remove) budget_remove "$2" ;;
