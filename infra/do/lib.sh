@@ -269,13 +269,13 @@ table_price() { printf '%s\n' "$SIZES" | awk -v s="$1" '$1 == s { p = $4 } END {
 # The sizes DigitalOcean offers, as "slug usd/hour region,region,..." lines (the configuration's
 # table under DRY_RUN, with REGION as the only region).
 SIZE_LINES=''
+# shellcheck disable=SC2034 # SIZE_LINES is read by cmd-up.sh (do.sh sources both)
 load_sizes() {
   local fake
   fake=$(printf '%s\n' "$SIZES" | awk -v r="$REGION" 'NR > 2 && NF == 4 { printf "%s{\"slug\":\"%s\",\"price_hourly\":%s,\"available\":true,\"regions\":[\"%s\"]}", (n++ ? "," : "["), $1, $4, r } END { print "]" }')
   SIZE_LINES=$(query "$fake" doctl compute size list --output json |
     jq -r '.[] | select(.available != false) | [.slug, .price_hourly, ((.regions // []) | join(","))] | join(" ")')
 }
-price_of() { printf '%s\n' "$SIZE_LINES" | awk -v s="$1" '$1 == s { print $2 }'; }
 
 # The droplets of this deployment that exist, with their sizes and prices, and the total.
 print_cost() {

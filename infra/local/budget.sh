@@ -15,7 +15,6 @@
 
 BUDGET_MIN_CPUS=0.1 # the kernel's smallest quota is 1 ms per 10 ms period
 
-budget_say() { printf 'stack: %s\n' "$*"; }
 budget_fail() {
 	printf 'stack: error: %s\n' "$*" >&2
 	return 1
