@@ -164,14 +164,14 @@ keep_mongo_settings() { # PID
 	KEEP_WT_CACHE_GB="$(tr '\0' '\n' <"/proc/$1/cmdline" | sed -n '/^--wiredTigerCacheSizeGB$/{n;p;q}')"
 }
 
-snapshot_name() { # NAME
+mongo_snapshot_name() { # NAME
 	[[ "$1" =~ ^[A-Za-z0-9_-]{1,64}$ ]] || die "a snapshot name is 1 to 64 letters, digits, _ or -, got '$1'"
 }
 
 # Checks snapshot NAME, then stops the running mongod, keeping its budget and cache for the start
 # after the copy.
-stop_for_copy() { # NAME
-	snapshot_name "$1"
+mongo_stop_for_copy() { # NAME
+	mongo_snapshot_name "$1"
 	resolve_paths
 	budget_detect
 	local pid
@@ -185,7 +185,7 @@ stop_for_copy() { # NAME
 # consistent) and started again with the same budget and cache.
 cmd_mongo_snapshot() { # NAME
 	take_lock
-	stop_for_copy "${1:-}"
+	mongo_stop_for_copy "${1:-}"
 	mkdir -p "$MONGO_SNAPSHOTS"
 	rm -rf "${MONGO_SNAPSHOTS:?}/$1" "${MONGO_SNAPSHOTS:?}/$1.partial"
 	cp -a "$MONGO_DATA" "$MONGO_SNAPSHOTS/$1.partial"
@@ -203,9 +203,9 @@ cmd_mongo_snapshot() { # NAME
 # moment of the snapshot.
 cmd_mongo_restore() { # NAME
 	take_lock
-	snapshot_name "${1:-}"
+	mongo_snapshot_name "${1:-}"
 	[[ -d "$MONGO_SNAPSHOTS/$1" ]] || die "no mongod snapshot named $1 (take one with: $0 mongo-snapshot $1)"
-	stop_for_copy "$1"
+	mongo_stop_for_copy "$1"
 	rm -rf "${MONGO_DATA:?}"
 	in_budget "$(mongo_budget_name)" cp -a "$MONGO_SNAPSHOTS/$1" "$MONGO_DATA" 9>&-
 	start_mongo >/dev/null

