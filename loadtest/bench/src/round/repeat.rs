@@ -77,7 +77,8 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
-/// The fairness gate, retried for a few seconds (statistics may lag a freshly loaded table).
+/// The fairness gate, retried for a few seconds while only the data set differs (statistics may
+/// lag a freshly loaded table); a mismatch of settings is final at once.
 async fn gate(
     client: &diagnostics::Client,
     setup: &Setup,
@@ -91,7 +92,7 @@ async fn gate(
         let seen = fairness::look(&setup.targets, &snapshot, manifest.as_ref()).await;
         let verdict = fairness::check_all(manifest.as_ref(), prefilled, &seen);
         attempt += 1;
-        if verdict.ok || attempt >= 4 {
+        if !fairness::may_settle(&verdict) || attempt >= 4 {
             return Ok((snapshot, verdict));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
