@@ -124,8 +124,14 @@ pub fn acknowledgment_text(w: &Acknowledgment) -> String {
     }
 }
 
-/// Only the syntax is checked here (no DNS, no connection): the driver's own parser.
+/// Only the syntax is checked here (no DNS, no connection): the driver's own parser. A
+/// `mongodb+srv://` URI needs the `srv` feature (the driver's DNS resolver), which says so.
 fn parse_uri(value: &str) -> Result<String, String> {
+    if cfg!(not(feature = "srv")) && value.starts_with("mongodb+srv://") {
+        return Err(
+            "a mongodb+srv:// URI needs the driver's DNS resolver: build orders-mongo with `--features srv`".into()
+        );
+    }
     ConnectionString::parse(value).map(|_| value.to_owned()).map_err(|error| format!("not a MongoDB URI: {error}"))
 }
 

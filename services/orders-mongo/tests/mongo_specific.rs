@@ -222,6 +222,14 @@ fn a_bad_write_concern_or_journal_value_stops_the_binary_with_a_message_naming_t
 }
 
 #[test]
+#[cfg(not(feature = "srv"))] // with it, the driver would look the name up
+fn a_mongodb_srv_uri_without_the_srv_feature_stops_start_up_saying_how_to_build() {
+    let (code, stderr) = run_binary(&[("MONGODB_URI", "mongodb+srv://cluster0.example.net/")]);
+    assert_eq!(code, Some(2), "a usage error: {stderr}");
+    assert!(stderr.contains("mongodb+srv://") && stderr.contains("--features srv"), "{stderr}");
+}
+
+#[test]
 fn a_write_concern_the_deployment_cannot_satisfy_stops_start_up_naming_the_variable() {
     // A standalone server (the local stack) has one member; a replica set of 50 does not exist.
     let db = unique_db_name("orders_test_w50");
