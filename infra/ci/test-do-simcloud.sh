@@ -86,11 +86,20 @@ if [ "$profile" = dev ]; then
 else
   build=(build --release -p orders-pg -p orders-mongo -p orders-pg-hybrid -p orders-bench -p orders-monitoring)
 fi
-echo "building the $profile binaries (cargo ${build[*]}; quick when up to date)"
-(cd "$REPO" && nice -n 19 cargo "${build[@]}" --quiet)
+# SIMCLOUD_NO_BUILD=1: the caller has just built them (scripts/test.sh, whose clippy holds
+# cargo's lock on target/debug meanwhile).
+if [ "${SIMCLOUD_NO_BUILD:-0}" = 1 ]; then
+  echo "using the $profile binaries as they are (SIMCLOUD_NO_BUILD=1)"
+else
+  echo "building the $profile binaries (cargo ${build[*]}; quick when up to date)"
+  (cd "$REPO" && nice -n 19 cargo "${build[@]}" --quiet)
+fi
 # Where cargo put them: CARGO_TARGET_DIR (relative to the checkout, where cargo ran) or target/.
 target_dir=${CARGO_TARGET_DIR:-target}
 case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
+for binary in orders-bench orders-pg orders-mongo orders-pg-hybrid mongo-serverstatus-exporter; do
+  [ -x "$target_dir/$bin/$binary" ] || fail "$target_dir/$bin/$binary is missing (build it, or drop SIMCLOUD_NO_BUILD)"
+done
 echo "the droplets get the binaries of $target_dir/$bin"
 # What serves Percona's command line on the simulated mongo-db (simcloud/mongodb_exporter.py).
 mkdir -p "$REPO/.local/simcloud"
