@@ -5,7 +5,8 @@
 //! connections and requests than the limits allow (`connections`), and requests with invented
 //! methods and oversized headers, paths and query strings (`requests`). `suite` holds the tests
 //! and their assertions; `hostile_client_tests!(start)` expands to one `#[tokio::test]` per test
-//! for a way of starting a service binary, and each service's `tests/hostile.rs` invokes it.
+//! for a way of starting a service binary, and each service's `tests/integration/hostile.rs`
+//! invokes it.
 
 pub mod bodies;
 pub mod connections;

@@ -5,7 +5,7 @@
 //! half of every rate) and keep both machines' summaries and figures. Skipped, saying so, only when
 //! no k6 binary exists.
 
-mod support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The shared API contract through HTTP, end to end: `orders-mongo`'s router on a loopback port
 //! over real MongoDB (a database of its own, dropped when the service stops).
 
-mod common;
+use crate::common;
 
 use orders_http::HttpConfig;
 use orders_testkit::TestApp;

@@ -6,7 +6,7 @@
 //! report must give the third target its own column group and its own table of what its
 //! database did (its product search on `order_items_product`, not orders-pg's GIN index).
 
-mod support;
+use crate::support;
 
 use orders_http::HttpConfig;
 use orders_pg::PgConfig;

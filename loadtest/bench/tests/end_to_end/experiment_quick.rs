@@ -11,7 +11,7 @@
 //! one at a time, see .config/nextest.toml), every round records them, and the stack's own budgets
 //! are put back.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! binary's refusal to start on a bad `MONGO_*` value, and the runtime `WORKER_THREADS` chooses.
 //! Real mongod; each test its own database.
 
-mod common;
+use crate::common;
 
 use common::{fresh_store, mongodb_uri, unique_db_name};
 use mongodb::bson::{Bson, Document, doc};

@@ -6,7 +6,7 @@
 //! manifest's ranges, and a JSON body where the endpoint has one. Skipped, saying so, only when no
 //! k6 binary exists.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::process::Command;

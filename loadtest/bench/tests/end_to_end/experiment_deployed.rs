@@ -5,7 +5,7 @@
 //! confirm stops the experiment instead of being measured under the wrong label. Budget flags,
 //! which only the local stack's servers can take, are refused before anything runs.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

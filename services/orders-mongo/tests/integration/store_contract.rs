@@ -1,7 +1,7 @@
 //! The shared store contract (`orders-testkit`) against a real mongod: every check on a fresh
 //! database of its own, dropped afterwards.
 
-mod common;
+use crate::common;
 
 use common::fresh_store;
 

@@ -2,8 +2,6 @@
 //! stack's `mongodb://127.0.0.1:57017`), a database name no other test uses, and `TestStore`, a
 //! `MongoStore` on a fresh database that drops that database when the test is done with it.
 
-#![allow(dead_code)] // each test crate uses its own part of this module
-
 use mongodb::Client;
 use orders_core::{
     CustomerQuery, IdempotencyKey, KeyedInsert, OrderId, OrderJson, OrderListJson, OrderStore, OrderToStore,

@@ -4,7 +4,7 @@
 //! allow, odd requests. Each test prints its figures. `ORDERS_HOSTILE_BINARY` runs them against
 //! another build (to measure an older one).
 
-mod common;
+use crate::common;
 
 use common::{mongodb_uri, unique_db_name};
 use orders_testkit::faults::ServiceProcess;

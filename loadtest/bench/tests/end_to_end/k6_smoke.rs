@@ -3,7 +3,7 @@
 //! the shop mix. k6 must exit 0 (every threshold passed) and the summary must cover both targets
 //! and the mix's endpoints. Skipped, saying so, only when no k6 binary exists.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! databases reads back identically through both services, a second seed without `--reset` is
 //! refused, and a reset keeps the storage options a running service had set on the GIN index.
 
-mod support;
+use crate::support;
 
 use futures_util::future::join_all;
 use mongodb::bson::{Document, doc};

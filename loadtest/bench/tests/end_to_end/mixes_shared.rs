@@ -4,7 +4,7 @@
 //! to the same weights, and both must equal the file. Skipped, saying so, only when no k6 binary
 //! exists.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;

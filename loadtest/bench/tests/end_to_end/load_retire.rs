@@ -3,7 +3,7 @@
 //! gets its whole schedule, and the summary says where the retirement began. Two stand-in services
 //! answer after 5 ms; 200 requests/s per target for 3 s; the line is sent after about 1.2 s.
 
-mod support;
+use crate::support;
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};

@@ -8,7 +8,7 @@
 //! databases under its default budgets (nextest runs it alone, see .config/nextest.toml), records
 //! them in result.json and puts the stack's own budgets back.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! with a pool of one followed by normal load. Each test prints its figures.
 //! `ORDERS_FAULTS_BINARY` runs them against another build (to measure an older one).
 
-mod common;
+use crate::common;
 
 use common::{mongodb_uri, unique_db_name};
 use orders_testkit::faults::{

@@ -1,9 +1,7 @@
-//! Test support for the seeder's end-to-end tests: a new, empty PostgreSQL database per test
+//! Test support for the bench's end-to-end tests: a new, empty PostgreSQL database per test
 //! (`orders_pg::testing`, shared with the services' tests), a MongoDB
 //! database of its own that is dropped when the test is done, the `orders-bench` binary run
 //! against both, and both services started in-process on loopback ports over those databases.
-
-#![allow(dead_code)] // each test file uses its own part of this module
 
 use mongodb::Client;
 use orders_http::HttpConfig;

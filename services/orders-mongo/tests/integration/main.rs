@@ -1,0 +1,12 @@
+//! `orders-mongo`'s integration tests, one test binary (each file a module: the driver's generic
+//! code is compiled and linked once, not once per file): the API and store contracts over a real
+//! mongod, what only the MongoDB service has, faults and hostile clients. nextest runs every test
+//! in a process of its own; `.config/nextest.toml` names the ones that must run alone by module.
+
+mod common;
+
+mod api_contract;
+mod faults;
+mod hostile;
+mod mongo_specific;
+mod store_contract;
