@@ -4,7 +4,7 @@
 //! every request it got. No database behind it.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -15,6 +15,8 @@ pub struct Seen {
     pub path: String,
     pub content_type: Option<String>,
     pub body: Vec<u8>,
+    /// When its last byte arrived.
+    pub at: Instant,
 }
 
 pub struct Stub {
@@ -65,6 +67,7 @@ async fn serve(mut socket: TcpStream, delay: Duration, seen: Arc<Mutex<Vec<Seen>
                         path: parsed.path.unwrap_or("").to_owned(),
                         content_type: header("content-type"),
                         body: buffer[head..head + length].to_vec(),
+                        at: Instant::now(),
                     };
                     break (head + length, request);
                 }
