@@ -68,7 +68,7 @@ pub struct HttpConfig {
     #[arg(long = "bind-addr", env = "BIND_ADDR", value_name = "BIND_ADDR", default_value = "127.0.0.1:8080")]
     pub bind_addr: SocketAddr,
 
-    /// Log filter in tracing's env-filter syntax, e.g. `info` or `orders_http=debug,info`.
+    /// Log filter: a level, or a level per target, e.g. `info` or `orders_http=debug,info`.
     #[arg(
         long = "rust-log",
         env = "RUST_LOG",

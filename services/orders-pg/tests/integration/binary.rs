@@ -29,19 +29,25 @@ fn command(env: &[(&str, &str)]) -> Command {
 #[tokio::test]
 async fn starts_on_an_empty_database_with_only_database_url_and_stops_on_sigterm() {
     let url = orders_pg::testing::fresh_database().await;
-    let mut child = command(&[("DATABASE_URL", &url), ("BIND_ADDR", "127.0.0.1:0"), ("LOG_FORMAT", "json")])
+    // One crate's debug events (a line per request) and the others' from info on.
+    let env = [("DATABASE_URL", url.as_str()), ("BIND_ADDR", "127.0.0.1:0"), ("LOG_FORMAT", "json")];
+    let mut child = command(&env)
+        .env("RUST_LOG", "orders_http=debug,info")
         .stdout(Stdio::piped())
         .spawn()
         .expect("start orders-pg");
     let stdout = child.stdout.take().expect("stdout");
     let (address_tx, address_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let events = std::thread::spawn(move || {
+        let mut events = Vec::new();
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
             if let Some(address) = event["message"].as_str().and_then(|m| m.strip_prefix("listening on ")) {
                 let _ = address_tx.send(address.to_owned());
             }
+            events.push(event);
         }
+        events
     });
     let address = address_rx.recv_timeout(Duration::from_secs(30)).expect("orders-pg logs its address");
     let app = TestApp::at(format!("http://{address}"));
@@ -55,6 +61,9 @@ async fn starts_on_an_empty_database_with_only_database_url_and_stops_on_sigterm
     assert!(status.success());
     let exit = tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait");
     assert!(exit.success(), "a clean exit after SIGTERM, got {exit:?}");
+    let events = events.join().expect("the log reader");
+    let requests = events.iter().filter(|e| e["level"] == "DEBUG" && e["message"] == "request").count();
+    assert!(requests >= 3, "RUST_LOG=orders_http=debug logs every request: {events:#?}");
 }
 
 #[tokio::test]
