@@ -10,7 +10,7 @@
 # computed total (quantity x unit price, summed) must stay below 2^53, so some schema-valid bodies
 # are rightly 422. Every other check of schemathesis runs.
 #
-# Usage: scripts/fuzz-api.sh   (the stack must be running: bash infra/local/stack.sh start)
+# Usage: scripts/fuzz-api.sh [--install]   (the stack must be running: bash infra/local/stack.sh start)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -28,6 +28,8 @@ if [ ! -x "$VENV/bin/st" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "${PINNED[*]}" 
 	"$VENV/bin/pip" install -q --disable-pip-version-check "${PINNED[@]}"
 	printf '%s\n' "${PINNED[*]}" >"$STAMP"
 fi
+# --install: only the above (scripts/test.sh runs it beside the build: pip waits on the network).
+[[ ${1:-} == --install ]] && exit 0
 
 eval "$(bash infra/local/stack.sh env)"
 # The workspace's features (--workspace), so the test build's dependencies are reused: with

@@ -83,6 +83,10 @@ export RUSTC_WORKSPACE_WRAPPER=$clippy_driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__wa
 # binaries (SIMCLOUD_PROFILE=dev) as they are (SIMCLOUD_NO_BUILD=1: a cargo of theirs would wait
 # for the test build's lock on target/debug). Their output follows the build's. Nothing else runs
 # beside them: the tests' measurements need the machine.
+# The fuzzing's pinned wheels install meanwhile (pip waits on the network; its output is kept).
+fuzz_install_log=$(mktemp)
+bash scripts/fuzz-api.sh --install >"$fuzz_install_log" 2>&1 &
+fuzz_install_pid=$!
 step "the binaries, with clippy's lints (-D warnings)"
 cargo test --workspace --no-run --test end_to_end --test integration --test dashboard_live
 
@@ -113,4 +117,9 @@ step "tests (PostgreSQL at $DATABASE_URL, MongoDB at $MONGODB_URI)"
 "${run_tests[@]}"
 
 step "API fuzzing: schemathesis against every service over real databases"
+if ! wait "$fuzz_install_pid"; then
+	cat "$fuzz_install_log"
+	exit 1
+fi
+rm -f "$fuzz_install_log"
 bash scripts/fuzz-api.sh
