@@ -12,6 +12,7 @@
 use crate::config::{HttpConfig, LogFormat};
 use std::io::IsTerminal;
 use tracing::Level;
+use tracing::level_filters::LevelFilter;
 use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -36,12 +37,10 @@ pub fn parse_filter(value: &str) -> Result<String, String> {
         })
     };
     // A directive is a level, a target (every level of it) or `target=level`.
-    let is_level = |d: &str| !d.is_empty() && d.parse::<tracing::level_filters::LevelFilter>().is_ok();
-    let target = |d: &str| match d.split_once('=') {
-        Some((target, _)) => Some(target.to_owned()),
-        None => (!is_level(d)).then(|| d.to_owned()),
-    };
-    if let Some(bad) = value.split(',').filter_map(target).find(|t| !is_path(t)) {
+    let is_level = |d: &str| !d.is_empty() && d.parse::<LevelFilter>().is_ok();
+    let target_of = |d: &str| d.split_once('=').map_or(d, |(target, _)| target).to_owned();
+    let mut targets = value.split(',').filter(|d| d.contains('=') || !is_level(d)).map(target_of);
+    if let Some(bad) = targets.find(|t| !is_path(t)) {
         return Err(format!("not a valid log filter: `{bad}` is no module path"));
     }
     value.parse::<Targets>().map(|_| value.to_owned()).map_err(|e| format!("not a valid log filter: {e}"))
@@ -58,7 +57,7 @@ pub fn init(config: &HttpConfig) -> LogGuard {
         .finish(std::io::stdout());
     // The builder's own maximum level (info by default) would hide what `filter` lets through.
     let builder = tracing_subscriber::fmt()
-        .with_max_level(tracing::level_filters::LevelFilter::TRACE)
+        .with_max_level(LevelFilter::TRACE)
         .with_target(false)
         .with_ansi(colours)
         .with_writer(writer);
