@@ -67,8 +67,8 @@ fi
 # (what `cargo clippy` runs, as rustc with clippy's lints; the dependencies by rustc), with
 # `-D warnings`. Every target `cargo clippy --all-targets` checks is one the test build compiles
 # (libraries with and without their tests, binaries, tests, examples; there are no benches),
-# while a separate `cargo clippy` checked every dependency once more: 291 s of a clean 2-core
-# machine's build. Exported for every cargo below, so none of them compiles anything again.
+# while a separate `cargo clippy` checked every dependency once more (246 s of a clean CI run
+# here). Exported for every cargo below, so none of them compiles anything again.
 clippy_driver=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver || true)
 [[ -x $clippy_driver ]] || {
 	echo "clippy-driver not found (rustup component add clippy)" >&2
@@ -83,7 +83,8 @@ export RUSTC_WORKSPACE_WRAPPER=$clippy_driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__wa
 # binaries (SIMCLOUD_PROFILE=dev) as they are (SIMCLOUD_NO_BUILD=1: a cargo of theirs would wait
 # for the test build's lock on target/debug). Their output follows the build's. Nothing else runs
 # beside them: the tests' measurements need the machine.
-# The fuzzing's pinned wheels install meanwhile (pip waits on the network; its output is kept).
+
+# The fuzzing's pinned wheels install during the build (pip waits on the network).
 fuzz_install_log=$(mktemp)
 bash scripts/fuzz-api.sh --install >"$fuzz_install_log" 2>&1 &
 fuzz_install_pid=$!

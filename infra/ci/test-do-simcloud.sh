@@ -86,7 +86,7 @@ if [ "$profile" = dev ]; then
 else
   build=(build --release -p orders-pg -p orders-mongo -p orders-pg-hybrid -p orders-bench -p orders-monitoring)
 fi
-# SIMCLOUD_NO_BUILD=1: the caller has just built them (scripts/test.sh, whose clippy holds
+# SIMCLOUD_NO_BUILD=1: the caller has just built them (scripts/test.sh, whose test build holds
 # cargo's lock on target/debug meanwhile).
 if [ "${SIMCLOUD_NO_BUILD:-0}" = 1 ]; then
   echo "using the $profile binaries as they are (SIMCLOUD_NO_BUILD=1)"
