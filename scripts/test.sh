@@ -78,18 +78,21 @@ export RUSTC_WORKSPACE_WRAPPER=$clippy_driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__wa
 
 # The infrastructure checks (the simulated cloud's three to four minutes most of all: droplets
 # booting, rounds of 20-40 req/s) mostly wait, and need only the binaries the simulated droplets
-# run: those are built first (with the tests that need them, so with the test build's features)
-# and the checks run while the rest of the test build compiles. The droplets get those debug
-# binaries (SIMCLOUD_PROFILE=dev) as they are (SIMCLOUD_NO_BUILD=1: a cargo of theirs would wait
-# for the test build's lock on target/debug). Their output follows the build's. Nothing else runs
-# beside them: the tests' measurements need the machine.
+# run: those are built first (`cargo build --bins`: the dependencies and the workspace's libraries
+# the test build then reuses; the tests' harnesses, a minute more, compile later) and the checks
+# run while the rest of the test build compiles. That rest compiles orders-bench once more with
+# the features its tests enable (half a minute, beside the checks); the simulated cloud copies the
+# binaries it was given first. The droplets get those debug binaries (SIMCLOUD_PROFILE=dev) as
+# they are (SIMCLOUD_NO_BUILD=1: a cargo of theirs would wait for the test build's lock on
+# target/debug). Their output follows the build's. Nothing else runs beside them: the tests'
+# measurements need the machine.
 
 # The fuzzing's pinned wheels install during the build (pip waits on the network).
 fuzz_install_log=$(mktemp)
 bash scripts/fuzz-api.sh --install >"$fuzz_install_log" 2>&1 &
 fuzz_install_pid=$!
 step "the binaries, with clippy's lints (-D warnings)"
-cargo test --workspace --no-run --test end_to_end --test integration --test dashboard_live
+cargo build --workspace --bins
 
 infra_log=$(mktemp)
 step "infrastructure checks, started in the background (their output follows the test build's)"

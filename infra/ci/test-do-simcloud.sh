@@ -101,16 +101,13 @@ for binary in orders-bench orders-pg orders-mongo orders-pg-hybrid mongo-servers
   [ -x "$target_dir/$bin/$binary" ] || fail "$target_dir/$bin/$binary is missing (build it, or drop SIMCLOUD_NO_BUILD)"
 done
 echo "the droplets get the binaries of $target_dir/$bin"
-# What serves Percona's command line on the simulated mongo-db (simcloud/mongodb_exporter.py).
-mkdir -p "$REPO/.local/simcloud"
-ln -sfn "$target_dir/$bin/mongo-serverstatus-exporter" "$REPO/.local/simcloud/mongo-serverstatus-exporter"
 
 # --- the world, removed whatever happens -------------------------------------------------------
 W=$REPO/.local/simcloud/run-$$
 mkdir -p "$(dirname "$W")"
-# Every droplet has a /tmp, /run and /dev/shm of its own; the checkout, the world and the binaries'
-# folder stay visible in it where they are (a checkout or CARGO_TARGET_DIR under /tmp works).
-/usr/bin/python3 "$SIM/world.py" create "$W" --operator-ip "$OPERATOR" --keep "$target_dir/$bin"
+# Every droplet has a /tmp, /run and /dev/shm of its own; the checkout and the world stay visible
+# in it where they are (a checkout or CARGO_TARGET_DIR under /tmp works).
+/usr/bin/python3 "$SIM/world.py" create "$W" --operator-ip "$OPERATOR"
 cleanup() {
   local rc=$?
   if [ "$rc" != 0 ]; then echo "test-do-simcloud: FAIL (exit $rc) in: $current" >&2; fi
@@ -127,10 +124,19 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+# The binaries as they are now, copied into the world: a build beside this test (scripts/test.sh
+# compiles the tests meanwhile, orders-bench again with its test features) replaces target's files,
+# and the second `up` must find the very binaries the first installed.
+mkdir "$W/binaries"
+for binary in orders-bench orders-pg orders-mongo orders-pg-hybrid mongo-serverstatus-exporter; do
+  cp "$target_dir/$bin/$binary" "$W/binaries/"
+done
+# What serves Percona's command line on the simulated mongo-db (simcloud/mongodb_exporter.py).
+ln -sfn "$W/binaries/mongo-serverstatus-exporter" "$REPO/.local/simcloud/mongo-serverstatus-exporter"
 OPNS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$W/state.json")-op
 TAG=obsim
 # Percona's tarball is not downloaded here (the install step is simulated): any well-formed pin.
-export TAG REGION=fra1 LOAD_COUNT=2 HYBRID=1 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$target_dir/$bin \
+export TAG REGION=fra1 LOAD_COUNT=2 HYBRID=1 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$W/binaries \
   STATE_DIR=$W/do-state RESULTS_DIR=$W/results MONGODB_EXPORTER_SHA256=0000000000000000000000000000000000000000000000000000000000000000
 # The plan log keeps every plan (threshold 0 ms): the small round's statements are all fast, and
 # its result must still show the log read and sorted through orders_loader's two functions.

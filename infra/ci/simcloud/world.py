@@ -11,7 +11,7 @@ nsenter.
 
 `python3 world.py create DIR --operator-ip IP [--keep FOLDER]...` makes a world, `python3 world.py
 destroy DIR` removes everything it made (also after a failure halfway). The droplets see this
-machine's checkout, the world and every --keep folder (the binaries' folder) where they are, even
+machine's checkout, the world and every --keep folder where they are, even
 under /tmp, /run or /dev/shm, which each droplet covers with a tmpfs of its own (holder.py).
 """
 
