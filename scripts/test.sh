@@ -79,10 +79,11 @@ export RUSTC_WORKSPACE_WRAPPER=$clippy_driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__wa
 # The infrastructure checks (the simulated cloud's three to four minutes most of all: droplets
 # booting, rounds of 20-40 req/s) mostly wait, and need only the binaries the simulated droplets
 # run: those are built first (`cargo build --bins`: the dependencies and the workspace's libraries
-# the test build then reuses; the tests' harnesses, a minute more, compile later) and the checks
-# run while the rest of the test build compiles. That rest compiles orders-bench once more with
-# the features its tests enable (half a minute, beside the checks); the simulated cloud copies the
-# binaries it was given first. The droplets get those debug binaries (SIMCLOUD_PROFILE=dev) as
+# the test build then reuses) and the checks run while the rest of the test build compiles (the
+# tests' harnesses and dev-dependencies; from cold the first step took 668 s when it built the
+# harnesses that use the binaries too, 463 s now, and the whole build with the checks 946 -> 714 s).
+# That rest compiles orders-bench once more with the features its tests enable (half a minute,
+# beside the checks); the simulated cloud copies the binaries it was given first. The droplets get those debug binaries (SIMCLOUD_PROFILE=dev) as
 # they are (SIMCLOUD_NO_BUILD=1: a cargo of theirs would wait for the test build's lock on
 # target/debug). Their output follows the build's. Nothing else runs beside them: the tests'
 # measurements need the machine.
