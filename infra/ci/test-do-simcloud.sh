@@ -100,7 +100,7 @@ case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
 for binary in orders-bench orders-pg orders-mongo orders-pg-hybrid mongo-serverstatus-exporter; do
   [ -x "$target_dir/$bin/$binary" ] || fail "$target_dir/$bin/$binary is missing (build it, or drop SIMCLOUD_NO_BUILD)"
 done
-echo "the droplets get the binaries of $target_dir/$bin"
+echo "the droplets get copies of the binaries of $target_dir/$bin (taken once the world exists)"
 
 # --- the world, removed whatever happens -------------------------------------------------------
 W=$REPO/.local/simcloud/run-$$
