@@ -97,7 +97,8 @@ fi
 # Where cargo put them: CARGO_TARGET_DIR (relative to the checkout, where cargo ran) or target/.
 target_dir=${CARGO_TARGET_DIR:-target}
 case $target_dir in /*) ;; *) target_dir=$REPO/$target_dir ;; esac
-for binary in orders-bench orders-pg orders-mongo orders-pg-hybrid mongo-serverstatus-exporter; do
+binaries=(orders-bench orders-pg orders-mongo orders-pg-hybrid mongo-serverstatus-exporter)
+for binary in "${binaries[@]}"; do
   [ -x "$target_dir/$bin/$binary" ] || fail "$target_dir/$bin/$binary is missing (build it, or drop SIMCLOUD_NO_BUILD)"
 done
 echo "the droplets get copies of the binaries of $target_dir/$bin (taken once the world exists)"
@@ -128,9 +129,7 @@ trap cleanup EXIT
 # compiles the tests meanwhile, orders-bench again with its test features) replaces target's files,
 # and the second `up` must find the very binaries the first installed.
 mkdir "$W/binaries"
-for binary in orders-bench orders-pg orders-mongo orders-pg-hybrid mongo-serverstatus-exporter; do
-  cp "$target_dir/$bin/$binary" "$W/binaries/"
-done
+for binary in "${binaries[@]}"; do cp "$target_dir/$bin/$binary" "$W/binaries/"; done
 # What serves Percona's command line on the simulated mongo-db (simcloud/mongodb_exporter.py).
 ln -sfn "$W/binaries/mongo-serverstatus-exporter" "$REPO/.local/simcloud/mongo-serverstatus-exporter"
 OPNS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$W/state.json")-op

@@ -4,7 +4,7 @@ gives the droplet its own system: its hostname, overlays over /etc, /usr, /opt, 
 and /srv (reads see this machine's files, writes land in the droplet's folder), fresh tmpfs on
 /tmp, /run and /dev/shm, none of this machine's PostgreSQL or MongoDB files, and the simulation's
 systemctl, systemd-run, journalctl and cloud-init first on the PATH. The folders the simulation runs
-from (the checkout, the world, the binaries' folder: the `keep` list of world.py) stay visible where
+from (the checkout and the world, with the binaries the test copied into it: the `keep` list of world.py) stay visible where
 they are: one under a tmpfs (a checkout under /tmp) is bound back into it, so where a user cloned
 does not matter. Then it listens on port 22
 (the fake ssh connects there first, so the cloud firewall decides who gets in), reaps orphans like

@@ -9,9 +9,9 @@ OPERATOR_IP), one per droplet. A droplet is a holder process (holder.py) that is
 PID, mount, UTS and IPC namespaces inside the droplet's network namespace; commands enter it with
 nsenter.
 
-`python3 world.py create DIR --operator-ip IP [--keep FOLDER]...` makes a world, `python3 world.py
+`python3 world.py create DIR --operator-ip IP [--no-network]` makes a world, `python3 world.py
 destroy DIR` removes everything it made (also after a failure halfway). The droplets see this
-machine's checkout, the world and every --keep folder where they are, even
+machine's checkout and the world where they are, even
 under /tmp, /run or /dev/shm, which each droplet covers with a tmpfs of its own (holder.py).
 """
 
@@ -86,7 +86,7 @@ def ns_names(state):
     return f"{prefix}-net", f"{prefix}-op"
 
 
-def create(world, operator_ip, network=True, keep=()):
+def create(world, operator_ip, network=True):
     """The bridge namespace with the public bridge, and the operator's namespace on it. Without
     `network` only the account's state: droplets are records, nothing boots (for quick tests of
     the doctl calls that need neither root nor namespaces)."""
@@ -107,7 +107,7 @@ def create(world, operator_ip, network=True, keep=()):
         "droplets": [],
         "network": network,
         # What the droplets must see of this machine where it is (holder.py binds it back).
-        "keep": [REPO, world, *keep],
+        "keep": [REPO, world],
     }
     with open(os.path.join(world, "state.json"), "w") as f:
         json.dump(state, f, indent=1)
@@ -182,9 +182,8 @@ def destroy(world):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "create":
         operator_ip = sys.argv[sys.argv.index("--operator-ip") + 1]
-        keep = [os.path.abspath(sys.argv[i + 1]) for i, arg in enumerate(sys.argv[:-1]) if arg == "--keep"]
-        create(os.path.abspath(sys.argv[2]), operator_ip, network="--no-network" not in sys.argv, keep=keep)
+        create(os.path.abspath(sys.argv[2]), operator_ip, network="--no-network" not in sys.argv)
     elif len(sys.argv) == 3 and sys.argv[1] == "destroy":
         destroy(os.path.abspath(sys.argv[2]))
     else:
-        sys.exit("usage: world.py create DIR --operator-ip IP [--keep FOLDER]... [--no-network] | destroy DIR")
+        sys.exit("usage: world.py create DIR --operator-ip IP [--no-network] | destroy DIR")
