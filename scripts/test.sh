@@ -83,10 +83,10 @@ export RUSTC_WORKSPACE_WRAPPER=$clippy_driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__wa
 # tests' harnesses and dev-dependencies; from cold the first step took 668 s when it built the
 # harnesses that use the binaries too, 463 s now, and the whole build with the checks 946 -> 714 s).
 # That rest compiles orders-bench once more with the features its tests enable (half a minute,
-# beside the checks); the simulated cloud copies the binaries it was given first. The droplets get those debug binaries (SIMCLOUD_PROFILE=dev) as
-# they are (SIMCLOUD_NO_BUILD=1: a cargo of theirs would wait for the test build's lock on
-# target/debug). Their output follows the build's. Nothing else runs beside them: the tests'
-# measurements need the machine.
+# beside the checks), so the simulated cloud copies the binaries it was given first. The droplets
+# get those debug binaries (SIMCLOUD_PROFILE=dev) as they are (SIMCLOUD_NO_BUILD=1: a cargo of
+# theirs would wait for the test build's lock on target/debug). Their output follows the build's.
+# Nothing else runs beside them: the tests' measurements need the machine.
 
 # The fuzzing's pinned wheels install during the build (pip waits on the network).
 fuzz_install_log=$(mktemp)
