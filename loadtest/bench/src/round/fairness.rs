@@ -13,6 +13,7 @@ use crate::diagnostics::Snapshot;
 use indexmap::IndexMap;
 use orders_bench_model::fairness::{Check, Fairness};
 use orders_dataset::manifest::Manifest;
+use std::collections::BTreeMap;
 
 fn words(waits: Option<bool>) -> String {
     match waits {
@@ -86,9 +87,11 @@ pub fn may_settle(verdict: &Fairness) -> bool {
     !verdict.ok && verdict.checks.iter().filter(|c| !c.ok).all(|c| c.name == SETTLES)
 }
 
-/// `prefilled`: orders the round inserted through every service after seeding and before its
-/// load (`RoundSpec::prefill`), expected in every database on top of the manifest's.
-pub fn check_all(manifest: Option<&Manifest>, prefilled: u64, seen: &[Seen]) -> Fairness {
+/// `inserted`: orders the round inserted through each service (by target name) after seeding and
+/// before its load (`RoundSpec::prefill`, the lead-in's inserts that succeeded), expected in that
+/// database on top of the manifest's. They differ between targets only when a lead-in insert
+/// failed on one of them (its failures are recorded, not fatal: `lead_in`).
+pub fn check_all(manifest: Option<&Manifest>, inserted: &BTreeMap<String, u64>, seen: &[Seen]) -> Fairness {
     let mut checks = Vec::new();
     let waits: Vec<Option<bool>> = seen.iter().map(|s| s.facts.waits_for_disk).collect();
     checks.push(check(
@@ -100,9 +103,13 @@ pub fn check_all(manifest: Option<&Manifest>, prefilled: u64, seen: &[Seen]) -> 
     ));
 
     let count = |s: &Seen| s.counted.map(|c| c as f64).or(s.facts.estimated_orders);
-    let seeded = manifest.map(|m| (m.orders + prefilled) as f64);
+    let added = |s: &Seen| inserted.get(&s.name).copied().unwrap_or(0);
+    let expected = |s: &Seen| manifest.map(|m| (m.orders + added(s)) as f64);
     let in_all = manifest.is_some_and(|m| seen.iter().all(|s| m.targets.contains_key(&s.name)));
-    let counts: Vec<Option<f64>> = seen.iter().map(count).collect();
+    let each_as_expected =
+        in_all && seen.iter().all(|s| matches!((count(s), expected(s)), (Some(c), Some(e)) if close(c, e)));
+    let since_seeding: Vec<String> = seen.iter().map(|s| format!("{} {}", s.name, added(s))).collect();
+    let same_inserts = seen.iter().all(|s| added(s) == seen.first().map_or(0, added));
     checks.push(check(
         seen,
         SETTLES,
@@ -110,12 +117,7 @@ pub fn check_all(manifest: Option<&Manifest>, prefilled: u64, seen: &[Seen]) -> 
             let source = if s.counted.is_some() { "counted" } else { s.facts.estimate_source };
             format!("{} {} ({source})", count_text(count(s)), s.facts.unit)
         },
-        match (counts.iter().copied().collect::<Option<Vec<f64>>>(), seeded) {
-            (Some(counts), Some(seeded)) => {
-                in_all && counts.iter().all(|c| close(*c, seeded) && counts.iter().all(|d| close(*c, *d)))
-            }
-            _ => false,
-        },
+        each_as_expected,
         match manifest {
             None => "no data set manifest: seed every target with `orders-bench seed` (or pass --reseed)".into(),
             Some(_) if !in_all => "the manifest does not list every target's database: seed them all with the same profile".into(),
@@ -126,7 +128,14 @@ pub fn check_all(manifest: Option<&Manifest>, prefilled: u64, seen: &[Seen]) -> 
                 m.seed,
                 m.items_per_order,
                 m.note_bytes,
-                if prefilled > 0 { format!(", and the round inserted {prefilled} more before its load") } else { String::new() }
+                match seen.first().map(added) {
+                    Some(0) | None if same_inserts => String::new(),
+                    Some(n) if same_inserts => format!(", and the round inserted {n} more before its load"),
+                    _ => format!(
+                        ", and the round inserted more before its load: {} (lead-in inserts failed on some target)",
+                        since_seeding.join(", ")
+                    ),
+                }
             ),
         },
     ));
@@ -212,7 +221,7 @@ pub mod tests {
     }
 
     fn gate(m: Option<&Manifest>, pg: Value, mongo: Value) -> Fairness {
-        check_all(m, 0, &seen(m, pg, mongo, [None, None]))
+        check_all(m, &BTreeMap::new(), &seen(m, pg, mongo, [None, None]))
     }
 
     #[test]
@@ -259,11 +268,26 @@ pub mod tests {
     fn exact_counts_win_over_lagging_statistics() {
         let m = manifest(2000, &["pg", "mongo"]);
         let (pg, mongo) = (samples::pg(0, 1, 0, 2089), samples::mongo(2000, json!(true), "orders"));
-        let lagging = check_all(Some(&m), 0, &seen(Some(&m), pg.clone(), mongo.clone(), [None, None]));
+        let lagging = check_all(Some(&m), &BTreeMap::new(), &seen(Some(&m), pg.clone(), mongo.clone(), [None, None]));
         assert!(!lagging.ok);
-        let counted = check_all(Some(&m), 0, &seen(Some(&m), pg, mongo, [Some(2000), Some(2000)]));
+        let counted = check_all(Some(&m), &BTreeMap::new(), &seen(Some(&m), pg, mongo, [Some(2000), Some(2000)]));
         assert!(counted.ok, "{:?}", counted.mismatches());
         assert_eq!(counted.checks[1].values["pg"], "2000 rows (counted)");
+    }
+
+    #[test]
+    fn each_database_is_expected_to_hold_the_orders_its_own_lead_in_inserted() {
+        let m = manifest(20_000, &["pg", "mongo"]);
+        let inserted = BTreeMap::from([("pg".to_string(), 1_040), ("mongo".to_string(), 1_100)]);
+        let counted = |pg, mongo| {
+            let (pg_doc, mongo_doc) = (samples::pg(0, 1, 0, pg), samples::mongo(mongo, json!(true), "orders"));
+            check_all(Some(&m), &inserted, &seen(Some(&m), pg_doc, mongo_doc, [Some(pg as u64), Some(mongo as u64)]))
+        };
+        let as_inserted = counted(21_040, 21_100);
+        assert!(as_inserted.ok, "{:?}", as_inserted.mismatches());
+        assert!(as_inserted.checks[1].note.contains("pg 1040"), "{}", as_inserted.checks[1].note);
+        assert!(!counted(21_100, 21_100).ok, "pg holds orders its service did not acknowledge");
+        assert!(!counted(21_040, 21_040).ok, "mongo lost acknowledged orders");
     }
 
     #[test]

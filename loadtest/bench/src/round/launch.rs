@@ -257,14 +257,18 @@ pub async fn run_native(
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Tolerance {
     None,
+    /// Any failures, as long as every target was sent requests: the lead-in's, whose failures are
+    /// evidence for the report (F1 can arrive in it), not a reason to stop the round.
+    Recorded,
     /// At most this share of each target's requests, and at least one answered.
     Share(f64),
 }
 
 impl Tolerance {
-    fn accepts(self, count: u64, failures: u64) -> bool {
+    pub(super) fn accepts(self, count: u64, failures: u64) -> bool {
         match self {
             Tolerance::None => count > 0 && failures == 0,
+            Tolerance::Recorded => count > 0,
             Tolerance::Share(share) => count > failures && (failures as f64) <= share * count as f64,
         }
     }

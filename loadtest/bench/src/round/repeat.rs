@@ -82,7 +82,7 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
 async fn gate(
     client: &diagnostics::Client,
     setup: &Setup,
-    prefilled: u64,
+    inserted: &BTreeMap<String, u64>,
     settle: Duration,
 ) -> Result<(Snapshot, Fairness)> {
     let mut attempt = 0;
@@ -90,7 +90,7 @@ async fn gate(
         let manifest = manifest::read(&setup.manifest).ok();
         let snapshot = client.settled(0.0, settle).await?;
         let seen = fairness::look(&setup.targets, &snapshot, manifest.as_ref()).await;
-        let verdict = fairness::check_all(manifest.as_ref(), prefilled, &seen);
+        let verdict = fairness::check_all(manifest.as_ref(), inserted, &seen);
         attempt += 1;
         if !fairness::may_settle(&verdict) || attempt >= 4 {
             return Ok((snapshot, verdict));
@@ -127,13 +127,19 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     if spec.prefill > 0 {
         super::launch::prefill(spec, setup, &dir, spec.prefill).await?;
     }
-    let mut inserted = u64::from(spec.prefill);
+    let mut inserted: BTreeMap<String, u64> =
+        setup.targets.iter().map(|t| (t.name(), u64::from(spec.prefill))).collect();
     if let Some(length) = spec.lead_in {
         let (lead_in, orders) = super::lead_in::run(spec, setup, &dir, length).await?;
-        inserted += orders;
+        for (name, n) in orders {
+            *inserted.entry(name).or_default() += n;
+        }
+        if let Some(failed) = super::lead_in::failures_said(&lead_in) {
+            notes.push(format!("the lead-in had failures, recorded and not judged: {failed}"));
+        }
         start_state.lead_in = Some(lead_in);
     }
-    let (before, fairness) = gate(&client, setup, inserted, spec.settle).await?;
+    let (before, fairness) = gate(&client, setup, &inserted, spec.settle).await?;
     let wal_before = wal_by_target(&setup.targets).await;
     write_json(&dir.join("diagnostics-before.json"), &before)?;
     if !fairness.ok {

@@ -88,7 +88,7 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
         started_at: "2026-11-30T10:00:00.000Z".into(),
         fairness: fairness::check_all(
             Some(&manifest),
-            0,
+            &std::collections::BTreeMap::new(),
             &fairness::tests::seen(
                 Some(&manifest),
                 before.get("pg").clone(),
