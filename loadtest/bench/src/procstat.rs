@@ -66,6 +66,31 @@ pub fn tree_cpu_seconds(root: u32) -> Option<f64> {
     Some(ticks as f64 / TICKS_PER_SECOND)
 }
 
+/// Voluntary and involuntary context switches of every thread of `root` and its live descendants
+/// (`/proc/<pid>/task/<tid>/status`).
+pub fn tree_switches(root: u32) -> Option<(u64, u64)> {
+    let mut pids = tree_pids(root);
+    pids.insert(root);
+    let mut total = (0, 0);
+    let mut any = false;
+    for pid in pids {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for task in tasks.filter_map(Result::ok) {
+            let Ok(status) = fs::read_to_string(task.path().join("status")) else { continue };
+            if let Some((voluntary, involuntary)) = parse_switches(&status) {
+                (total.0, total.1, any) = (total.0 + voluntary, total.1 + involuntary, true);
+            }
+        }
+    }
+    any.then_some(total)
+}
+
+/// The two `*_ctxt_switches` lines of a thread's `status`.
+pub fn parse_switches(status: &str) -> Option<(u64, u64)> {
+    let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok());
+    Some((field("voluntary_ctxt_switches")?, field("nonvoluntary_ctxt_switches")?))
+}
+
 /// CPU seconds of process `pid`'s own threads, without its children.
 pub fn own_cpu_seconds(pid: u32) -> Option<f64> {
     Some(stat(pid)?.own_ticks as f64 / TICKS_PER_SECOND)
@@ -176,6 +201,15 @@ pub fn unwritten_bytes() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_switches_are_read_by_exact_name() {
+        let status = "Name:\tmongod\nvoluntary_ctxt_switches:\t1520\nnonvoluntary_ctxt_switches:\t37\n";
+        assert_eq!(parse_switches(status), Some((1520, 37)));
+        assert_eq!(parse_switches("voluntary_ctxt_switches:\t3\n"), None, "both or nothing");
+        let mine = tree_switches(std::process::id()).expect("this process's threads");
+        assert!(mine.0 + mine.1 > 0, "a running test has been switched at least once: {mine:?}");
+    }
 
     #[test]
     fn meminfo_fields_are_read_in_bytes_by_exact_name() {

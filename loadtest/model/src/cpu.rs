@@ -96,6 +96,12 @@ pub struct DbStep {
     pub throttled_seconds: Option<f64>,
     pub memory_peak_bytes: Option<f64>,
     pub memory_limit_bytes: Option<f64>,
+    /// Context switches of all its threads over the step: waits it chose (a lock, the network, a
+    /// condition) and preemptions (a time slice used up, or the quota's throttle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voluntary_switches: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub involuntary_switches: Option<f64>,
 }
 
 /// The load generator's own report of a step: its CPU and how late it sent.

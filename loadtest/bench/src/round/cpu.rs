@@ -70,6 +70,8 @@ struct Sample {
     machine_busy: Option<f64>,
     cpu: Vec<Option<f64>>,
     kernel: Vec<Option<Reading>>,
+    /// The databases' context switches so far (voluntary, involuntary), as counts.
+    switches: Vec<Option<(f64, f64)>>,
 }
 
 pub struct Sampler {
@@ -116,8 +118,16 @@ impl Sampler {
                 }
             })
             .collect();
+        let switches = self
+            .components
+            .iter()
+            .map(|c| {
+                let pid = c.pid.filter(|_| c.role == Role::Database)?;
+                procstat::tree_switches(pid).map(|(v, i)| (v as f64, i as f64))
+            })
+            .collect();
         let machine_busy = procstat::machine_cpu().map(|m| m.busy_seconds);
-        self.samples.push(Sample { at: self.origin.elapsed().as_secs_f64(), machine_busy, cpu, kernel });
+        self.samples.push(Sample { at: self.origin.elapsed().as_secs_f64(), machine_busy, cpu, kernel, switches });
     }
 
     /// The budget every database ran under, as the kernel reported it at the last sample.
@@ -172,6 +182,10 @@ impl Sampler {
             Some(self.value_at(to, kernel(pick))? - self.value_at(from, kernel(pick))?)
         };
         let span = (to - from).max(1e-9);
+        let switches = |pick: fn((f64, f64)) -> f64| {
+            let at = |t: f64| self.value_at(t, |s: &Sample| s.switches.get(index).copied().flatten().map(pick));
+            Some(at(to)? - at(from)?)
+        };
         let periods = delta(|r| r.periods.map(|p| p as f64));
         let throttled = delta(|r| r.throttled_periods.map(|p| p as f64));
         Some(DbStep {
@@ -182,6 +196,8 @@ impl Sampler {
             throttled_seconds: delta(|r| r.throttled_seconds),
             memory_peak_bytes: self.max_in(from, to, kernel(|r| r.memory_bytes.map(|b| b as f64))),
             memory_limit_bytes: self.value_at(to, kernel(|r| r.memory_limit_bytes.map(|b| b as f64))),
+            voluntary_switches: switches(|(v, _)| v),
+            involuntary_switches: switches(|(_, i)| i),
         })
     }
 

@@ -340,15 +340,7 @@ fn answered(pg: &[u32], mongo: &[u32], cores: Option<(f64, f64)>) -> RoundResult
             t.steps.truncate(1);
         }
         repeat.cpu.steps = cores.map_or_else(Vec::new, |(pg_cores, mongo_cores)| {
-            let db = |cores| DbStep {
-                cores: Some(cores),
-                budget_cores: Some(0.25),
-                periods: None,
-                throttled_share: None,
-                throttled_seconds: None,
-                memory_peak_bytes: None,
-                memory_limit_bytes: None,
-            };
+            let db = |cores| DbStep { cores: Some(cores), budget_cores: Some(0.25), ..DbStep::default() };
             vec![StepCpu {
                 step: 0,
                 rate: 0,

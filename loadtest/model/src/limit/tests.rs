@@ -52,6 +52,7 @@ fn budgeted(mut step: StepCpu, name: &str, cores: f64, budget: f64, share: f64) 
             throttled_seconds: Some(share * 4.0 * 0.75),
             memory_peak_bytes: Some(3e8),
             memory_limit_bytes: Some(4.0 * f64::from(1u32 << 30)),
+            ..DbStep::default()
         },
     );
     step
