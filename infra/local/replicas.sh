@@ -159,7 +159,7 @@ replica_budget_name() { echo "$REPLICA_PREFIX-$1"; }
 # Our namespaces that exist now (from this or an earlier run).
 replica_namespaces() {
 	ip netns list 2>/dev/null | awk '{ print $1 }' |
-		grep -E "^$REPLICA_PREFIX-(lan|etcd|mongo[0-9]|pg[0-9])\$" || true
+		grep -E "^$REPLICA_PREFIX-(lan|etcd|mongo[0-9]|pg[0-9]|cal[0-9])\$" || true
 }
 
 # Whether this kernel has tc netem (tried on a dummy veth pair in a scratch namespace).
@@ -208,16 +208,56 @@ replica_member_up() {
 	ip -n "$ns" addr add "$address/24" dev eth0
 	ip -n "$ns" link set eth0 up
 	((REPLICA_RTT_US > 0)) || return 0
-	local half=$((REPLICA_RTT_US / 2))
 	case "$REPLICA_DELAY_METHOD" in
-	netem) tc -n "$ns" qdisc add dev eth0 root netem delay "${half}us" ;;
+	netem) tc -n "$ns" qdisc add dev eth0 root netem delay "$((REPLICA_RTT_US / 2))us" ;;
 	nfqueue)
 		ip netns exec "$ns" iptables-legacy -w -A OUTPUT -o eth0 -d "$(replica_root_ip)" -j NFQUEUE --queue-num 1
 		ip netns exec "$ns" iptables-legacy -w -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0
 		mkdir -p "$REPLICA_DIR/$member"
-		replica_spawn "$member" "$REPLICA_DIR/$member/netdelay.log" "$REPLICA_NETDELAY" "0:$half" "1:$REPLICA_RTT_US"
+		replica_spawn "$member" "$REPLICA_DIR/$member/netdelay.log" "$REPLICA_NETDELAY" "0:$REPLICA_HALF_US" "1:$REPLICA_ROOT_US"
 		;;
 	esac
+}
+
+# The median round trip, in microseconds, of 20 pings (after a first that resolves the address)
+# from namespace NS ("" = the root namespace) to ADDRESS.
+replica_ping_us() { # NS ADDRESS
+	local -a in_ns=()
+	[[ -z "$1" ]] || in_ns=(ip netns exec "$1")
+	"${in_ns[@]}" ping -n -c 21 -i 0.02 -W 1 "$2" 2>/dev/null | sed -n 's/.*time=\([0-9.]*\).*/\1/p' | tail -n +2 |
+		sort -g | awk '{ t[NR] = $1 } END { if (NR == 0) exit 1; printf "%d\n", t[int((NR + 1) / 2)] * 1000 }'
+}
+
+# With orders-netdelay: what the queueing adds on its own (a packet goes up to user space and
+# back, a few tens of microseconds on these machines) is measured between two scratch members
+# with no delay set, and taken off the delays, so that the round trips are the rtt asked for:
+# REPLICA_HALF_US (each way between members) and REPLICA_ROOT_US (members to the root namespace).
+replica_calibrate() {
+	REPLICA_HALF_US=$((REPLICA_RTT_US / 2))
+	REPLICA_ROOT_US="$REPLICA_RTT_US"
+	[[ "$REPLICA_DELAY_METHOD" == nfqueue ]] && ((REPLICA_RTT_US > 0)) || return 0
+	if ! command -v ping >/dev/null; then
+		warn "no ping (Debian: iputils-ping): the delay is not calibrated, round trips will be longer than $REPLICA_RTT ms by what the queueing adds"
+		return 0
+	fi
+	local rtt_us="$REPLICA_RTT_US" between to_root
+	REPLICA_HALF_US=0 REPLICA_ROOT_US=0
+	replica_member_up cal1 "$(replica_ip 250)"
+	replica_member_up cal2 "$(replica_ip 251)"
+	sleep 0.3
+	between="$(replica_ping_us "$(replica_ns cal1)" "$(replica_ip 251)")" || between=0
+	to_root="$(replica_ping_us "" "$(replica_ip 250)")" || to_root=0
+	local ns
+	for ns in "$(replica_ns cal1)" "$(replica_ns cal2)"; do
+		ip netns exec "$ns" iptables-legacy -w -F OUTPUT
+		replica_end_namespace "$ns" 5
+		ip netns del "$ns"
+	done
+	REPLICA_HALF_US=$(((rtt_us - between) / 2))
+	REPLICA_ROOT_US=$((rtt_us - to_root))
+	((REPLICA_HALF_US >= 0)) || REPLICA_HALF_US=0
+	((REPLICA_ROOT_US >= 0)) || REPLICA_ROOT_US=0
+	say "delay calibrated: with none set, a round trip took ${between} us between members and ${to_root} us from the root namespace; each packet is held ${REPLICA_HALF_US} us (${REPLICA_ROOT_US} us towards the root namespace)"
 }
 
 # --- processes in the members ---------------------------------------------------------------------
@@ -312,10 +352,8 @@ replicas_start() {
 		REPLICA_DELAY_METHOD=nfqueue
 		REPLICA_NETDELAY="$(replica_netdelay_bin)"
 	fi
-	local memory_words=unlimited
-	[[ "$REPLICA_MEMORY" == none ]] || memory_words="$(budget_human "$REPLICA_MEMORY")"
 	say "replicas: $REPLICA_COUNT members per engine ($(replica_engines | tr '\n' ' ' | sed 's/ $//')) on $REPLICA_SUBNET.0/24," \
-		"rtt $REPLICA_RTT ms ($(replica_delay_words)); every member's budget: $REPLICA_CPUS CPU, $memory_words memory ($BUDGET_METHOD)"
+		"rtt $REPLICA_RTT ms ($(replica_delay_words)); every member's budget: $REPLICA_CPUS CPU, $(replica_memory_words) memory ($BUDGET_METHOD)"
 	mkdir -p "$REPLICA_DIR"
 	{
 		printf 'REPLICA_COUNT=%q\n' "$REPLICA_COUNT"
@@ -327,11 +365,17 @@ replicas_start() {
 		printf 'REPLICA_PG_SYNC_COMMIT=%q\n' "$REPLICA_PG_SYNC_COMMIT"
 	} >"$REPLICA_STATE"
 	replica_network_up
+	replica_calibrate
+	printf 'REPLICA_HALF_US=%q\nREPLICA_ROOT_US=%q\n' "$REPLICA_HALF_US" "$REPLICA_ROOT_US" >>"$REPLICA_STATE"
 	local engine
 	for engine in $(replica_engines); do
 		"${engine}_replicas_start" "$REPLICA_COUNT"
 	done
 	say "replicas ready"
+}
+
+replica_memory_words() {
+	if [[ "$REPLICA_MEMORY" == none ]]; then echo unlimited; else budget_human "$REPLICA_MEMORY"; fi
 }
 
 replica_delay_words() {
@@ -379,7 +423,7 @@ replicas_cleanup() { # [quiet]
 	fi
 	if ip link show "$REPLICA_ROOT_IF" >/dev/null 2>&1; then ip link del "$REPLICA_ROOT_IF" || true; fi
 	local member
-	for member in etcd mongo{1..9} pg{1..9}; do
+	for member in etcd mongo{1..9} pg{1..9} cal{1..2}; do
 		if [[ -n "$(replica_cgroup_exists "$(replica_budget_name "$member")")" ]]; then
 			budget_remove "$(replica_budget_name "$member")" || warn "left the cgroups of budget $(replica_budget_name "$member") behind"
 		fi
@@ -398,7 +442,7 @@ replicas_status() {
 		return 1
 	fi
 	replica_load_state
-	say "replicas: $REPLICA_COUNT members per engine, rtt $REPLICA_RTT ms ($REPLICA_DELAY_METHOD), every member's budget $REPLICA_CPUS CPU, memory $REPLICA_MEMORY"
+	say "replicas: $REPLICA_COUNT members per engine, rtt $REPLICA_RTT ms ($REPLICA_DELAY_METHOD), every member's budget $REPLICA_CPUS CPU, memory $(replica_memory_words)"
 	local engine rc=0
 	for engine in $(replica_engines); do
 		"${engine}_replicas_status" || rc=1

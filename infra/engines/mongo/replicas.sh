@@ -50,7 +50,7 @@ mongo_replicas_start() { # COUNT
 mongo_replicas_stop() {
 	local i pid
 	for i in {1..9}; do
-		pid="$(tr -dc '0-9' <"$REPLICA_DIR/mongo$i/mongod.pid" 2>/dev/null || true)"
+		pid="$(tr -dc '0-9' 2>/dev/null <"$REPLICA_DIR/mongo$i/mongod.pid" || true)"
 		[[ -n "$pid" && "$(cat "/proc/$pid/comm" 2>/dev/null)" == mongod ]] || continue
 		say "stopping mongod rs0 member $i (pid $pid)"
 		kill -TERM "$pid" 2>/dev/null || true
@@ -79,7 +79,7 @@ replica_end_namespace_comm() { # NS COMM SECONDS
 mongo_replicas_status() {
 	local i pid rc=0
 	for ((i = 1; i <= REPLICA_COUNT; i++)); do
-		pid="$(tr -dc '0-9' <"$REPLICA_DIR/mongo$i/mongod.pid" 2>/dev/null || true)"
+		pid="$(tr -dc '0-9' 2>/dev/null <"$REPLICA_DIR/mongo$i/mongod.pid" || true)"
 		if [[ -n "$pid" && "$(cat "/proc/$pid/comm" 2>/dev/null)" == mongod ]]; then
 			say "mongod rs0 member $i: running on $(mongo_replicas_ip "$i"):$MONGO_RS_PORT (pid $pid); $(budget_line "$pid")"
 		else
