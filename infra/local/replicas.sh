@@ -228,10 +228,12 @@ replica_ping_us() { # NS ADDRESS
 		sort -g | awk '{ t[NR] = $1 } END { if (NR == 0) exit 1; printf "%d\n", t[int((NR + 1) / 2)] * 1000 }'
 }
 
-# With orders-netdelay: what the queueing adds on its own (a packet goes up to user space and
-# back, a few tens of microseconds on these machines) is measured between two scratch members
-# with no delay set, and taken off the delays, so that the round trips are the rtt asked for:
-# REPLICA_HALF_US (each way between members) and REPLICA_ROOT_US (members to the root namespace).
+# With orders-netdelay, a packet's trip up to user space and back, and the wake-up that releases
+# it, add to the delay held (about 0.1 ms a round trip on these machines). So the delays are
+# calibrated between two scratch members: set to rtt/2 each way (rtt towards the root namespace),
+# the round trips are measured, what they took beyond the rtt is taken off, and the result is
+# measured again and printed. Sets REPLICA_HALF_US (each way between members) and REPLICA_ROOT_US
+# (members to the root namespace).
 replica_calibrate() {
 	REPLICA_HALF_US=$((REPLICA_RTT_US / 2))
 	REPLICA_ROOT_US="$REPLICA_RTT_US"
@@ -240,24 +242,36 @@ replica_calibrate() {
 		warn "no ping (Debian: iputils-ping): the delay is not calibrated, round trips will be longer than $REPLICA_RTT ms by what the queueing adds"
 		return 0
 	fi
-	local rtt_us="$REPLICA_RTT_US" between to_root
-	REPLICA_HALF_US=0 REPLICA_ROOT_US=0
+	local between to_root
 	replica_member_up cal1 "$(replica_ip 250)"
 	replica_member_up cal2 "$(replica_ip 251)"
-	sleep 0.3
-	between="$(replica_ping_us "$(replica_ns cal1)" "$(replica_ip 251)")" || between=0
-	to_root="$(replica_ping_us "" "$(replica_ip 250)")" || to_root=0
-	local ns
-	for ns in "$(replica_ns cal1)" "$(replica_ns cal2)"; do
-		ip netns exec "$ns" iptables-legacy -w -F OUTPUT
-		replica_end_namespace "$ns" 5
-		ip netns del "$ns"
-	done
-	REPLICA_HALF_US=$(((rtt_us - between) / 2))
-	REPLICA_ROOT_US=$((rtt_us - to_root))
+	replica_calibration_measure || return 0
+	REPLICA_HALF_US=$((REPLICA_HALF_US - (between - REPLICA_RTT_US) / 2))
+	REPLICA_ROOT_US=$((REPLICA_ROOT_US - (to_root - REPLICA_RTT_US)))
 	((REPLICA_HALF_US >= 0)) || REPLICA_HALF_US=0
 	((REPLICA_ROOT_US >= 0)) || REPLICA_ROOT_US=0
-	say "delay calibrated: with none set, a round trip took ${between} us between members and ${to_root} us from the root namespace; each packet is held ${REPLICA_HALF_US} us (${REPLICA_ROOT_US} us towards the root namespace)"
+	local ns
+	for ns in cal1 cal2; do
+		replica_end_namespace "$(replica_ns "$ns")" 5
+		replica_spawn "$ns" "$REPLICA_DIR/$ns/netdelay.log" "$REPLICA_NETDELAY" "0:$REPLICA_HALF_US" "1:$REPLICA_ROOT_US"
+	done
+	replica_calibration_measure || true
+	for ns in cal1 cal2; do
+		ip netns exec "$(replica_ns "$ns")" iptables-legacy -w -F OUTPUT
+		replica_end_namespace "$(replica_ns "$ns")" 5
+		ip netns del "$(replica_ns "$ns")"
+	done
+	say "delay calibrated: each packet is held ${REPLICA_HALF_US} us between members, ${REPLICA_ROOT_US} us towards the root namespace; measured round trips ${between} us between members, ${to_root} us from the root namespace"
+}
+
+# Measures the scratch members' round trips into between and to_root (microseconds).
+replica_calibration_measure() {
+	sleep 0.3
+	if ! between="$(replica_ping_us "$(replica_ns cal1)" "$(replica_ip 251)")" ||
+		! to_root="$(replica_ping_us "" "$(replica_ip 250)")"; then
+		warn "could not ping the scratch members: the delay is not calibrated"
+		return 1
+	fi
 }
 
 # --- processes in the members ---------------------------------------------------------------------
