@@ -85,6 +85,19 @@ replicas_flag() {
 	esac
 }
 
+# Refuses start --replicas to an ordinary user, before anything else: START's arguments.
+replicas_need_root() {
+	is_root && return 0
+	local arg
+	for arg in "$@"; do
+		case "$arg" in
+		--replicas | --replicas=*)
+			die "--replicas needs root: its members run in network namespaces on a bridge (ip netns), with cgroup budgets. As an ordinary user, start the single servers only (no --replicas)."
+			;;
+		esac
+	done
+}
+
 # Checks the replica flags together, before anything starts.
 replicas_check_flags() {
 	if [[ -z "$ASK_REPLICAS" ]]; then
@@ -337,7 +350,20 @@ replica_end_namespace() { # NS SECONDS [SIGNAL]
 
 # --- the commands ---------------------------------------------------------------------------------
 
-replicas_running() { [[ -f "$REPLICA_STATE" && -n "$(replica_namespaces)" ]]; }
+# Whether the replicas run: a start finished (REPLICA_READY in the state), and every member's
+# namespace is there with a process in it. Anything less is a leftover, which start cleans.
+replicas_running() {
+	[[ -f "$REPLICA_STATE" ]] && grep -qx 'REPLICA_READY=1' "$REPLICA_STATE" || return 1
+	local count ns members=0
+	count="$(sed -n 's/^REPLICA_COUNT=//p' "$REPLICA_STATE")"
+	for ns in $(replica_namespaces); do
+		[[ "$ns" != "$(replica_ns lan)" ]] || continue
+		[[ -n "$(ip netns pids "$ns" 2>/dev/null)" ]] || return 1
+		members=$((members + 1))
+	done
+	# Every engine's members, and etcd.
+	((members == count * $(replica_engines | wc -l) + 1))
+}
 
 # Reads what the running replicas were started with (state written by start).
 replica_load_state() {
@@ -385,6 +411,7 @@ replicas_start() {
 	for engine in $(replica_engines); do
 		"${engine}_replicas_start" "$REPLICA_COUNT"
 	done
+	echo REPLICA_READY=1 >>"$REPLICA_STATE"
 	say "replicas ready"
 }
 
@@ -452,7 +479,7 @@ replica_cgroup_exists() { # NAME
 
 replicas_status() {
 	if ! replicas_running; then
-		[[ -z "$(replica_namespaces)" ]] || say "replicas: leftovers of a stopped run ($(replica_namespaces | tr '\n' ' ')): stop cleans them"
+		say "replicas: not running; leftovers of an unfinished or killed run ($(replica_namespaces | tr '\n' ' ')): stop or the next start cleans them"
 		return 1
 	fi
 	replica_load_state

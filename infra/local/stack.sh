@@ -586,6 +586,7 @@ main() {
 		cmd_install
 		;;
 	start)
+		replicas_need_root "$@"
 		take_lock
 		cmd_start "$@"
 		;;
