@@ -22,9 +22,7 @@ use nfq::{Message, Queue, Verdict};
 const QUEUE_MAX_LEN: u32 = 16384;
 
 fn parse(arg: &str) -> Result<(u16, Duration), String> {
-    let (queue, micros) = arg
-        .split_once(':')
-        .ok_or_else(|| format!("'{arg}': expected QUEUE:MICROSECONDS"))?;
+    let (queue, micros) = arg.split_once(':').ok_or_else(|| format!("'{arg}': expected QUEUE:MICROSECONDS"))?;
     let queue: u16 = queue.parse().map_err(|_| format!("'{arg}': bad queue number"))?;
     let micros: u64 = micros.parse().map_err(|_| format!("'{arg}': bad delay"))?;
     if micros > 10_000_000 {
@@ -97,11 +95,7 @@ fn run(queues: &[(u16, Duration)]) -> std::io::Result<()> {
     let mut queue = Queue::open()?;
     let mut link = [0u8; 64];
     let n = unsafe {
-        libc::readlink(
-            format!("/proc/self/fd/{fd}\0").as_ptr().cast(),
-            link.as_mut_ptr().cast(),
-            link.len(),
-        )
+        libc::readlink(format!("/proc/self/fd/{fd}\0").as_ptr().cast(), link.as_mut_ptr().cast(), link.len())
     };
     if n <= 0 || !link[..n as usize].starts_with(b"socket:") {
         return Err(std::io::Error::other("could not find the netfilter queue's socket"));
@@ -114,10 +108,7 @@ fn run(queues: &[(u16, Duration)]) -> std::io::Result<()> {
         queue.set_fail_open(num, false)?;
         queue.set_queue_max_len(num, QUEUE_MAX_LEN)?;
         delays.insert(num, delay);
-        eprintln!(
-            "orders-netdelay: queue {num}: every packet held {} us",
-            delay.as_micros()
-        );
+        eprintln!("orders-netdelay: queue {num}: every packet held {} us", delay.as_micros());
     }
     queue.set_nonblocking(true);
     // Packets waiting, in arrival order, with their release times (a queue's delay is fixed, so
@@ -165,25 +156,13 @@ fn run(queues: &[(u16, Duration)]) -> std::io::Result<()> {
             }
         }
         // Sleep until a packet arrives or the next one is due.
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
+        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         let timeout = next.map(|due| {
             let wait = due.saturating_duration_since(Instant::now());
-            libc::timespec {
-                tv_sec: wait.as_secs() as libc::time_t,
-                tv_nsec: wait.subsec_nanos() as libc::c_long,
-            }
+            libc::timespec { tv_sec: wait.as_secs() as libc::time_t, tv_nsec: wait.subsec_nanos() as libc::c_long }
         });
         let rc = unsafe {
-            libc::ppoll(
-                &mut pfd,
-                1,
-                timeout.as_ref().map_or(std::ptr::null(), |t| t as *const _),
-                std::ptr::null(),
-            )
+            libc::ppoll(&mut pfd, 1, timeout.as_ref().map_or(std::ptr::null(), |t| t as *const _), std::ptr::null())
         };
         if rc < 0 {
             let err = std::io::Error::last_os_error();
