@@ -38,6 +38,7 @@ REPLICA_WHEELS=("patroni[etcd3]==4.1.5" "psycopg[binary]==3.3.9" "pymongo==4.20.
 REPLICA_STAMP="$VENV/.replicas-installed"
 REPLICA_ETCD_DEB="etcd-server=3.4.23-4+b4"
 REPLICA_IPTABLES_DEB="iptables=1.8.9-2"
+REPLICA_PING_DEB="iputils-ping=3:20221126-1+deb12u1"
 
 # What start was asked for ("" = not asked).
 ASK_REPLICAS=""
@@ -125,7 +126,11 @@ replicas_install() {
 	fi
 	local -a debs=()
 	command -v etcd >/dev/null || debs+=("$REPLICA_ETCD_DEB")
-	if ! replica_has_netem && ! command -v iptables-legacy >/dev/null; then debs+=("$REPLICA_IPTABLES_DEB"); fi
+	if ! replica_has_netem; then
+		# orders-netdelay's rule, and the pings that calibrate it.
+		command -v iptables-legacy >/dev/null || debs+=("$REPLICA_IPTABLES_DEB")
+		command -v ping >/dev/null || debs+=("$REPLICA_PING_DEB")
+	fi
 	((${#debs[@]} == 0)) && return
 	command -v apt-get >/dev/null || die "missing ${debs[*]} and no apt-get: install etcd 3.4+ (and iptables) yourself"
 	say "apt-get install ${debs[*]} (their system services are neither started nor enabled)"
