@@ -38,6 +38,10 @@ for engine in "${STACK_ENGINES[@]}"; do
 	# shellcheck source=/dev/null # infra/engines/*/local.sh, checked on their own
 	source "$REPO/infra/engines/$engine/local.sh"
 done
+# The replicated deployments (start --replicas N): infra/local/replicas.sh and each engine's
+# replicas.sh.
+# shellcheck source=infra/local/replicas.sh
+source "$REPO/infra/local/replicas.sh"
 # Every server by name (orders-pg's pg, the hybrid's pgh, mongo ...), in the order commands handle
 # and report them, and the engine each belongs to.
 SERVERS=()
@@ -380,6 +384,7 @@ print_env() {
 	local engine
 	local -a STACK_ENV=() STACK_TOOLS=()
 	for engine in "${STACK_ENGINES[@]}"; do "${engine}_env"; done
+	replicas_env
 	STACK_TOOLS+=(K6 "$K6")
 	printf 'export %s=%q\n' "${STACK_ENV[@]}" "${STACK_TOOLS[@]}"
 	budget_detect
@@ -391,22 +396,49 @@ print_env() {
 }
 
 cmd_start() {
-	parse_budget_flags "$@"
+	# The replicas' flags (infra/local/replicas.sh), then the budget's.
+	local -a rest=()
+	while [[ $# -gt 0 ]]; do
+		case "$1" in
+		--replicas | --rtt | --pg-synchronous-commit)
+			[[ $# -ge 2 ]] || die "$1 needs a value"
+			replicas_flag "$1" "$2"
+			shift 2
+			;;
+		--replicas=* | --rtt=* | --pg-synchronous-commit=*)
+			replicas_flag "${1%%=*}" "${1#*=}"
+			shift
+			;;
+		--only-replicas)
+			ASK_ONLY_REPLICAS=1
+			shift
+			;;
+		*)
+			rest+=("$1")
+			shift
+			;;
+		esac
+	done
+	parse_budget_flags ${rest[@]+"${rest[@]}"}
 	budget_detect
 	if budget_requested && [[ "$BUDGET_METHOD" == none ]]; then
 		die "a budget was asked for, but budgets are not available here: $BUDGET_WHY"
 	fi
+	replicas_check_flags
 	ensure_installed
-	local -a running_before
-	mapfile -t running_before < <(running_servers)
-	local server
-	for server in "${SERVERS[@]}"; do
-		server start "$server"
-	done
-	if [[ -n "$ASK_CPUS$ASK_MEMORY" ]] && ((${#running_before[@]} > 0)); then
-		say "applying the budget to the server(s) that were already running"
-		apply_budgets "${running_before[@]}"
+	if [[ -z "$ASK_ONLY_REPLICAS" ]]; then
+		local -a running_before
+		mapfile -t running_before < <(running_servers)
+		local server
+		for server in "${SERVERS[@]}"; do
+			server start "$server"
+		done
+		if [[ -n "$ASK_CPUS$ASK_MEMORY" ]] && ((${#running_before[@]} > 0)); then
+			say "applying the budget to the server(s) that were already running"
+			apply_budgets "${running_before[@]}"
+		fi
 	fi
+	[[ -z "$ASK_REPLICAS" ]] || replicas_start
 	say "connection settings (eval \"\$(infra/local/stack.sh env)\"):"
 	print_env
 }
@@ -420,6 +452,10 @@ cmd_stop() {
 	for server in "${SERVERS[@]}"; do
 		drop_budget "$(server_budget_name "$server")"
 	done
+	if is_root; then
+		budget_detect
+		replicas_stop
+	fi
 }
 
 cmd_status() {
@@ -428,6 +464,11 @@ cmd_status() {
 	for server in "${SERVERS[@]}"; do
 		server status "$server" || rc=3
 	done
+	# The replicas, when some run (their trouble is status 3 too).
+	if is_root && [[ -n "$(replica_namespaces)$(ls "$REPLICA_STATE" 2>/dev/null)" ]]; then
+		budget_detect
+		replicas_status || rc=3
+	fi
 	return "$rc"
 }
 
@@ -455,11 +496,26 @@ usage: $0 <command>
             the same CPU quota (10 ms period) and memory limit; the caches follow the memory
             (shared_buffers 25%, WiredTiger max(256 MB, 50% of (memory - 1 GB))). On running
             servers the budget is applied as by 'budget'.
+            --replicas N (3 to 9; needs root): beside them, every engine's replicated
+            deployment, N members each, every member in a network namespace of its own on one
+            bridge with no uplink (addresses in $REPLICA_SUBNET.0/24, inside 198.18.0.0/15):
+            MongoDB a replica set rs0; PostgreSQL a primary and N-1 streaming standbys under
+            Patroni with etcd, synchronous_mode on. New data on every start.
+            [--rtt MS] the round-trip time between members and to them (default
+            $REPLICA_DEFAULT_RTT; tc netem, or orders-netdelay where the kernel has no netem)
+            [--db-cpus/--db-memory] also each member's budget (default $REPLICA_DEFAULT_CPUS CPU,
+            $REPLICA_DEFAULT_MEMORY: printed at start)
+            [--pg-synchronous-commit on|remote_apply] the PostgreSQL members' default (on)
+            [--only-replicas] start the replicas and not the single servers
   budget    [--db-cpus N|none] [--db-memory SIZE|none]: set, change or lift the budgets of the
             running servers (their whole process trees); without flags, show them
-  stop      stop the three servers (and delete their budgets' cgroups)
-  status    say which servers run and their budgets (exit 0 if all three run, 3 otherwise)
-  env       print export lines: eval "\$($0 env)"
+  stop      stop the three servers (and delete their budgets' cgroups), and the replicas when
+            there are any (their processes, namespaces, bridge, cgroups and data)
+  status    say which servers run and their budgets (exit 0 if all three run, 3 otherwise);
+            with replicas, every member, its budget and its role
+  env       print export lines: eval "\$($0 env)"; with replicas running also
+            REPLICA_MONGODB_URI (replica-set URI), REPLICA_DATABASE_URL (multi-host,
+            target_session_attrs=read-write) and the replicas' settings
   reset     stop the three servers and delete their data under $LOCAL
 $(engines_usage)
 
@@ -530,6 +586,7 @@ main() {
 		cmd_install
 		;;
 	start)
+		replicas_need_root "$@"
 		take_lock
 		cmd_start "$@"
 		;;
