@@ -52,7 +52,7 @@ impl BudgetArgs {
     }
 }
 
-fn parse_cpus(text: &str) -> Result<Cap<f64>, String> {
+pub fn parse_cpus(text: &str) -> Result<Cap<f64>, String> {
     if text.eq_ignore_ascii_case("none") {
         return Ok(Cap::Unlimited);
     }

@@ -1,4 +1,4 @@
-//! `orders-bench experiment gin|doc-size|durability`: one command per published finding, each
+//! `orders-bench experiment gin|doc-size|durability|budget`: one command per published finding, each
 //! compared row by row with the study's own figure (docs/studies.md).
 //!
 //! - `gin` (S1, F1): the `shop` and `insert` mixes under four labelled PostgreSQL variants.
@@ -7,6 +7,8 @@
 //!   measured beside them by default, as S2's counter in a column of its own.
 //! - `durability` (S2 F4): four durability settings, two of them deliberately unfair, for inserts
 //!   and status updates at 1 KB and 100 KB.
+//! - `budget` (no study: the regime of the others): whether the databases' CPU budget favours one
+//!   engine, from their CPU per request under each budget against none.
 //!
 //! On the local stack it starts what it needs (stack, services with each variant's settings) and
 //! stops what it started, like `demo`, and puts the databases under the demo's equal budgets
@@ -19,6 +21,8 @@
 //! needed; the folder gets `result.json`, `report.md`, `report.html`, the charts and one standard
 //! round report per round.
 
+mod baseline;
+mod budget;
 mod closed_loop;
 mod compare;
 mod doc_size;
@@ -64,6 +68,8 @@ pub enum Name {
     DocSize,
     /// S2 F4: four durability settings (two UNFAIR on purpose), inserts and status updates.
     Durability,
+    /// The regime: each database's CPU per request under budgets of 0.25 and 0.5 core and none.
+    Budget,
 }
 
 impl Name {
@@ -72,6 +78,7 @@ impl Name {
             Self::Gin => "gin",
             Self::DocSize => "doc-size",
             Self::Durability => "durability",
+            Self::Budget => "budget",
         }
     }
 
@@ -82,7 +89,7 @@ impl Name {
     pub fn default_targets(self) -> &'static [Target] {
         match self {
             Self::DocSize => &Target::ALL,
-            Self::Gin | Self::Durability => &[Target::Pg, Target::Mongo],
+            Self::Gin | Self::Durability | Self::Budget => &[Target::Pg, Target::Mongo],
         }
     }
 }
@@ -130,6 +137,13 @@ pub struct ExperimentArgs {
     /// doc-size and durability: only these sizes (`1k`, `10k`, `100k`, `40items`).
     #[arg(long, value_delimiter = ',')]
     pub sizes: Vec<String>,
+    /// budget: the CPU budgets per database to compare, comma-separated (`none` is the reference)
+    /// [default: 0.25,0.5,none].
+    #[arg(long, value_delimiter = ',', value_parser = crate::budget::parse_cpus)]
+    pub budgets: Vec<crate::budget::Cap<f64>>,
+    /// budget: both services' pool sizes to repeat it with [default: the demo's 16].
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(budget::POOL_CHOICES))]
+    pub pools: Vec<String>,
     /// Folder for the report and every raw file [default: results/<timestamp>-experiment-<name>].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -431,6 +445,12 @@ async fn body(
         Name::Gin => gin::run(ctx, &args.variants).await,
         Name::DocSize => doc_size::run(ctx, &args.sizes).await,
         Name::Durability => durability::run(ctx, &args.variants, &args.sizes).await,
+        Name::Budget => {
+            let memory = crate::budget::demo_default(crate::procstat::cores(), crate::budget::machine_memory())
+                .overridden_by(&args.budget)
+                .memory;
+            budget::run(ctx, &args.budgets, &args.pools, memory).await
+        }
     };
     ctx.drop_snapshots().await;
     output::write(ctx, &outcome?, &started_at)

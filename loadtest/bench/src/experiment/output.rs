@@ -144,16 +144,19 @@ fn blocks(ctx: &Ctx, outcome: &Outcome) -> Vec<Block> {
             setups.push(line);
         }
     }
-    blocks.push(Block::Paragraph("**The studies' setups** (docs/studies.md):".into()));
-    blocks.push(Block::List(setups));
-    blocks.push(Block::Heading(2, "Ours beside the studies".into()));
-    blocks.push(Block::Paragraph(format!(
-        "Rates compare as PostgreSQL / MongoDB ratios (absolute rates depend on the hardware); bytes, shares and \
-         factors directly. **reproduced**: within a factor of two of the study's figure (or the mechanism seen); \
-         **same direction**: the same database ahead, or the same kind of change, but further off. {}.",
-        compare::tally(&outcome.comparisons)
-    )));
-    blocks.push(compare::table(&outcome.comparisons));
+    // An experiment that reproduces no study (budget) has no study rows: its details are its table.
+    if !outcome.comparisons.is_empty() {
+        blocks.push(Block::Paragraph("**The studies' setups** (docs/studies.md):".into()));
+        blocks.push(Block::List(setups));
+        blocks.push(Block::Heading(2, "Ours beside the studies".into()));
+        blocks.push(Block::Paragraph(format!(
+            "Rates compare as PostgreSQL / MongoDB ratios (absolute rates depend on the hardware); bytes, shares and \
+             factors directly. **reproduced**: within a factor of two of the study's figure (or the mechanism seen); \
+             **same direction**: the same database ahead, or the same kind of change, but further off. {}.",
+            compare::tally(&outcome.comparisons)
+        )));
+        blocks.push(compare::table(&outcome.comparisons));
+    }
     for (stem, caption, svg) in &outcome.charts {
         blocks.push(Block::Chart { file: format!("charts/{stem}.svg"), caption: caption.clone(), svg: svg.clone() });
     }
@@ -209,7 +212,11 @@ pub fn write(ctx: &Ctx, outcome: &Outcome, started_at: &str) -> Result<String> {
     };
     let text = serde_json::to_string_pretty(&file).context("result as JSON")?;
     std::fs::write(ctx.out.join("result.json"), text + "\n").context("writing result.json")?;
-    let table = doc::markdown(&[compare::table(&outcome.comparisons)]);
+    let table = if outcome.comparisons.is_empty() {
+        doc::markdown(&outcome.details)
+    } else {
+        doc::markdown(&[compare::table(&outcome.comparisons)])
+    };
     let statements: String = outcome.statements.iter().map(|s| format!("\n\n{s}")).collect();
     Ok(format!(
         "{}\n\n{}{statements}{}",

@@ -62,11 +62,20 @@ impl Scale {
             (Name::Gin, Size::Full) => {
                 Scale::new(size, 1_000_000, 3, secs(30), Some(Staircase { start: 500, step: 500, max: 10_000 }))
             }
+            // Two rates: the line through them splits each database's marginal cost from its idle.
+            (Name::Budget, Size::Quick) => {
+                Scale::new(size, 200, 1, secs(1), Some(Staircase { start: 50, step: 50, max: 100 }))
+            }
             (_, Size::Quick) => {
                 Scale { clients: 2, closed_seconds: secs(1), ..Scale::new(size, 200, 1, secs(1), tiny) }
             }
             (Name::DocSize, Size::Default) => {
                 Scale { closed_seconds: secs(10), closed_runs: 3, ..Scale::new(size, 2_000, 1, secs(3), None) }
+            }
+            // The demo's data and lead-in; each mix's staircase placed by a closed loop under the
+            // smallest budget (`budget::staircase`), since the knees move threefold between machines.
+            (Name::Budget, Size::Default) => {
+                Scale { calibrate_seconds: secs(3), ..Scale::new(size, 100_000, 2, secs(4), None) }
             }
             (Name::Durability, Size::Default) => {
                 Scale { closed_seconds: secs(3), ..Scale::new(size, 1_000, 1, secs(2), None) }

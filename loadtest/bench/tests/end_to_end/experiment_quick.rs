@@ -269,3 +269,59 @@ async fn durability_runs_the_unfair_settings_knowingly_and_says_so_on_every_such
         }
     }
 }
+
+#[tokio::test]
+async fn budget_measures_each_database_under_every_budget_and_puts_the_stack_back() {
+    assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
+    ensure_services(&SERVICES);
+    let budgets_before = stack_budgets();
+    let out = support::scratch_dir("experiment_budget");
+    let db = format!("exp_test_{}_budget", std::process::id());
+    let output = tokio::task::spawn_blocking({
+        let (out, db) = (out.clone(), db.clone());
+        move || {
+            Command::new(env!("CARGO_BIN_EXE_orders-bench"))
+                .args(["experiment", "budget", "--quick", "--no-build", "--budgets", "0.5,none", "--db-name", &db])
+                .arg("--out")
+                .arg(&out)
+                .current_dir(repo())
+                .output()
+                .expect("run orders-bench experiment budget")
+        }
+    })
+    .await
+    .expect("join");
+    drop_databases(&db).await;
+    assert!(output.status.success(), "{}", describe(&output));
+    assert_eq!(stack_budgets(), budgets_before, "the experiment puts the stack's budgets back");
+    let left = marked_processes(&format!("ORDERS_BENCH_EXPERIMENT={}", out.display()));
+    assert!(left.is_empty(), "processes the experiment started are still running: {left:#?}");
+    let result = read_json(&out.join("result.json"));
+    let regimes = result["variants"].as_array().expect("one entry per budget and mix");
+    let seen: Vec<(&str, &str)> =
+        regimes.iter().filter_map(|r| Some((r["budget"].as_str()?, r["mix"].as_str()?))).collect();
+    assert_eq!(seen, [("none", "read"), ("none", "insert"), ("0.5", "read"), ("0.5", "insert")], "the reference first");
+    for regime in regimes {
+        let steps = regime["steps"].as_array().expect("steps");
+        assert_eq!(steps.len(), 2, "both rates of the quick staircase: {regime:#}");
+        for step in steps {
+            for db in ["pg", "mongo"] {
+                let us = step[db]["cpu_us_per_request"].as_f64().unwrap_or_else(|| panic!("{db}'s cost: {step:#}"));
+                assert!(us > 1.0 && us < 1e6, "{db}: {us} µs a request");
+            }
+        }
+        let budgeted = regime["budget"] != "none";
+        assert_eq!(regime["shift"].is_f64(), budgeted, "a budget is held against none, none against nothing");
+    }
+    let method = &budgets_before[0];
+    for round in result["rounds"].as_array().expect("rounds") {
+        let own = read_json(&out.join(round["dir"].as_str().expect("dir")).join("result.json"));
+        let words = own["rounds"][0]["budget"].as_str().expect("budget in words");
+        let unbudgeted = round["dir"].as_str().is_some_and(|d| d.contains("none"));
+        if method != "none" && !unbudgeted {
+            assert!(words.starts_with("0.5 CPU"), "{words}");
+        }
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("| mix | pool | budget | rate |") && stdout.contains("× the unbudgeted ratio"), "{stdout}");
+}

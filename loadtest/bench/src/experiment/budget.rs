@@ -1,0 +1,662 @@
+//! `experiment budget`: whether the databases' CPU budget shifts the two engines against each
+//! other. Without a budget, then under each budget (by default 0.25 and 0.5 core per database),
+//! the `read` and `insert` mixes climb the same staircase on both targets at once, up to where
+//! they fail under the smallest budget; every step gives each database's CPU per request, the
+//! share of its budget it used and the share of its quota periods the kernel throttled. MongoDB ÷ PostgreSQL of the CPU per request under a budget, held against the same
+//! ratio without budgets at the same offered rate, says which regime favours neither engine
+//! (docs/fairness.md, "The budget regime"). The services keep the run's worker threads
+//! throughout, so only the databases' quota changes; `--pools` repeats it with other pool sizes.
+
+use super::Ctx;
+use super::baseline::{self, Direct};
+use super::closed_loop::{Run as ClosedRun, Work};
+use super::output::{Outcome, RoundRef};
+use super::rounds::{self, Data, RoundPlan};
+use super::variant::Variant;
+use crate::budget::{Applied, Budget, Cap};
+use anyhow::{Context, Result, bail};
+use orders_bench_model::result::RoundResult;
+use orders_bench_report::doc::Block;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The budgets measured without `--budgets`: the demo's default on two cores, twice that, and none
+/// (the reference).
+pub const DEFAULT_BUDGETS: [Cap<f64>; 3] = [Cap::At(0.25), Cap::At(0.5), Cap::Unlimited];
+
+/// The mixes: finds by id (the read headline) and inserts (the write one).
+const MIXES: [&str; 2] = ["read", "insert"];
+
+/// Inserts cost each database more than reads, and their knees under a quarter core lie lower: their
+/// staircase is this share of the reads'.
+const INSERT_SHARE: f64 = 0.6;
+
+/// How long each engine is asked directly, per budget.
+const DIRECT_LENGTH: Duration = Duration::from_secs(8);
+
+/// A regime favours neither engine while the ratio of their costs stays within this share of
+/// the unbudgeted ratio.
+pub const HOLDS_WITHIN: f64 = 0.10;
+
+/// One database at one step, the median over the repeats.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Cost {
+    pub cpu_us_per_request: Option<f64>,
+    /// Cores used, and the share of quota periods throttled (none without a budget).
+    pub cores: Option<f64>,
+    /// `cores` ÷ the budget's cores (none without a budget).
+    pub budget_share: Option<f64>,
+    pub throttled_share: Option<f64>,
+    /// Context switches of its threads per request: waits it chose, and preemptions.
+    pub voluntary_per_request: Option<f64>,
+    pub involuntary_per_request: Option<f64>,
+}
+
+/// One offered rate under one budget.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRow {
+    pub rate: u32,
+    pub pg: Cost,
+    pub mongo: Cost,
+    /// MongoDB's CPU per request ÷ PostgreSQL's.
+    pub ratio: Option<f64>,
+    /// `ratio` ÷ the unbudgeted ratio at the same rate.
+    pub shift: Option<f64>,
+}
+
+/// A database's CPU split by a straight line through its steps (cores against requests a second):
+/// the slope is what one more request costs, the intercept what it burns with no requests at all
+/// (checkpoints, journal flushes, diagnostics capture), which a low rate divides among few requests.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Split {
+    pub marginal_us: f64,
+    pub idle_cores: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Regime {
+    /// `0.25` or `none`.
+    pub budget: String,
+    pub pool: &'static str,
+    pub mix: &'static str,
+    pub steps: Vec<StepRow>,
+    /// The median of the steps' shifts.
+    pub shift: Option<f64>,
+    /// The shift at the highest rate both databases passed in both regimes: where the budget
+    /// is used most, and where a staircase finds the limits.
+    pub top_shift: Option<f64>,
+    pub pg_split: Option<Split>,
+    pub mongo_split: Option<Split>,
+    /// MongoDB's marginal cost ÷ PostgreSQL's, and that ÷ the unbudgeted one.
+    pub marginal_ratio: Option<f64>,
+    pub marginal_shift: Option<f64>,
+    /// Reads only: each engine asked directly (pgbench, the driver) at the staircase's top rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direct: Option<Directly>,
+}
+
+/// Each engine asked without our services (`baseline`), beside its cost through them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Directly {
+    pub rate: u32,
+    pub pg: Option<Direct>,
+    pub mongo: Option<Direct>,
+}
+
+/// The least-squares line through (rate, cores) of the steps that have both; needs two rates.
+pub fn split(points: &[(f64, f64)]) -> Option<Split> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    let (mx, my) = (points.iter().map(|p| p.0).sum::<f64>() / n, points.iter().map(|p| p.1).sum::<f64>() / n);
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| {
+        let slope = sxy / sxx;
+        Split { marginal_us: slope * 1e6, idle_cores: my - slope * mx }
+    })
+}
+
+fn split_of(steps: &[StepRow], cost: impl Fn(&StepRow) -> &Cost) -> Option<Split> {
+    let points: Vec<(f64, f64)> = steps
+        .iter()
+        .filter_map(|s| {
+            let c = cost(s);
+            Some((c.cores? / c.cpu_us_per_request? * 1e6, c.cores?))
+        })
+        .collect();
+    split(&points)
+}
+
+fn cap_text(cap: Cap<f64>) -> String {
+    cap.value().map_or("none".into(), |c| format!("{c}"))
+}
+
+/// The quota that stands for "no budget" here: every core of the machine. The databases stay in
+/// their cgroups (the same CPU accounting and scheduling weight as under a budget: without a
+/// cgroup their CPU is read from `/proc` and they weigh an eighth of what they weigh in one), and
+/// the quota is one they cannot reach, so the reference differs from a budget in the quota alone.
+fn applied(cap: Cap<f64>) -> Cap<f64> {
+    match cap {
+        Cap::Unlimited => Cap::At(crate::procstat::cores() as f64),
+        at => at,
+    }
+}
+
+/// "0.25 CPU" or "no CPU budget", for names and progress lines.
+fn cap_words(cap: Cap<f64>) -> String {
+    cap.value().map_or_else(
+        || format!("no CPU budget (a quota of all {} cores)", crate::procstat::cores()),
+        |c| format!("{c} CPU"),
+    )
+}
+
+fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(v[n / 2]),
+        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// Each database's cost at every offered rate of `round`, the median over its repeats.
+pub fn costs(round: &RoundResult) -> Vec<(u32, Cost, Cost)> {
+    let targets = round.targets();
+    let of = |name: &str, rate: u32| {
+        let Some(target) = targets.iter().find(|t| t.name == name) else {
+            return Cost::default();
+        };
+        let mut per_request = Vec::new();
+        let (mut cores, mut throttled, mut shares) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut voluntary, mut involuntary) = (Vec::new(), Vec::new());
+        for repeat in &round.repeats {
+            let Some(step) = repeat.targets.get(name).and_then(|t| t.steps.iter().find(|s| s.rate == rate)) else {
+                continue;
+            };
+            let Some(db) =
+                repeat.cpu.steps.iter().find(|c| c.step == step.step).and_then(|c| c.databases.get(&target.database))
+            else {
+                continue;
+            };
+            // A failed step's CPU went partly to requests that timed out: only passed steps count.
+            if let Some(used) = db.cores.filter(|c| *c > 0.0 && step.achieved_rate > 0.0 && step.passed) {
+                per_request.push(used / step.achieved_rate * 1e6);
+                cores.push(used);
+                shares.extend(db.budget_cores.filter(|b| *b > 0.0).map(|b| used / b));
+                let requests = step.count as f64;
+                voluntary.extend(db.voluntary_switches.filter(|v| *v >= 0.0 && requests > 0.0).map(|v| v / requests));
+                involuntary
+                    .extend(db.involuntary_switches.filter(|v| *v >= 0.0 && requests > 0.0).map(|v| v / requests));
+            }
+            throttled.extend(db.throttled_share);
+        }
+        Cost {
+            cpu_us_per_request: median(per_request),
+            cores: median(cores),
+            budget_share: median(shares),
+            throttled_share: median(throttled),
+            voluntary_per_request: median(voluntary),
+            involuntary_per_request: median(involuntary),
+        }
+    };
+    let mut rates: Vec<u32> =
+        round.repeats.iter().flat_map(|r| r.targets.values().flat_map(|t| t.steps.iter().map(|s| s.rate))).collect();
+    rates.sort_unstable();
+    rates.dedup();
+    rates.into_iter().map(|rate| (rate, of("pg", rate), of("mongo", rate))).collect()
+}
+
+/// The rows of one regime, each step's ratio held against `reference` (the unbudgeted regime of
+/// the same mix and pool) at the same rate.
+pub fn regime(
+    budget: String,
+    pool: &'static str,
+    mix: &'static str,
+    round: &RoundResult,
+    reference: Option<&Regime>,
+) -> Regime {
+    let steps: Vec<StepRow> = costs(round)
+        .into_iter()
+        .map(|(rate, pg, mongo)| {
+            let ratio = mongo.cpu_us_per_request.zip(pg.cpu_us_per_request).map(|(m, p)| m / p);
+            let unbudgeted = reference.and_then(|r| r.steps.iter().find(|s| s.rate == rate)).and_then(|s| s.ratio);
+            StepRow { rate, pg, mongo, ratio, shift: ratio.zip(unbudgeted).map(|(r, u)| r / u) }
+        })
+        .collect();
+    summarized(budget, pool, mix, steps, reference)
+}
+
+/// A regime from its steps (each already held against the reference's): the shifts over them, and
+/// each database's split into marginal and idle cost.
+fn summarized(
+    budget: String,
+    pool: &'static str,
+    mix: &'static str,
+    steps: Vec<StepRow>,
+    reference: Option<&Regime>,
+) -> Regime {
+    let shift = median(steps.iter().filter_map(|s| s.shift));
+    let top_shift = steps.iter().rev().find_map(|s| s.shift);
+    let (pg_split, mongo_split) = (split_of(&steps, |s| &s.pg), split_of(&steps, |s| &s.mongo));
+    let marginal_ratio = mongo_split.zip(pg_split).map(|(m, p)| m.marginal_us / p.marginal_us);
+    let marginal_shift = marginal_ratio.zip(reference.and_then(|r| r.marginal_ratio)).map(|(r, u)| r / u);
+    Regime {
+        budget,
+        pool,
+        mix,
+        steps,
+        shift,
+        top_shift,
+        pg_split,
+        mongo_split,
+        marginal_ratio,
+        marginal_shift,
+        direct: None,
+    }
+}
+
+/// The pool sizes `--pools` takes (the demo's is 16).
+pub const POOL_CHOICES: [&str; 5] = ["4", "8", "16", "32", "64"];
+
+/// The pool sizes variant: both services' pools at `size` connections (one of `POOL_CHOICES`).
+fn pool_variant(size: &'static str) -> Variant {
+    Variant {
+        name: "pool",
+        label: "both pools at the size given",
+        pg_env: vec![("PG_POOL_SIZE", size)],
+        mongo_env: vec![("MONGO_POOL_SIZE", size)],
+        expect: Vec::new(),
+        fair: true,
+    }
+}
+
+/// Steps of a placed staircase, and how far past the slower target's closed-loop rate it climbs.
+const STEPS: u32 = 10;
+const REACH: f64 = 1.25;
+
+/// The staircase of `mix`: the scale's fixed one (reads; inserts at `INSERT_SHARE` of it), or
+/// `STEPS` equal steps up to `REACH` × the slower target's closed-loop rate under the smallest
+/// budget, so every regime climbs the same rates and the smallest budget's knees lie on them
+/// whatever the machine's speed.
+async fn staircase(
+    ctx: &mut Ctx,
+    mix: &str,
+    smallest: Cap<f64>,
+    memory: Cap<u64>,
+    variant: &Variant,
+) -> Result<super::Staircase> {
+    if let Some(reads) = ctx.scale.staircase {
+        if mix != "insert" {
+            return Ok(reads);
+        }
+        let scaled = |r: u32| ((f64::from(r) * INSERT_SHARE).round() as u32).max(1);
+        return Ok(super::Staircase { start: scaled(reads.start), step: scaled(reads.step), max: scaled(reads.max) });
+    }
+    let stack = ctx.local.clone().context("the local stack")?;
+    Applied::apply(stack, Budget { cpus: smallest, memory }).await.context("applying the budget")?;
+    let urls = ctx.use_variant(variant).await?.context("the services")?;
+    let work = if mix == "insert" { Work::Insert } else { Work::Read };
+    let run = rounds::closed_loop(ctx, &urls, work, 1, ctx.scale.calibrate_seconds, false).await?;
+    let slower = run.iter().map(ClosedRun::slower).fold(f64::INFINITY, f64::min);
+    if !slower.is_finite() || slower < 1.0 {
+        bail!("the closed loop that places the {mix} staircase answered nothing");
+    }
+    let step = ((slower * REACH / f64::from(STEPS)).round() as u32).max(1);
+    eprintln!(
+        "experiment: {mix}: the slower target held {slower:.0} req/s in a closed loop under {}: steps of {step} req/s",
+        cap_words(smallest)
+    );
+    Ok(super::Staircase { start: step, step, max: step * STEPS })
+}
+
+fn us(value: Option<f64>) -> String {
+    value.map_or("-".into(), |v| format!("{v:.0}"))
+}
+
+fn share(value: Option<f64>) -> String {
+    value.map_or("-".into(), |v| format!("{:.0}%", v * 100.0))
+}
+
+fn times(value: Option<f64>) -> String {
+    value.map_or("-".into(), |v| format!("{v:.2}"))
+}
+
+/// Whether a regime keeps the engines' ratio within `HOLDS_WITHIN` of the unbudgeted one, over the
+/// steps and at the top one.
+pub fn holds(regime: &Regime) -> Option<bool> {
+    let within = |s: f64| (s - 1.0).abs() <= HOLDS_WITHIN;
+    Some(within(regime.shift?) && within(regime.top_shift?))
+}
+
+fn table(regimes: &[Regime]) -> Block {
+    let header = [
+        "mix",
+        "pool",
+        "budget",
+        "rate",
+        "PostgreSQL µs/req",
+        "MongoDB µs/req",
+        "MongoDB ÷ PostgreSQL",
+        "÷ unbudgeted",
+        "budget used (PG / MongoDB)",
+        "throttled (PG / MongoDB)",
+    ];
+    let rows = regimes
+        .iter()
+        .flat_map(|r| {
+            r.steps.iter().map(move |s| {
+                vec![
+                    r.mix.to_string(),
+                    r.pool.to_string(),
+                    r.budget.clone(),
+                    s.rate.to_string(),
+                    us(s.pg.cpu_us_per_request),
+                    us(s.mongo.cpu_us_per_request),
+                    times(s.ratio),
+                    times(s.shift),
+                    format!("{} / {}", share(s.pg.budget_share), share(s.mongo.budget_share)),
+                    format!("{} / {}", share(s.pg.throttled_share), share(s.mongo.throttled_share)),
+                ]
+            })
+        })
+        .collect();
+    Block::Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
+}
+
+fn direct_table(regimes: &[Regime]) -> Block {
+    let header = ["budget", "rate", "PostgreSQL: orders-pg / pgbench µs", "MongoDB: orders-mongo / driver µs"];
+    let side = |through: Option<f64>, direct: Option<&Direct>| {
+        let direct = direct.and_then(|d| d.cpu_us_per_request);
+        let ratio = through.zip(direct).map_or(String::new(), |(t, d)| format!(" ({:.2}×)", t / d));
+        format!("{} / {}{ratio}", us(through), us(direct))
+    };
+    let rows = regimes
+        .iter()
+        .filter_map(|r| {
+            let direct = r.direct.as_ref()?;
+            let step = r.steps.iter().find(|s| s.rate == direct.rate);
+            Some(vec![
+                r.budget.clone(),
+                direct.rate.to_string(),
+                side(step.and_then(|s| s.pg.cpu_us_per_request), direct.pg.as_ref()),
+                side(step.and_then(|s| s.mongo.cpu_us_per_request), direct.mongo.as_ref()),
+            ])
+        })
+        .collect();
+    Block::Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
+}
+
+/// Reads asked of each engine directly at `rate`, one engine at a time; a failure is a note.
+async fn ask_directly(
+    ctx: &Ctx,
+    pg_bin: Option<&std::path::Path>,
+    rate: u32,
+    pool: u32,
+    notes: &mut Vec<String>,
+) -> Directly {
+    let length = if ctx.scale.size == super::Size::Quick { Duration::from_secs(1) } else { DIRECT_LENGTH };
+    let manifest = match orders_dataset::manifest::read(&ctx.manifest) {
+        Ok(m) => m,
+        Err(error) => {
+            notes.push(format!("no direct reads: {error:#}"));
+            return Directly { rate, pg: None, mongo: None };
+        }
+    };
+    let mut said = |what: &str, outcome: Result<Direct>| {
+        outcome.map_err(|error| notes.push(format!("no direct {what} reads: {error:#}"))).ok()
+    };
+    let pg = match pg_bin {
+        Some(bin) => said(
+            "PostgreSQL",
+            baseline::postgres(bin, &ctx.databases.database_url, &manifest, rate, pool, length).await,
+        ),
+        None => said("PostgreSQL", Err(anyhow::anyhow!("stack.sh env printed no PG_BIN (pgbench)"))),
+    };
+    let mongo = said("MongoDB", baseline::mongo(&ctx.databases, &manifest, rate, pool, length).await);
+    Directly { rate, pg, mongo }
+}
+
+fn switches_table(regimes: &[Regime]) -> Block {
+    let header = ["mix", "pool", "budget", "rate", "PostgreSQL", "MongoDB"];
+    let per = |c: &Cost| match (c.voluntary_per_request, c.involuntary_per_request) {
+        (Some(v), Some(i)) => format!("{v:.1} + {i:.2}"),
+        _ => "-".into(),
+    };
+    let rows = regimes
+        .iter()
+        .flat_map(|r| {
+            r.steps.iter().map(move |s| {
+                vec![
+                    r.mix.to_string(),
+                    r.pool.to_string(),
+                    r.budget.clone(),
+                    s.rate.to_string(),
+                    per(&s.pg),
+                    per(&s.mongo),
+                ]
+            })
+        })
+        .collect();
+    Block::Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
+}
+
+fn split_text(split: Option<Split>) -> String {
+    split.map_or("-".into(), |s| format!("{:.0} µs + {:.3} cores", s.marginal_us, s.idle_cores))
+}
+
+fn split_table(regimes: &[Regime]) -> Block {
+    let header = ["mix", "pool", "budget", "PostgreSQL", "MongoDB", "MongoDB ÷ PostgreSQL per request", "÷ unbudgeted"];
+    let rows = regimes
+        .iter()
+        .map(|r| {
+            vec![
+                r.mix.to_string(),
+                r.pool.to_string(),
+                r.budget.clone(),
+                split_text(r.pg_split),
+                split_text(r.mongo_split),
+                times(r.marginal_ratio),
+                times(r.marginal_shift),
+            ]
+        })
+        .collect();
+    Block::Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
+}
+
+/// One sentence per budgeted regime: its shift, and whether it favours neither engine.
+pub fn statements(regimes: &[Regime]) -> Vec<String> {
+    regimes
+        .iter()
+        .filter(|r| r.budget != "none")
+        .map(|r| {
+            let worst = [r.shift, r.top_shift].into_iter().flatten().max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()));
+            let verdict = match (holds(r), worst) {
+                (Some(true), _) => format!("within {:.0}% of it: this budget favours neither engine", HOLDS_WITHIN * 100.0),
+                (Some(false), Some(w)) if w > 1.0 => "MongoDB pays for this budget relative to PostgreSQL".into(),
+                (Some(false), _) => "PostgreSQL pays for this budget relative to MongoDB".into(),
+                (None, _) => "no unbudgeted reference to hold it against".into(),
+            };
+            let top = r.steps.iter().rev().find(|s| s.shift.is_some());
+            format!(
+                "{} (pool {}) at {} CPU: MongoDB ÷ PostgreSQL of the CPU per request is {} × the unbudgeted ratio at the \
+                 same rates (median of the steps), {} at the highest rate both passed ({} req/s, MongoDB using {} of its \
+                 budget, PostgreSQL {}): {verdict}.",
+                r.mix,
+                r.pool,
+                r.budget,
+                times(r.shift),
+                times(r.top_shift),
+                top.map_or("-".into(), |s| s.rate.to_string()),
+                share(top.and_then(|s| s.mongo.budget_share)),
+                share(top.and_then(|s| s.pg.budget_share)),
+            )
+        })
+        .collect()
+}
+
+pub async fn run(ctx: &mut Ctx, budgets: &[Cap<f64>], pools: &[String], memory: Cap<u64>) -> Result<Outcome> {
+    let Some(stack) = ctx.local.clone() else {
+        bail!("experiment budget changes the local stack's budgets: it cannot run against deployed services");
+    };
+    let budgets = if budgets.is_empty() { DEFAULT_BUDGETS.to_vec() } else { budgets.to_vec() };
+    let pools: Vec<&'static str> = if pools.is_empty() {
+        vec!["16"]
+    } else {
+        POOL_CHOICES.into_iter().filter(|p| pools.iter().any(|given| given == p)).collect()
+    };
+    // The reference first: every budgeted regime is held against it.
+    let mut order: Vec<Cap<f64>> = budgets.iter().copied().filter(|b| *b == Cap::Unlimited).collect();
+    order.extend(budgets.iter().copied().filter(|b| *b != Cap::Unlimited));
+    let data = Data { items: 3, note_bytes: 0 };
+    let pg_bin = stack.env().await?.get("PG_BIN").map(std::path::PathBuf::from);
+    let mut notes = Vec::new();
+    let (mut regimes, mut refs) = (Vec::new(), Vec::new());
+    let smallest = order
+        .iter()
+        .copied()
+        .filter_map(Cap::value)
+        .fold(None, |least: Option<f64>, c| Some(least.map_or(c, |l| l.min(c))));
+    let smallest = smallest.map_or(Cap::Unlimited, Cap::At);
+    for pool in pools.iter().copied() {
+        let variant = pool_variant(pool);
+        rounds::reload(ctx, data).await?;
+        let mut staircases = Vec::new();
+        for mix in MIXES {
+            staircases.push((mix, staircase(ctx, mix, smallest, memory, &variant).await?));
+        }
+        for budget in &order {
+            let wanted = Budget { cpus: applied(*budget), memory };
+            eprintln!("experiment: {} per database, pools of {pool}", cap_words(*budget));
+            Applied::apply(stack.clone(), wanted).await.context("applying the budget")?;
+            for (mix, staircase) in staircases.iter().copied() {
+                let dir = rounds::folder(&["budget", &cap_text(*budget), "pool", pool, mix]);
+                let plan = RoundPlan {
+                    variant: &variant,
+                    name: format!("{mix}, {}, pool {pool}", cap_words(*budget)),
+                    dir: dir.clone(),
+                    mix,
+                    data,
+                    staircase,
+                    minimal: false,
+                    prefill: 0,
+                };
+                let Some(measured) = rounds::measure(ctx, &plan).await? else { continue };
+                let reference =
+                    regimes.iter().find(|r: &&Regime| r.budget == "none" && r.pool == pool && r.mix == mix).cloned();
+                let mut measured = regime(cap_text(*budget), pool, mix, &measured.round, reference.as_ref());
+                if mix == "read" {
+                    let rate = plan.staircase.max;
+                    let size = pool.parse().unwrap_or(16);
+                    measured.direct = Some(ask_directly(ctx, pg_bin.as_deref(), rate, size, &mut notes).await);
+                }
+                regimes.push(measured);
+                refs.push(RoundRef { name: plan.name, variant: format!("pool {pool}"), dir });
+            }
+        }
+    }
+    ctx.notes.extend(notes);
+    let budgets_said: Vec<String> = order.iter().map(|b| cap_text(*b)).collect();
+    Ok(Outcome {
+        title: "Does the databases' CPU budget favour one engine?".into(),
+        summary: format!(
+            "Both targets at once, `read` and `insert` on the same low staircases under budgets of {} CPU per \
+             database, pools of {}: each database's CPU per request at every offered rate, MongoDB ÷ PostgreSQL of \
+             it, and that ratio ÷ the same ratio without budgets. A budget favours neither engine while the last \
+             stays within ±{:.0}%.",
+            budgets_said.join(", "),
+            pools.join(", "),
+            HOLDS_WITHIN * 100.0
+        ),
+        statements: statements(&regimes),
+        setups: Vec::new(),
+        comparisons: Vec::new(),
+        details: vec![
+            Block::Heading(2, "CPU per request by budget".into()),
+            table(&regimes),
+            Block::Heading(2, "What one more request costs, and what idling costs".into()),
+            Block::Paragraph(
+                "A straight line through each database's steps (cores used against requests a second): its slope is \
+                 the CPU one more request costs, its intercept the cores the database burns with no requests (its \
+                 background work), which the CPU per request at a low rate spreads over few requests."
+                    .into(),
+            ),
+            split_table(&regimes),
+            Block::Heading(2, "Context switches per request".into()),
+            Block::Paragraph(
+                "Each database's threads, summed: the waits they chose (a lock, the network, a condition variable) + \
+                 the preemptions (a time slice used up, or the quota's throttle), per request of the step."
+                    .into(),
+            ),
+            switches_table(&regimes),
+            Block::Heading(2, "What our services add: the engines asked directly".into()),
+            Block::Paragraph(
+                "Reads at the staircase's top rate, one engine at a time, with the services' pool of connections: \
+                 pgbench `-M prepared` running orders-pg's `SELECT doc FROM orders WHERE id = $1`, and the official \
+                 MongoDB driver running orders-mongo's `find` by `_id`; each database's CPU per request from its \
+                 server's process tree, beside the same through the service (both services loaded at once)."
+                    .into(),
+            ),
+            direct_table(&regimes),
+        ],
+        charts: Vec::new(),
+        variants: serde_json::to_value(&regimes).context("regimes as JSON")?,
+        rounds: refs,
+        extra: serde_json::Map::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(us: f64, rate: f64) -> Cost {
+        Cost { cpu_us_per_request: Some(us), cores: Some(us * rate / 1e6), ..Cost::default() }
+    }
+
+    /// A regime whose databases cost `idle` cores plus `marginal` µs a request at rates 100..300.
+    fn regime_of(budget: &str, pg: (f64, f64), mongo: (f64, f64), reference: Option<&Regime>) -> Regime {
+        let per_request = |(idle, marginal): (f64, f64), rate: f64| (idle + marginal * rate / 1e6) / rate * 1e6;
+        let steps: Vec<StepRow> = [100.0, 200.0, 300.0]
+            .iter()
+            .map(|&rate| {
+                let (p, m) = (per_request(pg, rate), per_request(mongo, rate));
+                let ratio = Some(m / p);
+                let unbudgeted = reference.and_then(|r| r.steps.iter().find(|s| f64::from(s.rate) == rate)?.ratio);
+                StepRow {
+                    rate: rate as u32,
+                    pg: cost(p, rate),
+                    mongo: cost(m, rate),
+                    ratio,
+                    shift: ratio.zip(unbudgeted).map(|(r, u)| r / u),
+                }
+            })
+            .collect();
+        summarized(budget.into(), "16", "read", steps, reference)
+    }
+
+    #[test]
+    fn a_line_through_the_steps_splits_marginal_from_idle_cost() {
+        let line = split(&[(100.0, 0.03), (200.0, 0.05), (300.0, 0.07)]).expect("three points");
+        assert!((line.marginal_us - 200.0).abs() < 1e-6 && (line.idle_cores - 0.01).abs() < 1e-9, "{line:?}");
+        assert!(split(&[(100.0, 0.03)]).is_none(), "one rate says nothing about the slope");
+        assert!(split(&[(100.0, 0.03), (100.0, 0.04)]).is_none(), "nor two steps at one rate");
+    }
+
+    #[test]
+    fn a_budget_that_makes_one_engine_pay_is_named() {
+        let free = regime_of("none", (0.005, 150.0), (0.02, 300.0), None);
+        assert_eq!(free.shift, None);
+        let same = regime_of("0.5", (0.005, 150.0), (0.02, 300.0), Some(&free));
+        assert_eq!(holds(&same), Some(true));
+        assert!((same.marginal_shift.expect("shift") - 1.0).abs() < 1e-9);
+        let mongo_pays = regime_of("0.25", (0.005, 150.0), (0.02, 390.0), Some(&free));
+        assert_eq!(holds(&mongo_pays), Some(false));
+        assert!((mongo_pays.marginal_shift.expect("shift") - 1.3).abs() < 1e-9);
+        let said = statements(&[free, same, mongo_pays]);
+        assert_eq!(said.len(), 2, "the reference itself gets no sentence");
+        assert!(said[0].contains("favours neither engine") && said[1].contains("MongoDB pays"), "{said:?}");
+    }
+}
