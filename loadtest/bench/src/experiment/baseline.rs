@@ -2,7 +2,7 @@
 //! (PostgreSQL's own client, `-M prepared`) running orders-pg's statement for a find by id, and a
 //! loop of the official MongoDB driver running orders-mongo's `find` by `_id`, each with the
 //! services' pool of connections at the same offered rate, one engine at a time. Each database's
-//! CPU per request comes from its server's process tree, as the rounds read it; beside the same
+//! CPU per request is read as the rounds read it (its cgroup, or its process tree); beside the same
 //! figure through the service it shows what the service's way of asking adds.
 
 use crate::databases::Databases;
@@ -25,9 +25,12 @@ pub struct Direct {
     pub cpu_us_per_request: Option<f64>,
 }
 
-/// CPU seconds of the server listening on `url`'s port so far (its whole process tree).
+/// CPU seconds of the server listening on `url`'s port so far, as the rounds read it: its cgroup's
+/// usage when the cgroup holds the server alone, else its whole process tree's from `/proc`.
 fn server_cpu(url: &str) -> Option<f64> {
-    procstat::tree_cpu_seconds(procstat::listening_pid(local_port(url)?)?)
+    let pid = procstat::listening_pid(local_port(url)?)?;
+    let own_cgroup = orders_budget::placement(pid).filter(|p| p.holds_only(&procstat::tree_pids(pid)));
+    own_cgroup.and_then(|p| p.read().usage_seconds).or_else(|| procstat::tree_cpu_seconds(pid))
 }
 
 fn direct(requests: u64, seconds: f64, cpu: Option<f64>) -> Direct {

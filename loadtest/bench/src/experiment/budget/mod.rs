@@ -7,6 +7,8 @@
 //! (docs/fairness.md, "The budget regime"). The services keep the run's worker threads
 //! throughout, so only the databases' quota changes; `--pools` repeats it with other pool sizes.
 
+mod tables;
+
 use super::Ctx;
 use super::baseline::{self, Direct};
 use super::closed_loop::{Run as ClosedRun, Work};
@@ -312,81 +314,11 @@ async fn staircase(
     Ok(super::Staircase { start: step, step, max: step * STEPS })
 }
 
-fn us(value: Option<f64>) -> String {
-    value.map_or("-".into(), |v| format!("{v:.0}"))
-}
-
-fn share(value: Option<f64>) -> String {
-    value.map_or("-".into(), |v| format!("{:.0}%", v * 100.0))
-}
-
-fn times(value: Option<f64>) -> String {
-    value.map_or("-".into(), |v| format!("{v:.2}"))
-}
-
 /// Whether a regime keeps the engines' ratio within `HOLDS_WITHIN` of the unbudgeted one, over the
 /// steps and at the top one.
 pub fn holds(regime: &Regime) -> Option<bool> {
     let within = |s: f64| (s - 1.0).abs() <= HOLDS_WITHIN;
     Some(within(regime.shift?) && within(regime.top_shift?))
-}
-
-fn table(regimes: &[Regime]) -> Block {
-    let header = [
-        "mix",
-        "pool",
-        "budget",
-        "rate",
-        "PostgreSQL µs/req",
-        "MongoDB µs/req",
-        "MongoDB ÷ PostgreSQL",
-        "÷ unbudgeted",
-        "budget used (PG / MongoDB)",
-        "throttled (PG / MongoDB)",
-    ];
-    let rows = regimes
-        .iter()
-        .flat_map(|r| {
-            r.steps.iter().map(move |s| {
-                vec![
-                    r.mix.to_string(),
-                    r.pool.to_string(),
-                    r.budget.clone(),
-                    s.rate.to_string(),
-                    us(s.pg.cpu_us_per_request),
-                    us(s.mongo.cpu_us_per_request),
-                    times(s.ratio),
-                    times(s.shift),
-                    format!("{} / {}", share(s.pg.budget_share), share(s.mongo.budget_share)),
-                    format!("{} / {}", share(s.pg.throttled_share), share(s.mongo.throttled_share)),
-                ]
-            })
-        })
-        .collect();
-    Block::Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
-}
-
-fn direct_table(regimes: &[Regime]) -> Block {
-    let header = ["budget", "rate", "PostgreSQL: orders-pg / pgbench µs", "MongoDB: orders-mongo / driver µs"];
-    let side = |through: Option<f64>, direct: Option<&Direct>| {
-        let direct = direct.and_then(|d| d.cpu_us_per_request);
-        let ratio = through.zip(direct).map_or(String::new(), |(t, d)| format!(" ({:.2}×)", t / d));
-        format!("{} / {}{ratio}", us(through), us(direct))
-    };
-    let rows = regimes
-        .iter()
-        .filter_map(|r| {
-            let direct = r.direct.as_ref()?;
-            let step = r.steps.iter().find(|s| s.rate == direct.rate);
-            Some(vec![
-                r.budget.clone(),
-                direct.rate.to_string(),
-                side(step.and_then(|s| s.pg.cpu_us_per_request), direct.pg.as_ref()),
-                side(step.and_then(|s| s.mongo.cpu_us_per_request), direct.mongo.as_ref()),
-            ])
-        })
-        .collect();
-    Block::Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
 }
 
 /// Reads asked of each engine directly at `rate`, one engine at a time; a failure is a note.
@@ -417,84 +349,6 @@ async fn ask_directly(
     };
     let mongo = said("MongoDB", baseline::mongo(&ctx.databases, &manifest, rate, pool, length).await);
     Directly { rate, pg, mongo }
-}
-
-fn switches_table(regimes: &[Regime]) -> Block {
-    let header = ["mix", "pool", "budget", "rate", "PostgreSQL", "MongoDB"];
-    let per = |c: &Cost| match (c.voluntary_per_request, c.involuntary_per_request) {
-        (Some(v), Some(i)) => format!("{v:.1} + {i:.2}"),
-        _ => "-".into(),
-    };
-    let rows = regimes
-        .iter()
-        .flat_map(|r| {
-            r.steps.iter().map(move |s| {
-                vec![
-                    r.mix.to_string(),
-                    r.pool.to_string(),
-                    r.budget.clone(),
-                    s.rate.to_string(),
-                    per(&s.pg),
-                    per(&s.mongo),
-                ]
-            })
-        })
-        .collect();
-    Block::Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
-}
-
-fn split_text(split: Option<Split>) -> String {
-    split.map_or("-".into(), |s| format!("{:.0} µs + {:.3} cores", s.marginal_us, s.idle_cores))
-}
-
-fn split_table(regimes: &[Regime]) -> Block {
-    let header = ["mix", "pool", "budget", "PostgreSQL", "MongoDB", "MongoDB ÷ PostgreSQL per request", "÷ unbudgeted"];
-    let rows = regimes
-        .iter()
-        .map(|r| {
-            vec![
-                r.mix.to_string(),
-                r.pool.to_string(),
-                r.budget.clone(),
-                split_text(r.pg_split),
-                split_text(r.mongo_split),
-                times(r.marginal_ratio),
-                times(r.marginal_shift),
-            ]
-        })
-        .collect();
-    Block::Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
-}
-
-/// One sentence per budgeted regime: its shift, and whether it favours neither engine.
-pub fn statements(regimes: &[Regime]) -> Vec<String> {
-    regimes
-        .iter()
-        .filter(|r| r.budget != "none")
-        .map(|r| {
-            let worst = [r.shift, r.top_shift].into_iter().flatten().max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()));
-            let verdict = match (holds(r), worst) {
-                (Some(true), _) => format!("within {:.0}% of it: this budget favours neither engine", HOLDS_WITHIN * 100.0),
-                (Some(false), Some(w)) if w > 1.0 => "MongoDB pays for this budget relative to PostgreSQL".into(),
-                (Some(false), _) => "PostgreSQL pays for this budget relative to MongoDB".into(),
-                (None, _) => "no unbudgeted reference to hold it against".into(),
-            };
-            let top = r.steps.iter().rev().find(|s| s.shift.is_some());
-            format!(
-                "{} (pool {}) at {} CPU: MongoDB ÷ PostgreSQL of the CPU per request is {} × the unbudgeted ratio at the \
-                 same rates (median of the steps), {} at the highest rate both passed ({} req/s, MongoDB using {} of its \
-                 budget, PostgreSQL {}): {verdict}.",
-                r.mix,
-                r.pool,
-                r.budget,
-                times(r.shift),
-                times(r.top_shift),
-                top.map_or("-".into(), |s| s.rate.to_string()),
-                share(top.and_then(|s| s.mongo.budget_share)),
-                share(top.and_then(|s| s.pg.budget_share)),
-            )
-        })
-        .collect()
 }
 
 pub async fn run(ctx: &mut Ctx, budgets: &[Cap<f64>], pools: &[String], memory: Cap<u64>) -> Result<Outcome> {
@@ -570,37 +424,10 @@ pub async fn run(ctx: &mut Ctx, budgets: &[Cap<f64>], pools: &[String], memory: 
             pools.join(", "),
             HOLDS_WITHIN * 100.0
         ),
-        statements: statements(&regimes),
+        statements: tables::statements(&regimes),
         setups: Vec::new(),
         comparisons: Vec::new(),
-        details: vec![
-            Block::Heading(2, "CPU per request by budget".into()),
-            table(&regimes),
-            Block::Heading(2, "What one more request costs, and what idling costs".into()),
-            Block::Paragraph(
-                "A straight line through each database's steps (cores used against requests a second): its slope is \
-                 the CPU one more request costs, its intercept the cores the database burns with no requests (its \
-                 background work), which the CPU per request at a low rate spreads over few requests."
-                    .into(),
-            ),
-            split_table(&regimes),
-            Block::Heading(2, "Context switches per request".into()),
-            Block::Paragraph(
-                "Each database's threads, summed: the waits they chose (a lock, the network, a condition variable) + \
-                 the preemptions (a time slice used up, or the quota's throttle), per request of the step."
-                    .into(),
-            ),
-            switches_table(&regimes),
-            Block::Heading(2, "What our services add: the engines asked directly".into()),
-            Block::Paragraph(
-                "Reads at the staircase's top rate, one engine at a time, with the services' pool of connections: \
-                 pgbench `-M prepared` running orders-pg's `SELECT doc FROM orders WHERE id = $1`, and the official \
-                 MongoDB driver running orders-mongo's `find` by `_id`; each database's CPU per request from its \
-                 server's process tree, beside the same through the service (both services loaded at once)."
-                    .into(),
-            ),
-            direct_table(&regimes),
-        ],
+        details: tables::details(&regimes),
         charts: Vec::new(),
         variants: serde_json::to_value(&regimes).context("regimes as JSON")?,
         rounds: refs,
@@ -655,7 +482,7 @@ mod tests {
         let mongo_pays = regime_of("0.25", (0.005, 150.0), (0.02, 390.0), Some(&free));
         assert_eq!(holds(&mongo_pays), Some(false));
         assert!((mongo_pays.marginal_shift.expect("shift") - 1.3).abs() < 1e-9);
-        let said = statements(&[free, same, mongo_pays]);
+        let said = tables::statements(&[free, same, mongo_pays]);
         assert_eq!(said.len(), 2, "the reference itself gets no sentence");
         assert!(said[0].contains("favours neither engine") && said[1].contains("MongoDB pays"), "{said:?}");
     }
