@@ -150,9 +150,11 @@ impl PgPool {
     }
 
     /// The plan counts of the product search (statements beginning with `product_search`) of
-    /// `first` and of every other connection idle at this moment, each taken from the pool without
-    /// waiting and without opening a new one (all of them once a run has ended): F1 is about which
-    /// plan each connection cached, not one.
+    /// `first` and of the other pooled connections idle when asked (all of them once a run has
+    /// ended): F1 is about which plan each connection cached, not one. One connection at a time:
+    /// `first` is read and given back, then each idle one is taken without waiting and without
+    /// opening a new one, read and given back, so the report never holds more than one of the
+    /// pool (issue 45). A connection handed out twice is counted once (by its backend's pid).
     pub async fn plans(&self, first: Object, product_search: &str) -> Result<diagnostics::PoolPlans, StoreError> {
         let status = self.pool.status();
         let no_wait = Timeouts {
@@ -160,16 +162,21 @@ impl PgPool {
             create: Some(Duration::ZERO),
             recycle: Some(self.config.limits.pool_timeout),
         };
-        let mut held = vec![first];
-        for _ in 0..status.available {
-            match self.pool.timeout_get(&no_wait).await {
-                Ok(client) => held.push(client),
-                Err(_) => break,
-            }
-        }
         let mut plans = diagnostics::PoolPlans { connections_open: Some(status.size as u64), ..Default::default() };
-        for client in &held {
-            plans.add(diagnostics::product_plan_counts(client, product_search).await.map_err(from_db)?);
+        let (pid, counts) = diagnostics::product_plan_counts(&first, product_search).await.map_err(from_db)?;
+        drop(first);
+        plans.add(counts);
+        let mut read = vec![pid];
+        // The pool hands idle connections out oldest first and takes them back last: `size` turns
+        // visit each idle one once unless requests take them meanwhile.
+        for _ in 1..status.size {
+            let Ok(client) = self.pool.timeout_get(&no_wait).await else { break };
+            let (pid, counts) = diagnostics::product_plan_counts(&client, product_search).await.map_err(from_db)?;
+            drop(client);
+            if !read.contains(&pid) {
+                read.push(pid);
+                plans.add(counts);
+            }
         }
         Ok(plans)
     }

@@ -7,6 +7,7 @@
 
 mod api_contract;
 mod binary;
+mod diagnostics_load;
 mod faults;
 mod hostile;
 mod plan_cache;
