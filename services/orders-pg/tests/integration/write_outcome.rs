@@ -8,9 +8,9 @@
 use orders_core::sample::order_body;
 use orders_http::HttpConfig;
 use orders_http::error::OUTCOME_UNKNOWN;
+use orders_pg::PgConfig;
 use orders_pg::config::StatementMode;
 use orders_pg::testing::{OrdersLocked, fresh_database, terminate_when_blocked};
-use orders_pg::PgConfig;
 use orders_testkit::api::random_id;
 use orders_testkit::{Reply, TestApp};
 use serde_json::json;
@@ -60,11 +60,9 @@ async fn write_terminated(
             }
         }
     });
-    let mut request = std::pin::pin!(request);
-    let statement = tokio::select! {
-        statement = terminate_when_blocked(url, application_name) => statement,
-        reply = &mut request => panic!("answered before it waited for the lock: {:?}", reply.map(|r| r.text)),
-    };
+    // A request answered before it waited for the lock leaves nothing to terminate: this fails
+    // after 10 s saying so.
+    let statement = terminate_when_blocked(url, application_name).await;
     let reply = request.await.expect("the request task");
     lock.release().await;
     (reply, statement)
