@@ -81,9 +81,12 @@ async fn diagnostics_in_a_loop_leaves_ordinary_requests_a_connection() {
     assert!(reads.iter().all(|(status, _)| *status == 200), "every read answered 200");
 }
 
-/// Two reads at once while the test locks `orders`: each waits on a connection of its own, so the
-/// pool opens its second one. Retried while opening one takes longer than the pool timeout.
+/// Two reads at once while the test locks `orders`: once both wait for the lock (seen in
+/// `pg_stat_activity`), each holds a connection of its own, so the pool has opened its second.
+/// Retried while opening one takes longer than the pool timeout.
 async fn open_both_connections(app: &TestApp, url: &str, id: u64) {
+    let (admin, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("connect");
+    tokio::spawn(connection);
     for _ in 0..20 {
         let lock = OrdersLocked::take(url).await;
         let reads: Vec<_> = (0..2)
@@ -92,13 +95,29 @@ async fn open_both_connections(app: &TestApp, url: &str, id: u64) {
                 tokio::spawn(async move { app.get(&format!("/orders/{id}")).await.status })
             })
             .collect();
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        let started = Instant::now();
+        let mut both_waited = false;
+        while !both_waited
+            && !reads.iter().any(|read| read.is_finished())
+            && started.elapsed() < Duration::from_secs(10)
+        {
+            let waiting: i64 = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .await
+                .expect("read pg_stat_activity")
+                .get(0);
+            both_waited = waiting == 2;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         lock.release().await;
         let mut statuses = Vec::new();
         for read in reads {
             statuses.push(read.await.expect("read"));
         }
-        if statuses == [200, 200] {
+        if both_waited && statuses == [200, 200] {
             return;
         }
     }
