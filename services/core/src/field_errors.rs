@@ -3,11 +3,25 @@
 //! their paths are never even spelled out. One body of `MAX_BODY_BYTES` can hold tens of
 //! thousands of bad fields (every key unknown, one key repeated); listing them all would cost a
 //! path string each and send back an answer as large as the body, so a hostile body costs no
-//! more to reject than a valid one costs to accept.
+//! more to reject than a valid one costs to accept. For the same reason a client's text repeated
+//! in an error (a field path with an unknown key, a path id, a query value) is cut to
+//! `MAX_ECHOED` characters by `echo`.
 
 use std::fmt;
 
-/// One bad field: `field` is a path such as `items[0].quantity`.
+/// The most characters of a client's own text an error repeats.
+pub const MAX_ECHOED: usize = 64;
+
+/// `text` as an error repeats it: whole up to `MAX_ECHOED` characters, else its first
+/// `MAX_ECHOED` and an ellipsis.
+pub fn echo(text: &str) -> String {
+    match text.char_indices().nth(MAX_ECHOED) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
+}
+
+/// One bad field: `field` is a path such as `items[0].quantity` (cut by `echo`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FieldError {
     pub field: String,
@@ -31,10 +45,15 @@ impl FieldErrors {
     }
 
     /// Records a bad field; its path is formatted (and its message kept) only while fewer than
-    /// `MAX_LISTED` are listed.
+    /// `MAX_LISTED` are listed, and cut to `MAX_ECHOED` characters (an unknown key is the client's
+    /// own text, of any length).
     pub fn push(&mut self, field: impl fmt::Display, message: impl Into<String>) {
         if self.listed.len() < Self::MAX_LISTED {
-            self.listed.push(FieldError { field: field.to_string(), message: message.into() });
+            let mut path = field.to_string();
+            if path.len() > MAX_ECHOED {
+                path = echo(&path);
+            }
+            self.listed.push(FieldError { field: path, message: message.into() });
         } else {
             self.unlisted += 1;
         }
@@ -92,5 +111,19 @@ mod tests {
         }
         errors.push(Panics, "unknown field");
         assert_eq!((errors.listed().len(), errors.unlisted()), (100, 1));
+    }
+
+    #[test]
+    fn a_long_field_path_is_cut_to_the_echo_bound() {
+        let mut errors = FieldErrors::new();
+        let key = "k".repeat(100_000);
+        errors.push(format_args!("customer.{key}"), "unknown field");
+        errors.push("items[0].sku", "is required");
+        let listed = errors.listed();
+        assert_eq!(listed[0].field.chars().count(), MAX_ECHOED + 1, "{}", listed[0].field);
+        assert!(listed[0].field.starts_with("customer.kkk") && listed[0].field.ends_with('…'));
+        assert_eq!(listed[1].field, "items[0].sku");
+        assert_eq!(echo("é".repeat(65).as_str()), format!("{}…", "é".repeat(64)));
+        assert_eq!(echo("short"), "short");
     }
 }

@@ -42,16 +42,23 @@ impl fmt::Display for IdempotencyKey {
     }
 }
 
-/// A stable 64-bit fingerprint (FNV-1a) of a create request: every field of the validated body,
-/// including a requested id, in a fixed order. Equal for the same request whatever its whitespace
-/// or key order; stored with the key to tell a retry from a different request.
+/// A stable fingerprint of a create request: the first 64 bits of the SHA-256 of every field of
+/// the validated body, including a requested id, in a fixed order (their JSON). Equal for the same
+/// request whatever its whitespace or key order; stored with the key to tell a retry from a
+/// different request. Keys are global, so a client that knows (or guesses) another's key and body
+/// must not be able to write a different body with the same fingerprint and be answered as the
+/// retry: with FNV-1a that took a few lines of algebra, with SHA-256 it takes about 2^64
+/// attempts (a second preimage). Sixty-four bits fit the `bigint` column and the BSON `long`
+/// the fingerprint was stored in; a collision of two bodies that one client wrote itself (2^32
+/// attempts) only confuses that client's own requests.
 pub fn fingerprint(new: &NewOrder) -> i64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    use sha2::{Digest, Sha256};
     let fields = (new.id, &new.customer, new.status, &new.items, &new.currency, &new.shipping, &new.note);
     let bytes = serde_json::to_vec(&fields).unwrap_or_default();
-    let hash = bytes.iter().fold(OFFSET, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(PRIME));
-    hash as i64
+    let digest = Sha256::digest(&bytes);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(first)
 }
 
 /// Whether `existing` (found under the key) was written longer ago than `RETENTION_MILLIS`.
@@ -128,6 +135,16 @@ mod tests {
         }
         assert_eq!(fingerprint(&parse(pending)), base, "the default status is the same request");
         assert_eq!(fingerprint(&parse(body)), base);
+    }
+
+    /// The sample body's fields as JSON (`[null,{"id":7,"name":"Ada Lovelace",...},null]`) have
+    /// the SHA-256 `9fa923768241343e...` (computed with `sha256sum`); the fingerprint is its first
+    /// 64 bits, big-endian. FNV-1a gave -7141393278555254020.
+    #[test]
+    fn the_fingerprint_is_the_first_64_bits_of_sha_256() {
+        let new = parse(order_body(7, [1, 2, 3]));
+        assert_eq!(fingerprint(&new), i64::from_be_bytes(0x9fa9_2376_8241_343e_u64.to_be_bytes()));
+        assert_eq!(fingerprint(&new), -6_941_978_358_716_484_546);
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub mod time;
 pub mod validate;
 pub mod values;
 
-pub use field_errors::{FieldError, FieldErrors};
+pub use field_errors::{FieldError, FieldErrors, echo};
 pub use idempotency::IdempotencyKey;
 pub use ids::{CustomerId, IdGenerator, MAX_SAFE_INTEGER, OrderId, ProductId};
 pub use order::{Customer, Item, NewOrder, Order, Shipping, Status, StatusChange};

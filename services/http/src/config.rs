@@ -230,10 +230,63 @@ impl HttpConfig {
 
 /// Parses a binary's settings (flags, then environment) with its own default `BIND_ADDR`, so both
 /// services can run side by side with no flags. Exits with clap's message on a bad value; the
-/// message names the variable and lists the allowed values.
+/// message names the variable and lists the allowed values, and shows a rejected URL without its
+/// password (`try_parse_args_from`).
 pub fn parse_args<C: clap::Parser>(default_bind_addr: &'static str) -> C {
-    let matches = C::command().mut_arg("bind_addr", |arg| arg.default_value(default_bind_addr)).get_matches();
-    C::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+    try_parse_args_from(default_bind_addr, std::env::args_os()).unwrap_or_else(|error| error.exit())
+}
+
+/// `parse_args` on the given arguments, returning clap's error instead of exiting. clap repeats a
+/// rejected value in its message (`invalid value '...' for '--mongodb-uri <MONGODB_URI>'`): a
+/// connection URL's password is replaced by `***` there (`redact_passwords`).
+pub fn try_parse_args_from<C, I, T>(default_bind_addr: &'static str, args: I) -> Result<C, clap::Error>
+where
+    C: clap::Parser,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = C::command()
+        .mut_arg("bind_addr", |arg| arg.default_value(default_bind_addr))
+        .try_get_matches_from(args)
+        .map_err(without_passwords)?;
+    C::from_arg_matches(&matches).map_err(without_passwords)
+}
+
+fn without_passwords(mut error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue};
+    if let Some(ContextValue::String(value)) = error.get(ContextKind::InvalidValue) {
+        let redacted = redact_passwords(value);
+        if redacted != *value {
+            error.insert(ContextKind::InvalidValue, ContextValue::String(redacted));
+        }
+    }
+    error
+}
+
+/// `text` with the password of every URL in it (`scheme://user:password@host`) replaced by
+/// `***`. A malformed URL is why it is shown at all, so the user information is taken to run to
+/// the last `@` before the next white space or quote: a password with an unencoded `@` or `/` is
+/// hidden whole, at worst with some of what follows it.
+pub fn redact_passwords(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("://") {
+        let (before, after) = rest.split_at(start + 3);
+        out.push_str(before);
+        let end = after.find(|c: char| c.is_whitespace() || c == '\'' || c == '"').unwrap_or(after.len());
+        let (authority, tail) = after.split_at(end);
+        match authority.rfind('@').and_then(|at| authority[..at].find(':').map(|colon| (colon, at))) {
+            Some((colon, at)) => {
+                out.push_str(&authority[..=colon]);
+                out.push_str("***");
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -309,5 +362,33 @@ mod tests {
             let error = parse(&["--worker-threads", bad]).expect_err(bad).to_string();
             assert!(error.contains("WORKER_THREADS") && error.contains("1 to 1024"), "{bad:?}: {error}");
         }
+    }
+
+    #[test]
+    fn passwords_in_urls_are_redacted() {
+        for (text, expected) in [
+            ("mongodb://user:hunter2@db:27017/x", "mongodb://user:***@db:27017/x"),
+            ("'postgres://u:p@ss/w@rd@h:5432/db' for x", "'postgres://u:***@h:5432/db' for x"),
+            ("a mongodb://u@h b postgres://h/db", "a mongodb://u@h b postgres://h/db"),
+            ("x://a:b@c and y://d:e@f", "x://a:***@c and y://d:***@f"),
+            ("no url here", "no url here"),
+        ] {
+            assert_eq!(redact_passwords(text), expected, "{text}");
+        }
+    }
+
+    /// clap repeats a rejected value: a URL's password must not be in the message.
+    #[test]
+    fn a_rejected_url_is_shown_without_its_password() {
+        #[derive(Debug, Parser)]
+        struct WithUrl {
+            #[command(flatten)]
+            http: HttpConfig,
+            #[arg(long, value_parser = |v: &str| if v.contains("27017") { Ok(v.to_owned()) } else { Err("bad port") })]
+            url: String,
+        }
+        let args = ["service", "--url", "mongodb://user:hunter2@db:notaport", "--worker-threads", "1"];
+        let error = try_parse_args_from::<WithUrl, _, _>("127.0.0.1:0", args).expect_err("rejected").to_string();
+        assert!(!error.contains("hunter2") && error.contains("mongodb://user:***@db:notaport"), "{error}");
     }
 }

@@ -1,13 +1,14 @@
 //! Request extractors whose rejections are `ApiError`s: `JsonBody` (415 for a non-JSON content
 //! type, 413 past the body limit, 400 for an unreadable body), `PathId` (400 unless the path
 //! segment is an id from 1 to 2^53-1) and `ListParams` (400 for a bad `limit` or `before_id`;
-//! unknown query parameters are ignored).
+//! unknown query parameters are ignored). Ids and limits are plain digits (no sign); a rejected
+//! value is repeated in the message cut to `orders_core::echo`'s bound.
 
 use crate::error::ApiError;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::{HeaderMap, StatusCode, header, request::Parts};
-use orders_core::{Limit, OrderId};
+use orders_core::{Limit, OrderId, echo};
 
 /// The raw bytes of a request body that declared itself JSON.
 pub struct JsonBody(pub Bytes);
@@ -50,18 +51,23 @@ impl<S: Send + Sync, T: TryFrom<u64, Error = String>> FromRequestParts<S> for Pa
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let Path(raw) = Path::<String>::from_request_parts(parts, state)
             .await
-            .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
-        parse_id(&raw).map(PathId).map_err(|reason| ApiError::BadRequest(format!("path id `{raw}` {reason}")))
+            .map_err(|rejection| ApiError::BadRequest(echo(&rejection.body_text())))?;
+        parse_id(&raw).map(PathId).map_err(|reason| ApiError::BadRequest(format!("path id `{}` {reason}", echo(&raw))))
     }
 }
 
 /// Digits only (no sign, no spaces), then the type's own range check.
 pub fn parse_id<T: TryFrom<u64, Error = String>>(raw: &str) -> Result<T, String> {
-    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("must be an integer from 1 to 9007199254740991".into());
-    }
-    let value: u64 = raw.parse().map_err(|_| "must be an integer from 1 to 9007199254740991".to_string())?;
+    let value = parse_digits(raw).ok_or_else(|| "must be an integer from 1 to 9007199254740991".to_string())?;
     T::try_from(value)
+}
+
+/// A number written as ASCII digits only: `str::parse` would also take a leading `+`.
+fn parse_digits(raw: &str) -> Option<u64> {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    raw.parse().ok()
 }
 
 /// `limit` and `before_id` of the list endpoints, checked; other parameters are ignored.
@@ -82,19 +88,20 @@ impl<S: Send + Sync> FromRequestParts<S> for ListParams {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
             .await
-            .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+            .map_err(|rejection| ApiError::BadRequest(echo(&rejection.body_text())))?;
         let find = |name: &str| pairs.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str());
         let limit = find("limit")
             .map(|raw| {
-                let value: u64 = raw
-                    .parse()
-                    .map_err(|_| ApiError::BadRequest(format!("limit `{raw}` must be an integer from 1 to 100")))?;
+                let value = parse_digits(raw).ok_or_else(|| {
+                    ApiError::BadRequest(format!("limit `{}` must be an integer from 1 to 100", echo(raw)))
+                })?;
                 Limit::new(value).map_err(ApiError::BadRequest)
             })
             .transpose()?;
         let before_id = find("before_id")
             .map(|raw| {
-                parse_id::<OrderId>(raw).map_err(|reason| ApiError::BadRequest(format!("before_id `{raw}` {reason}")))
+                parse_id::<OrderId>(raw)
+                    .map_err(|reason| ApiError::BadRequest(format!("before_id `{}` {reason}", echo(raw))))
             })
             .transpose()?;
         Ok(ListParams { limit, before_id })

@@ -19,13 +19,17 @@ use orders_core::{
 use std::sync::Arc;
 
 /// What every handler can reach: the store, the id generator, the metrics registry, the count
-/// of shed requests and the count of requests in flight.
+/// of shed requests, the count of requests in flight, and the turn of `/diagnostics`.
 pub struct AppState<S> {
     pub store: Arc<S>,
     pub ids: Arc<IdGenerator>,
     pub metrics: Arc<Metrics>,
     pub shedding: Arc<Shedding>,
     pub admission: Arc<Admission>,
+    /// One `/diagnostics` report at a time (callers queue in order): each report holds one
+    /// database connection at a time, so however many clients ask, ordinary requests keep all
+    /// but one of the pool.
+    pub diagnostics: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl<S> Clone for AppState<S> {
@@ -36,6 +40,7 @@ impl<S> Clone for AppState<S> {
             metrics: self.metrics.clone(),
             shedding: self.shedding.clone(),
             admission: self.admission.clone(),
+            diagnostics: self.diagnostics.clone(),
         }
     }
 }
@@ -132,9 +137,11 @@ pub async fn metrics<S: OrderStore>(State(app): State<AppState<S>>) -> impl Into
 }
 
 /// The store's report plus what the HTTP layer knows: the pool's figures and the runtime the
-/// service runs on (`WORKER_THREADS` as tokio applied it).
+/// service runs on (`WORKER_THREADS` as tokio applied it). Reports are read one at a time.
 pub async fn diagnostics<S: OrderStore>(State(app): State<AppState<S>>) -> Result<Json<serde_json::Value>, ApiError> {
+    let turn = app.diagnostics.lock().await;
     let mut report = app.store.diagnostics().await?;
+    drop(turn);
     if let Some(object) = report.as_object_mut() {
         object.insert("pool".into(), serde_json::to_value(app.store.pool_status()).unwrap_or_default());
         object.insert("runtime".into(), serde_json::to_value(crate::runtime::current()).unwrap_or_default());

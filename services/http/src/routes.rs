@@ -19,6 +19,7 @@ pub fn app<S: OrderStore>(store: Arc<S>, config: &HttpConfig) -> Router {
         metrics: Arc::new(Metrics::new()),
         shedding: Arc::new(Shedding::default()),
         admission: Arc::new(Admission::new(config.max_in_flight)),
+        diagnostics: Arc::new(tokio::sync::Mutex::new(())),
     };
     let observe = ObserveLayer {
         metrics: state.metrics.clone(),

@@ -225,4 +225,18 @@ mod tests {
         assert!(parse(&["--mongo-journal", "true"]).expect("true").mongo.journal);
         assert!(parse(&["--mongo-journal", "1"]).is_err());
     }
+
+    /// A malformed `MONGODB_URI` stops start-up with clap's message, which repeats the value:
+    /// without its password (`orders_http::config::try_parse_args_from`).
+    #[test]
+    fn a_malformed_uri_is_shown_without_its_password() {
+        for uri in ["mongodb://orders:hunter2@db:notaport", "mongodb://orders:hunter2@db:99999"] {
+            let args = ["orders-mongo", "--mongodb-uri", uri];
+            let error = orders_http::config::try_parse_args_from::<Config, _, _>("127.0.0.1:0", args)
+                .expect_err("malformed")
+                .to_string();
+            assert!(error.contains("MONGODB_URI") && error.contains("orders:***@db"), "{error}");
+            assert!(!error.contains("hunter2"), "{error}");
+        }
+    }
 }

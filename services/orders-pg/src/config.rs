@@ -29,7 +29,8 @@ pub struct PgConfig {
         env = "DATABASE_URL",
         value_name = "DATABASE_URL",
         default_value = "postgres://postgres@127.0.0.1:5432/orders",
-        hide_env_values = true
+        hide_env_values = true,
+        value_parser = parse_database_url
     )]
     pub database_url: String,
 
@@ -146,6 +147,15 @@ impl PgConfig {
     }
 }
 
+/// Only the syntax is checked here (no connection): the driver's own parser, so a malformed URL
+/// stops start-up with clap's message (which shows it without its password).
+fn parse_database_url(value: &str) -> Result<String, String> {
+    value
+        .parse::<tokio_postgres::Config>()
+        .map(|_| value.to_owned())
+        .map_err(|error| format!("not a PostgreSQL URL: {error}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +195,20 @@ mod tests {
         assert!(error.contains("force_custom_plan"), "{error}");
         let error = parse(&["--pg-pool-size", "0"]).expect_err("invalid").to_string();
         assert!(error.contains("PG_POOL_SIZE"), "{error}");
+    }
+
+    /// A malformed `DATABASE_URL` stops start-up with clap's message, which repeats the value:
+    /// without its password (`orders_http::config::try_parse_args_from`).
+    #[test]
+    fn a_malformed_database_url_is_shown_without_its_password() {
+        for url in ["postgres://orders:hunter2@db:notaport/orders", "postgres://orders:hunter2@db/orders?sslmode=maybe"]
+        {
+            let args = ["orders-pg", "--database-url", url];
+            let error = orders_http::config::try_parse_args_from::<Config, _, _>("127.0.0.1:0", args)
+                .expect_err("malformed")
+                .to_string();
+            assert!(error.contains("DATABASE_URL") && error.contains("orders:***@db"), "{error}");
+            assert!(!error.contains("hunter2"), "{error}");
+        }
     }
 }

@@ -79,7 +79,8 @@ pub struct Diagnostics {
 }
 
 /// The product search's plan-cache counters summed over every pooled connection that was idle
-/// when `/diagnostics` asked (after a run, when nothing is in flight, that is all of them): how
+/// when `/diagnostics` asked, read one at a time (after a run, when nothing is in flight, that is
+/// all of them): how
 /// many times its prepared statements (one per distinct limit) ran a generic and a custom plan
 /// since each connection opened. Unprepared statements leave no counters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -408,18 +409,21 @@ pub async fn prepared_statements(
         .collect())
 }
 
-/// This connection's generic and custom plan counts of the product search (the statements that
-/// begin with `product_search`), summed over its prepared statements (one per distinct limit, or
-/// the one with `LIMIT $2`).
-pub async fn product_plan_counts(client: &Client, product_search: &str) -> Result<(i64, i64), tokio_postgres::Error> {
+/// This connection's backend pid, and its generic and custom plan counts of the product search
+/// (the statements that begin with `product_search`), summed over its prepared statements (one per
+/// distinct limit, or the one with `LIMIT $2`).
+pub async fn product_plan_counts(
+    client: &Client,
+    product_search: &str,
+) -> Result<(i32, (i64, i64)), tokio_postgres::Error> {
     let row = client
         .query_one(
-            "SELECT coalesce(sum(generic_plans), 0)::bigint, coalesce(sum(custom_plans), 0)::bigint
+            "SELECT pg_backend_pid(), coalesce(sum(generic_plans), 0)::bigint, coalesce(sum(custom_plans), 0)::bigint
              FROM pg_prepared_statements WHERE starts_with(statement, $1)",
             &[&product_search],
         )
         .await?;
-    Ok((row.get(0), row.get(1)))
+    Ok((row.get(0), (row.get(1), row.get(2))))
 }
 
 /// The plan a prepared statement may switch to after five executions (generic: `$1` unknown,

@@ -1,14 +1,16 @@
 //! Maps driver and pool errors onto `StoreError`: anything that means "cannot reach the database
 //! right now" (closed connection, connection-class SQLSTATEs, shutdown, too many connections,
 //! a statement stopped by `statement_timeout`) is `Unavailable` (HTTP 503 with Retry-After);
-//! everything else is `Internal`. For a statement that writes, a connection lost without an
-//! answer from the server leaves the write's outcome unknown (`from_write`): the commit may have
-//! happened just before the connection went. A server error (with a SQLSTATE) means the statement
-//! was rolled back, so its outcome is known.
+//! everything else is `Internal`. For a statement that writes, an error that ends the connection
+//! once the statement was sent leaves the write's outcome unknown (`from_write`): a lost
+//! connection, an I/O error, or a FATAL/PANIC from the server such as `57P01 admin_shutdown`
+//! (a backend terminated while its commit waits, say for a synchronous standby, has already
+//! committed locally). Only an ordinary server error (severity ERROR, the session still alive)
+//! means the statement was rolled back, so its outcome is known.
 
 use deadpool_postgres::PoolError;
 use orders_core::StoreError;
-use tokio_postgres::error::SqlState;
+use tokio_postgres::error::{Severity, SqlState};
 
 pub fn from_db(error: tokio_postgres::Error) -> StoreError {
     let unavailable = error.is_closed()
@@ -41,13 +43,35 @@ pub fn describe(error: &tokio_postgres::Error) -> String {
     }
 }
 
-/// `from_db` for a statement that writes.
+/// `from_db` for a statement that writes, once it was sent: an error that ends the connection
+/// (`ends_the_connection`) is `OutcomeUnknown`, whatever its SQLSTATE.
 pub fn from_write(error: tokio_postgres::Error) -> StoreError {
-    let server_answered = error.code().is_some();
-    match from_db(error) {
-        StoreError::Unavailable(cause) if !server_answered => StoreError::OutcomeUnknown(cause),
-        other => other,
+    if ends_the_connection(&error) {
+        return StoreError::OutcomeUnknown(describe(&error));
     }
+    from_db(error)
+}
+
+/// Whether `error` ended (or came with the end of) the session: the connection closed, an I/O
+/// error, a FATAL or PANIC from the server, or a SQLSTATE of class `57P0` (shutdown, crash,
+/// terminated) or `08` (connection exception). A server error of severity ERROR leaves the
+/// session alive and its statement rolled back.
+pub fn ends_the_connection(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    if let Some(db) = error.as_db_error() {
+        let fatal = match db.parsed_severity() {
+            Some(severity) => matches!(severity, Severity::Fatal | Severity::Panic),
+            // A server too old to send the untranslated severity: its text may be translated.
+            None => matches!(db.severity(), "FATAL" | "PANIC"),
+        };
+        let code = db.code().code();
+        return fatal || code.starts_with("57P0") || code.starts_with("08");
+    }
+    // No server answer: the connection broke when the cause is I/O (reset, timed out); a value that
+    // failed to convert is a bug caught before anything was sent.
+    std::error::Error::source(error).is_some_and(|cause| cause.is::<std::io::Error>())
 }
 
 pub fn from_pool(error: PoolError) -> StoreError {

@@ -6,9 +6,9 @@
 //! pooled one or a new one being opened (so a database that is down answers 503 within that time,
 //! whatever the driver's connect timeout).
 
-use crate::config::{PgConfig, setting_name};
+use crate::config::{PgConfig, StatementMode, setting_name};
 use crate::diagnostics;
-use crate::errors::{from_db, from_pool, from_write};
+use crate::errors::{ends_the_connection, from_db, from_pool, from_write};
 use crate::sql::{self, Statement};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts};
 use orders_core::{PoolStatus, StoreError};
@@ -67,6 +67,19 @@ pub async fn connect_with_retry(pg: &tokio_postgres::Config) -> Result<tokio_pos
     }
 }
 
+/// How a driver error becomes a `StoreError` (`from_db`, or `from_write` once a write was sent).
+type Mapping = fn(tokio_postgres::Error) -> StoreError;
+
+/// Maps `error` with `mapping`, and first takes `client` out of the pool when the error ended its
+/// session (a FATAL from the server, a closed socket): the driver may notice the closed socket
+/// only later, and until then the pool would hand the dead connection to the next request.
+fn retire(client: Object, error: tokio_postgres::Error, mapping: Mapping) -> StoreError {
+    if ends_the_connection(&error) {
+        drop(Object::take(client));
+    }
+    mapping(error)
+}
+
 /// The request connections and the settings they run with.
 pub struct PgPool {
     pool: Pool,
@@ -109,20 +122,39 @@ impl PgPool {
 
     pub async fn query(&self, statement: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
         let client = self.connection().await?;
-        sql::query(&client, self.config.statement_mode, statement, params).await.map_err(from_db)
+        let result = sql::query(&client, self.config.statement_mode, statement, params).await;
+        result.map_err(|error| retire(client, error, from_db))
     }
 
-    /// A statement that writes: once it may have reached the server, a lost connection leaves its
-    /// outcome unknown.
+    /// A statement that writes: once it may have reached the server, an error that ends the
+    /// connection leaves its outcome unknown (`from_write`). Getting a connection, finding it
+    /// closed, and preparing the statement write nothing, so their errors keep their meaning
+    /// (`from_pool`, `Unavailable`, `from_db`).
     pub async fn write(&self, statement: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
         let client = self.connection().await?;
-        sql::query(&client, self.config.statement_mode, statement, params).await.map_err(from_write)
+        if client.is_closed() {
+            // Ended before anything was sent (say, by the server since it was pooled).
+            drop(Object::take(client));
+            return Err(StoreError::Unavailable("the pooled connection was closed before the write was sent".into()));
+        }
+        let result = match self.config.statement_mode {
+            StatementMode::Prepared => match client.prepare_typed_cached(statement.text, statement.types).await {
+                Ok(prepared) => client.query(&prepared, params).await.map_err(|error| (error, from_write as Mapping)),
+                Err(error) => Err((error, from_db as Mapping)),
+            },
+            StatementMode::Unprepared => sql::query(&client, StatementMode::Unprepared, statement, params)
+                .await
+                .map_err(|error| (error, from_write as Mapping)),
+        };
+        result.map_err(|(error, mapping)| retire(client, error, mapping))
     }
 
     /// The plan counts of the product search (statements beginning with `product_search`) of
-    /// `first` and of every other connection idle at this moment, each taken from the pool without
-    /// waiting and without opening a new one (all of them once a run has ended): F1 is about which
-    /// plan each connection cached, not one.
+    /// `first` and of the other pooled connections idle when asked (all of them once a run has
+    /// ended): F1 is about which plan each connection cached, not one. One connection at a time:
+    /// `first` is read and given back, then each idle one is taken without waiting and without
+    /// opening a new one, read and given back, so the report never holds more than one of the
+    /// pool (issue 45). A connection handed out twice is counted once (by its backend's pid).
     pub async fn plans(&self, first: Object, product_search: &str) -> Result<diagnostics::PoolPlans, StoreError> {
         let status = self.pool.status();
         let no_wait = Timeouts {
@@ -130,16 +162,21 @@ impl PgPool {
             create: Some(Duration::ZERO),
             recycle: Some(self.config.limits.pool_timeout),
         };
-        let mut held = vec![first];
-        for _ in 0..status.available {
-            match self.pool.timeout_get(&no_wait).await {
-                Ok(client) => held.push(client),
-                Err(_) => break,
-            }
-        }
         let mut plans = diagnostics::PoolPlans { connections_open: Some(status.size as u64), ..Default::default() };
-        for client in &held {
-            plans.add(diagnostics::product_plan_counts(client, product_search).await.map_err(from_db)?);
+        let (pid, counts) = diagnostics::product_plan_counts(&first, product_search).await.map_err(from_db)?;
+        drop(first);
+        plans.add(counts);
+        let mut read = vec![pid];
+        // The pool hands idle connections out oldest first and takes them back last: `size` turns
+        // visit each idle one once unless requests take them meanwhile.
+        for _ in 1..status.size {
+            let Ok(client) = self.pool.timeout_get(&no_wait).await else { break };
+            let (pid, counts) = diagnostics::product_plan_counts(&client, product_search).await.map_err(from_db)?;
+            drop(client);
+            if !read.contains(&pid) {
+                read.push(pid);
+                plans.add(counts);
+            }
         }
         Ok(plans)
     }

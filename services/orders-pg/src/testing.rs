@@ -1,10 +1,12 @@
 //! Test support, public so every crate's tests share it: `fresh_database` makes a new, empty
 //! database on the test server (`DATABASE_URL`, as `infra/local/stack.sh env` prints it) and
-//! drops the ones left by test processes that have exited, so every test starts from nothing.
-//! Only tests call it; the service never does.
+//! drops the ones left by test processes that have exited, so every test starts from nothing;
+//! `OrdersLocked` and `terminate_when_blocked` end a service's connection in the middle of a write
+//! (the write-outcome tests of both Postgres layouts). Only tests call them; the service never does.
 
 use crate::{PgConfig, PgStore};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 use tokio_postgres::NoTls;
 
 const PREFIX: &str = "orders_test_";
@@ -53,4 +55,51 @@ async fn drop_databases_of_exited_processes(admin: &tokio_postgres::Client) {
 /// A store with default settings over a new, empty database.
 pub async fn fresh_store() -> PgStore {
     PgStore::connect(&PgConfig::with_url(fresh_database().await)).await.expect("connect and migrate")
+}
+
+/// A transaction holding `LOCK TABLE orders IN ACCESS EXCLUSIVE MODE` on the database at `url`
+/// (either layout has an `orders` table): every statement on `orders` from another session waits
+/// until `release`.
+pub struct OrdersLocked {
+    client: tokio_postgres::Client,
+}
+
+impl OrdersLocked {
+    pub async fn take(url: &str) -> Self {
+        let (client, connection) = tokio_postgres::connect(url, NoTls).await.expect("connect to lock orders");
+        tokio::spawn(connection);
+        client.batch_execute("BEGIN; LOCK TABLE orders IN ACCESS EXCLUSIVE MODE").await.expect("lock orders");
+        Self { client }
+    }
+
+    pub async fn release(self) {
+        self.client.batch_execute("ROLLBACK").await.expect("release the lock on orders");
+    }
+}
+
+/// Waits (up to 10 s) until a session of `application_name` on the server of `url` waits for a
+/// lock, then terminates it with `pg_terminate_backend` (the server answers its statement with
+/// `FATAL 57P01`). Returns the statement it was running.
+pub async fn terminate_when_blocked(url: &str, application_name: &str) -> String {
+    let (admin, connection) = tokio_postgres::connect(url, NoTls).await.expect("connect to terminate");
+    tokio::spawn(connection);
+    let started = Instant::now();
+    loop {
+        let rows = admin
+            .query(
+                "SELECT pid, query FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                &[&application_name],
+            )
+            .await
+            .expect("read pg_stat_activity");
+        if let Some(row) = rows.first() {
+            let pid: i32 = row.get(0);
+            let terminated: bool =
+                admin.query_one("SELECT pg_terminate_backend($1)", &[&pid]).await.expect("terminate").get(0);
+            assert!(terminated, "backend {pid} terminated");
+            return row.get(1);
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no session of {application_name} waited for a lock");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

@@ -35,6 +35,7 @@ macro_rules! api_contract_tests {
             an_idempotency_key_replays_the_original_201,
             concurrent_retries_with_one_key_make_one_order,
             metrics_count_shed_requests_by_reason,
+            signed_numbers_are_400_and_echoed_text_is_bounded,
         );
     };
     (@tests $spawn_app:path; $($name:ident),* $(,)?) => {
@@ -154,6 +155,33 @@ pub async fn customer_list_parameters_are_checked(app: &TestApp) {
     assert_error(&app.get("/customers/abc/orders").await, 400, "bad_request");
     assert_eq!(app.get("/customers/1/orders?limit=100").await.status, 200);
     assert_eq!(app.get("/customers/1/orders?limit=1&foo=bar").await.status, 200, "unknown parameters are ignored");
+}
+
+/// Ids and limits are plain digits: a `+` (sent as `%2B`; a bare `+` in a query is a space) is a
+/// 400 like any other malformed number. A client's text repeated in an error (a path id, a query
+/// value, an unknown key) is cut to 64 characters and an ellipsis.
+pub async fn signed_numbers_are_400_and_echoed_text_is_bounded(app: &TestApp) {
+    for path in ["/customers/1/orders?limit=%2B5", "/customers/1/orders?limit=+5", "/products/1/orders?limit=%2B5"] {
+        assert_error(&app.get(path).await, 400, "bad_request");
+    }
+    for path in ["/customers/1/orders?before_id=%2B5", "/orders/%2B5", "/orders/+5", "/customers/%2B5/orders"] {
+        assert_error(&app.get(path).await, 400, "bad_request");
+    }
+    let long = "9".repeat(5000);
+    for path in [format!("/orders/{long}"), format!("/customers/1/orders?limit={long}x"), format!("/orders/{long}x")] {
+        let reply = app.get(&path).await;
+        assert_error(&reply, 400, "bad_request");
+        let message = reply.json["error"]["message"].as_str().unwrap_or("");
+        assert!(message.chars().count() < 160 && message.contains("…"), "{path}: {message}");
+    }
+    let key = "k".repeat(5000);
+    let mut body = order_body(7, [1, 2, 3]);
+    body["customer"][key.as_str()] = json!(1);
+    let reply = app.post_json("/orders", &body).await;
+    assert_error(&reply, 422, "validation_failed");
+    let field = reply.json["error"]["details"][0]["field"].as_str().unwrap_or("");
+    assert!(field.starts_with("customer.kkk") && field.ends_with('…') && field.chars().count() == 65, "{field}");
+    assert!(reply.text.len() < 1000, "{}", reply.text);
 }
 
 pub async fn product_orders_contain_the_product(app: &TestApp) {

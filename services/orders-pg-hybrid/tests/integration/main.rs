@@ -1,6 +1,7 @@
 //! `orders-pg-hybrid`'s integration tests, one test binary (each file a module: compiled and
 //! linked once, not once per file): the API and store contracts over real PostgreSQL, the layout
-//! read back from the server, the migration, and the same JSON as orders-pg. nextest runs every
+//! read back from the server, the migration, the same JSON as orders-pg, and orders-pg's
+//! `write_outcome` (a session ended in the middle of a write) on this layout. nextest runs every
 //! test in a process of its own; `.config/nextest.toml` runs `layout` alone.
 
 mod api_contract;
@@ -8,3 +9,10 @@ mod layout;
 mod migrate;
 mod same_json;
 mod store_contract;
+#[path = "../../../orders-pg/tests/integration/write_outcome.rs"]
+mod write_outcome;
+
+/// This crate's store, for the modules shared with orders-pg's tests (`write_outcome`).
+async fn connect_store(config: &orders_pg::PgConfig) -> orders_pg_hybrid::HybridStore {
+    orders_pg_hybrid::HybridStore::connect(config).await.expect("connect")
+}

@@ -2,12 +2,20 @@
 //! code is compiled and linked once, not once per file): the API and store contracts over real
 //! PostgreSQL, the binary itself, faults, hostile clients, the plan cache (F1) and the knobs.
 //! nextest runs every test in a process of its own; `.config/nextest.toml` names the ones that
-//! must run alone by module (`test(/^hostile::/)`).
+//! must run alone by module (`test(/^hostile::/)`). `write_outcome` ends the service's session in
+//! the middle of a write.
 
 mod api_contract;
 mod binary;
+mod diagnostics_load;
 mod faults;
 mod hostile;
 mod plan_cache;
 mod store_contract;
 mod toggles;
+mod write_outcome;
+
+/// This crate's store, for the modules orders-pg-hybrid's tests share (`write_outcome`).
+async fn connect_store(config: &orders_pg::PgConfig) -> orders_pg::PgStore {
+    orders_pg::PgStore::connect(config).await.expect("connect")
+}

@@ -8,22 +8,27 @@ use super::databases::Crashable;
 use super::service::ServiceProcess;
 use crate::api::random_id;
 use orders_core::sample::order_body;
+use orders_http::error::OUTCOME_UNKNOWN;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// One insert: when it was sent, how long the answer took, its status (0: no answer) and the id.
+/// One insert: when it was sent, how long the answer took, its status (0: no answer), the id it
+/// asked for, the id answered, and whether a 503 said the outcome is unknown.
 #[derive(Debug, Clone, Copy)]
 struct Insert {
     sent: Instant,
     latency: Duration,
     status: u16,
+    requested: u64,
     id: Option<u64>,
+    outcome_unknown: bool,
 }
 
-/// Eight clients inserting as fast as they can until `stop`.
+/// Eight clients inserting as fast as they can until `stop`, each order with an id of the
+/// client's choosing (so that a request answered without one can be looked for afterwards).
 async fn insert_load(base_url: &str, clients: usize, stop: Arc<AtomicBool>) -> Vec<Insert> {
     let tasks: Vec<_> = (0..clients)
         .map(|_| {
@@ -32,18 +37,21 @@ async fn insert_load(base_url: &str, clients: usize, stop: Arc<AtomicBool>) -> V
                 let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("client");
                 let mut inserts = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
-                    let body = order_body(random_id(), [1, 2, 3]);
+                    let requested = random_id();
+                    let mut body = order_body(random_id(), [1, 2, 3]);
+                    body["id"] = serde_json::json!(requested);
                     let sent = Instant::now();
                     let reply = client.post(format!("{base_url}/orders")).json(&body).send().await;
-                    let (status, id) = match reply {
+                    let (status, id, outcome_unknown) = match reply {
                         Ok(response) => {
                             let status = response.status().as_u16();
                             let json: serde_json::Value = response.json().await.unwrap_or_default();
-                            (status, json["id"].as_u64())
+                            let detail = json["error"]["details"][0]["message"].as_str();
+                            (status, json["id"].as_u64(), detail == Some(OUTCOME_UNKNOWN))
                         }
-                        Err(_) => (0, None),
+                        Err(_) => (0, None, false),
                     };
-                    inserts.push(Insert { sent, latency: sent.elapsed(), status, id });
+                    inserts.push(Insert { sent, latency: sent.elapsed(), status, requested, id, outcome_unknown });
                 }
                 inserts
             })
@@ -62,6 +70,12 @@ pub struct CrashReport {
     pub acknowledged: usize,
     /// Acknowledged (201) orders not found afterwards.
     pub lost: usize,
+    /// Requests answered 503 "nothing was written" (no "outcome unknown" detail), and how many of
+    /// their orders were found afterwards all the same.
+    pub answered_nothing_written: usize,
+    pub written_though_answered_nothing_written: usize,
+    /// Requests answered 503 "outcome unknown".
+    pub outcome_unknown: usize,
     /// Requests sent while the database was down, and the slowest answer among them.
     pub sent_while_down: usize,
     pub unavailable_while_down: usize,
@@ -115,9 +129,16 @@ pub async fn crash_and_restart(service: &ServiceProcess, database: &mut dyn Cras
         .map(|i| (i.sent + i.latency).duration_since(up))
         .min();
     let lost = count_missing(&base_url, &acknowledged).await;
+    let nothing_written: Vec<u64> =
+        inserts.iter().filter(|i| i.status == 503 && !i.outcome_unknown).map(|i| i.requested).collect();
+    let written_though_answered_nothing_written =
+        nothing_written.len() - count_missing(&base_url, &nothing_written).await;
     CrashReport {
         acknowledged: acknowledged.len(),
         lost,
+        answered_nothing_written: nothing_written.len(),
+        written_though_answered_nothing_written,
+        outcome_unknown: inserts.iter().filter(|i| i.status == 503 && i.outcome_unknown).count(),
         sent_while_down: down.len(),
         unavailable_while_down: down.iter().filter(|i| i.status == 503).count(),
         slowest_while_down: down.iter().map(|i| i.latency).max().unwrap_or_default(),
