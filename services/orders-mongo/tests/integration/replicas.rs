@@ -138,7 +138,7 @@ async fn an_acknowledged_order_is_on_a_majority_and_diagnostics_say_so() {
     tokio::pin!(post);
     if let Ok(reply) = tokio::time::timeout(HELD, &mut post).await {
         drop(locked);
-        panic!("answered {} within {HELD:?} while no secondary could write: {}", reply.status, reply.text);
+        panic!("answered {} within {HELD:?} while no secondary could write (order {})", reply.status, reply.json["id"]);
     }
     locked.unlock(&secondaries[0]).await;
     let reply = tokio::time::timeout(Duration::from_secs(10), post).await.expect("a 201 once a secondary writes again");

@@ -166,8 +166,9 @@ async fn an_acknowledged_order_is_on_the_synchronous_standby_and_diagnostics_say
         replication["commit_waits_for"],
         format!("the WAL flush on this server and the WAL flushed on the synchronous standby {name}").as_str()
     );
-    let standby_url = format!("postgres://postgres@{standby_host}:{}/{database}", port_of(&url, standby_host));
-    let standby = connect(&standby_url).await;
+    // Its `postgres` database: the test's own may not be replayed there yet (only its WAL is sure).
+    let standby_server = format!("postgres://postgres@{standby_host}:{}", port_of(&url, standby_host));
+    let standby = connect(&format!("{standby_server}/postgres")).await;
     let in_recovery: bool = standby.query_one("SELECT pg_is_in_recovery()", &[]).await.expect("recovery").get(0);
     assert!(in_recovery, "{standby_host} is a standby");
 
@@ -187,8 +188,8 @@ async fn an_acknowledged_order_is_on_the_synchronous_standby_and_diagnostics_say
         drop(stopped);
         if let Ok(reply) = early {
             panic!(
-                "answered {} within {HELD:?} while the synchronous standby {name} could not receive WAL: {}",
-                reply.status, reply.text
+                "answered {} within {HELD:?} while the synchronous standby {name} could not receive WAL (order {})",
+                reply.status, reply.json["id"]
             );
         }
         let reply = post.await;
@@ -203,6 +204,7 @@ async fn an_acknowledged_order_is_on_the_synchronous_standby_and_diagnostics_say
     let waits = reply.json["replication"]["commit_waits_for"].as_str().unwrap_or_default().to_owned();
     assert!(waits.contains(&format!("replayed (visible to reads) on the synchronous standby {name}")), "{waits}");
     let id = create(&applying).await;
+    let standby = connect(&format!("{standby_server}/{database}")).await;
     let seen: i64 = standby
         .query_one("SELECT count(*) FROM orders WHERE id = $1", &[&id])
         .await
