@@ -443,15 +443,22 @@ cmd_start() {
 	print_env
 }
 
-cmd_stop() {
+cmd_stop() { # [--only-replicas]
 	resolve_paths
+	case "${1:-}" in
+	'') ;;
+	--only-replicas) is_root || die "stop --only-replicas needs root (the replicas' namespaces and cgroups)" ;;
+	*) die "stop takes no argument but --only-replicas (got: $1)" ;;
+	esac
 	local server
-	for server in "${SERVERS[@]}"; do
-		server stop "$server"
-	done
-	for server in "${SERVERS[@]}"; do
-		drop_budget "$(server_budget_name "$server")"
-	done
+	if [[ -z "${1:-}" ]]; then
+		for server in "${SERVERS[@]}"; do
+			server stop "$server"
+		done
+		for server in "${SERVERS[@]}"; do
+			drop_budget "$(server_budget_name "$server")"
+		done
+	fi
 	if is_root; then
 		budget_detect
 		replicas_stop
@@ -511,6 +518,7 @@ usage: $0 <command>
             running servers (their whole process trees); without flags, show them
   stop      stop the three servers (and delete their budgets' cgroups), and the replicas when
             there are any (their processes, namespaces, bridge, cgroups and data)
+            [--only-replicas] stop the replicas and leave the single servers running
   status    say which servers run and their budgets (exit 0 if all three run, 3 otherwise);
             with replicas, every member, its budget and its role
   env       print export lines: eval "\$($0 env)"; with replicas running also
@@ -597,7 +605,7 @@ main() {
 		;;
 	stop)
 		take_lock
-		cmd_stop
+		cmd_stop "$@"
 		;;
 	reset)
 		take_lock

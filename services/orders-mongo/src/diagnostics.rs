@@ -41,6 +41,9 @@ pub struct Diagnostics {
     pub server: Option<Server>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settings: Option<Settings>,
+    /// The member written to and what a write waits for (`replication`), from `hello`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replication: Option<Section<crate::replication::Replication>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub collection: Option<Section<CollectionStats>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -285,6 +288,8 @@ pub async fn collect(
     let server_status = command(db, doc! {"serverStatus": 1}).await;
     let cmd_line = command(&admin, doc! {"getCmdLineOpts": 1}).await;
     let default_rw = command(&admin, doc! {"getDefaultRWConcern": 1}).await;
+    let sent = write_concern(orders);
+    let replication = section(&hello, |h| crate::replication::from_hello(h, &sent, default_rw.as_ref().ok()));
     Ok(Diagnostics {
         backend: Some("mongodb".into()),
         source: None,
@@ -301,7 +306,7 @@ pub async fn collect(
             database: Some(db.name().into()),
             collection: Some(COLLECTION.into()),
             write_concern: Some(WriteConcerns {
-                sent_with_every_write: Some(write_concern(orders)),
+                sent_with_every_write: Some(sent),
                 server_default: Some(section(&default_rw, |d| DefaultWriteConcern {
                     default_write_concern: json(d.get("defaultWriteConcern")),
                     default_write_concern_source: json(d.get("defaultWriteConcernSource")),
@@ -313,6 +318,7 @@ pub async fn collect(
             max_time_ms: None,
             server_selection_timeout_ms: None,
         }),
+        replication: Some(replication),
         collection: Some(collection_stats(orders).await),
         opcounters: Some(section(&server_status, opcounters)),
         wiredtiger_cache: Some(flatten(section(&server_status, |s| wired_tiger(s, "cache", cache_figures)))),

@@ -2,7 +2,8 @@
 //! and its JSON written straight from raw BSON on reads (`raw_json`, over the element reader
 //! `bson_bytes`), the `OrderStore` on the official driver (`store`), the indexes from
 //! `migrations/mongo` (`indexes`), how driver errors map to store errors (`error`), pool figures
-//! from the driver's pool events (`pool`) and the `/diagnostics` report (`diagnostics`); `admin`
+//! from the driver's pool events (`pool`) and the `/diagnostics` report (`diagnostics`, with
+//! `replication`: the member written to and what a write waits for); `admin`
 //! holds what the bench runner asks this database besides (seeding checks, `fsync`, sizes, counts,
 //! samples). The HTTP API itself is the shared `orders-http` crate.
 
@@ -17,6 +18,7 @@ pub mod error;
 pub mod indexes;
 pub mod pool;
 pub mod raw_json;
+pub mod replication;
 pub mod store;
 
 pub use config::{Config, MongoConfig};

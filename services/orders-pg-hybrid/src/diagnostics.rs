@@ -3,7 +3,8 @@
 //! "hybrid"`, version, effective settings, the counters of `orders` (`table`, where
 //! `n_tup_hot_upd` shows the status changes that stayed heap-only) and of `order_items`
 //! (`items_table`), the sizes of both tables and their indexes, the WAL position, this
-//! connection's prepared statements, and both plans of the product search. No `gin_index`: this
+//! connection's prepared statements, both plans of the product search, and orders-pg's
+//! `replication` section (the member written to, what a commit waits for). No `gin_index`: this
 //! layout has none.
 
 use crate::sql;
@@ -32,6 +33,7 @@ pub async fn collect(client: &Client, config: &PgConfig) -> Result<Diagnostics, 
         wal: Some(pg::wal(client).await?),
         prepared_statements: Some(pg::prepared_statements(client, &statements, sql::PRODUCT_SEARCH).await?),
         product_query: Some(pg::product_plans(client, product_search, PRODUCT).await?),
+        replication: Some(orders_pg::replication::read(client).await?),
         ..Diagnostics::default()
     })
 }

@@ -70,6 +70,9 @@ pub struct Diagnostics {
     pub sizes: Option<Sizes>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wal: Option<Wal>,
+    /// The member the pooled connection is on and what a commit waits for (`replication`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replication: Option<crate::replication::Replication>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prepared_statements: Option<Vec<PreparedStatement>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -283,6 +286,7 @@ pub async fn collect(client: &Client, config: &PgConfig) -> Result<Diagnostics, 
         wal: Some(wal(client).await?),
         prepared_statements: Some(prepared_statements(client, &statements, crate::sql::PRODUCT_SEARCH).await?),
         product_query: Some(product_plans(client, product_query(config), JSONB_PRODUCT).await?),
+        replication: Some(crate::replication::read(client).await?),
         ..Diagnostics::default()
     })
 }

@@ -5,7 +5,8 @@
 //! implements `OrderStore` (one round trip per request on the success path) with `writes` (the
 //! keyed insert and the status change, shared with `orders-pg-hybrid`), and `diagnostics` reads
 //! back what the server is really doing (settings, GIN pending list, table counters, plans of the
-//! product query). `admin` holds what the bench runner asks this database besides (seeding,
+//! product query), with `replication` (the member the pool writes to and what a commit waits for,
+//! shared with `orders-pg-hybrid`). `admin` holds what the bench runner asks this database besides (seeding,
 //! counts, `CHECKPOINT`, WAL figures).
 
 #![forbid(unsafe_code)]
@@ -16,6 +17,7 @@ pub mod diagnostics;
 pub mod errors;
 pub mod migrate;
 pub mod pool;
+pub mod replication;
 pub mod sql;
 pub mod store;
 pub mod testing;

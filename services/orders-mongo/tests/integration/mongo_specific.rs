@@ -123,6 +123,10 @@ async fn diagnostics_report_the_write_concern_in_effect_and_an_index_scan_for_th
     assert_eq!(report["settings"]["write_concern"]["sent_with_every_write"], json!({"w": "majority", "j": true}));
     assert!(report["settings"]["write_concern"]["server_default"].is_object(), "answer or error, never absent");
     assert_eq!(report["settings"]["journal"]["startup_options"]["enabled"], true);
+    if report["server"]["topology"]["kind"] == "standalone" {
+        assert_eq!(report["replication"]["role"], "standalone", "{:#}", report["replication"]);
+        assert_eq!(report["replication"]["acknowledged_by"], 1, "{:#}", report["replication"]);
+    }
     let plan = &report["product_query"];
     let stages: Vec<&str> = plan["stages"].as_array().expect("stages").iter().filter_map(Value::as_str).collect();
     assert!(stages.contains(&"IXSCAN"), "stages {stages:?}");

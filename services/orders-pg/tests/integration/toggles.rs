@@ -125,6 +125,11 @@ async fn diagnostics_explain_table_activity_and_both_product_plans() {
         assert_eq!(nodes.first().and_then(Value::as_str), Some("Limit"), "{kind}: {nodes:?}");
         assert!(plans[kind]["total_cost"].is_number(), "{kind} has a cost");
     }
+    // The single test server: no standby, and a commit waits for its own WAL flush only.
+    let replication = &after["replication"];
+    assert_eq!(replication["role"], "standalone", "{replication:#}");
+    assert_eq!(replication["commit_waits_for"], "the WAL flush on this server only", "{replication:#}");
+    assert!(replication["server_port"].is_i64(), "{replication:#}");
 }
 
 #[tokio::test]
