@@ -18,7 +18,6 @@ use super::variant::Variant;
 use crate::budget::{Applied, Budget, Cap};
 use anyhow::{Context, Result, bail};
 use orders_bench_model::result::RoundResult;
-use orders_bench_report::doc::Block;
 use serde::Serialize;
 use std::time::Duration;
 
