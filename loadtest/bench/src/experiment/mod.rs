@@ -68,7 +68,7 @@ pub enum Name {
     DocSize,
     /// S2 F4: four durability settings (two UNFAIR on purpose), inserts and status updates.
     Durability,
-    /// The regime: each database's CPU per request under budgets of 0.25 and 0.5 core and none.
+    /// The regime: each database's CPU per request under budgets of 0.25 and 0.5 core and all cores.
     Budget,
 }
 
@@ -137,10 +137,11 @@ pub struct ExperimentArgs {
     /// doc-size and durability: only these sizes (`1k`, `10k`, `100k`, `40items`).
     #[arg(long, value_delimiter = ',')]
     pub sizes: Vec<String>,
-    /// budget: the CPU budgets per database to compare, comma-separated (`none` is the reference)
-    /// [default: 0.25,0.5,none].
-    #[arg(long, value_delimiter = ',', value_parser = crate::budget::parse_cpus)]
-    pub budgets: Vec<crate::budget::Cap<f64>>,
+    /// budget: the regimes to hold against the reference (`all`: a quota of every core, always run
+    /// first), comma-separated: cores each (`0.25`), or `none` (out of the budgets' cgroups, as
+    /// `--db-cpus none` runs the databases) [default: 0.25,0.5].
+    #[arg(long, value_delimiter = ',', value_parser = budget::parse_quota)]
+    pub budgets: Vec<budget::Quota>,
     /// budget: both services' pool sizes to repeat it with [default: the demo's 16].
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(budget::POOL_CHOICES))]
     pub pools: Vec<String>,

@@ -1,11 +1,11 @@
 //! `experiment budget`: whether the databases' CPU budget shifts the two engines against each
-//! other. Without a budget, then under each budget (by default 0.25 and 0.5 core per database),
-//! the `read` and `insert` mixes climb the same staircase on both targets at once, up to where
-//! they fail under the smallest budget; every step gives each database's CPU per request, the
-//! share of its budget it used and the share of its quota periods the kernel throttled. MongoDB ÷ PostgreSQL of the CPU per request under a budget, held against the same
-//! ratio without budgets at the same offered rate, says which regime favours neither engine
-//! (docs/fairness.md, "The budget regime"). The services keep the run's worker threads
-//! throughout, so only the databases' quota changes; `--pools` repeats it with other pool sizes.
+//! other. Under a quota of every core (the reference), then under each regime of `--budgets`
+//! (by default 0.25 and 0.5 core per database; `none`: out of the cgroups), `read` and `insert`
+//! climb the same staircase on both targets at once; every step gives each database's CPU per
+//! request, budget used, throttling and context switches. MongoDB ÷ PostgreSQL of the CPU per
+//! request, held against the reference's at the same rate, says which regime favours neither
+//! engine (docs/fairness.md, "The budget regime"). The services keep the run's worker threads
+//! throughout; `--pools` repeats it with other pool sizes.
 
 mod tables;
 
@@ -21,9 +21,9 @@ use orders_bench_model::result::RoundResult;
 use serde::Serialize;
 use std::time::Duration;
 
-/// The budgets measured without `--budgets`: the demo's default on two cores, twice that, and none
-/// (the reference).
-pub const DEFAULT_BUDGETS: [Cap<f64>; 3] = [Cap::At(0.25), Cap::At(0.5), Cap::Unlimited];
+/// The budgets measured without `--budgets`: the demo's default on two cores and twice that (the
+/// reference, `all`, always runs first).
+pub const DEFAULT_BUDGETS: [Quota; 2] = [Quota::Cores(0.25), Quota::Cores(0.5)];
 
 /// The mixes: finds by id (the read headline) and inserts (the write one).
 const MIXES: [&str; 2] = ["read", "insert"];
@@ -130,27 +130,59 @@ fn split_of(steps: &[StepRow], cost: impl Fn(&StepRow) -> &Cost) -> Option<Split
     split(&points)
 }
 
-fn cap_text(cap: Cap<f64>) -> String {
-    cap.value().map_or("none".into(), |c| format!("{c}"))
+/// A regime of the experiment, as `--budgets` names it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Quota {
+    /// `all`, the reference: the databases in their cgroups with a quota of every core. They keep
+    /// the CPU counter and the scheduling weight they have under a budget, and the quota is one they
+    /// cannot reach, so a budget differs from the reference in the quota alone.
+    All,
+    /// A quota of this many cores each (`0.25`).
+    Cores(f64),
+    /// `none`: out of their cgroups, as `--db-cpus none` runs them: CPU read from `/proc`, and an
+    /// eighth of the weight their cgroup has against the services and the load generator.
+    Outside,
 }
 
-/// The quota that stands for "no budget" here: every core of the machine. The databases stay in
-/// their cgroups (the same CPU accounting and scheduling weight as under a budget: without a
-/// cgroup their CPU is read from `/proc` and they weigh an eighth of what they weigh in one), and
-/// the quota is one they cannot reach, so the reference differs from a budget in the quota alone.
-fn applied(cap: Cap<f64>) -> Cap<f64> {
-    match cap {
-        Cap::Unlimited => Cap::At(crate::procstat::cores() as f64),
-        at => at,
+impl Quota {
+    /// The key in `result.json` and the folders: `all`, `0.25`, `none`.
+    pub fn text(self) -> String {
+        match self {
+            Quota::All => "all".into(),
+            Quota::Cores(c) => format!("{c}"),
+            Quota::Outside => "none".into(),
+        }
+    }
+
+    /// For names and progress lines.
+    pub fn words(self) -> String {
+        match self {
+            Quota::All => format!("a quota of all {} cores", crate::procstat::cores()),
+            Quota::Cores(c) => format!("{c} CPU"),
+            Quota::Outside => "no cgroup".into(),
+        }
+    }
+
+    /// The budget `stack.sh` is given.
+    fn cap(self) -> Cap<f64> {
+        match self {
+            Quota::All => Cap::At(crate::procstat::cores() as f64),
+            Quota::Cores(c) => Cap::At(c),
+            Quota::Outside => Cap::Unlimited,
+        }
     }
 }
 
-/// "0.25 CPU" or "no CPU budget", for names and progress lines.
-fn cap_words(cap: Cap<f64>) -> String {
-    cap.value().map_or_else(
-        || format!("no CPU budget (a quota of all {} cores)", crate::procstat::cores()),
-        |c| format!("{c} CPU"),
-    )
+/// `--budgets`: `all`, `none` or cores.
+pub fn parse_quota(text: &str) -> Result<Quota, String> {
+    match text.trim() {
+        "all" => Ok(Quota::All),
+        "none" => Ok(Quota::Outside),
+        other => match crate::budget::parse_cpus(other)? {
+            Cap::At(c) => Ok(Quota::Cores(c)),
+            Cap::Unlimited => Ok(Quota::Outside),
+        },
+    }
 }
 
 fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
@@ -285,7 +317,7 @@ const REACH: f64 = 1.25;
 async fn staircase(
     ctx: &mut Ctx,
     mix: &str,
-    smallest: Cap<f64>,
+    smallest: Quota,
     memory: Cap<u64>,
     variant: &Variant,
 ) -> Result<super::Staircase> {
@@ -297,7 +329,7 @@ async fn staircase(
         return Ok(super::Staircase { start: scaled(reads.start), step: scaled(reads.step), max: scaled(reads.max) });
     }
     let stack = ctx.local.clone().context("the local stack")?;
-    Applied::apply(stack, Budget { cpus: smallest, memory }).await.context("applying the budget")?;
+    Applied::apply(stack, Budget { cpus: smallest.cap(), memory }).await.context("applying the budget")?;
     let urls = ctx.use_variant(variant).await?.context("the services")?;
     let work = if mix == "insert" { Work::Insert } else { Work::Read };
     let run = rounds::closed_loop(ctx, &urls, work, 1, ctx.scale.calibrate_seconds, false).await?;
@@ -308,7 +340,7 @@ async fn staircase(
     let step = ((slower * REACH / f64::from(STEPS)).round() as u32).max(1);
     eprintln!(
         "experiment: {mix}: the slower target held {slower:.0} req/s in a closed loop under {}: steps of {step} req/s",
-        cap_words(smallest)
+        smallest.words()
     );
     Ok(super::Staircase { start: step, step, max: step * STEPS })
 }
@@ -350,7 +382,7 @@ async fn ask_directly(
     Directly { rate, pg, mongo }
 }
 
-pub async fn run(ctx: &mut Ctx, budgets: &[Cap<f64>], pools: &[String], memory: Cap<u64>) -> Result<Outcome> {
+pub async fn run(ctx: &mut Ctx, budgets: &[Quota], pools: &[String], memory: Cap<u64>) -> Result<Outcome> {
     let Some(stack) = ctx.local.clone() else {
         bail!("experiment budget changes the local stack's budgets: it cannot run against deployed services");
     };
@@ -360,19 +392,18 @@ pub async fn run(ctx: &mut Ctx, budgets: &[Cap<f64>], pools: &[String], memory: 
     } else {
         POOL_CHOICES.into_iter().filter(|p| pools.iter().any(|given| given == p)).collect()
     };
-    // The reference first: every budgeted regime is held against it.
-    let mut order: Vec<Cap<f64>> = budgets.iter().copied().filter(|b| *b == Cap::Unlimited).collect();
-    order.extend(budgets.iter().copied().filter(|b| *b != Cap::Unlimited));
+    // The reference first: every other regime is held against it.
+    let mut order = vec![Quota::All];
+    order.extend(budgets.iter().copied().filter(|b| *b != Quota::All));
     let data = Data { items: 3, note_bytes: 0 };
     let pg_bin = stack.env().await?.get("PG_BIN").map(std::path::PathBuf::from);
     let mut notes = Vec::new();
     let (mut regimes, mut refs) = (Vec::new(), Vec::new());
-    let smallest = order
-        .iter()
-        .copied()
-        .filter_map(Cap::value)
-        .fold(None, |least: Option<f64>, c| Some(least.map_or(c, |l| l.min(c))));
-    let smallest = smallest.map_or(Cap::Unlimited, Cap::At);
+    let smallest = order.iter().fold(Quota::All, |least, q| match (least, *q) {
+        (Quota::Cores(l), Quota::Cores(c)) if l <= c => least,
+        (_, Quota::Cores(c)) => Quota::Cores(c),
+        _ => least,
+    });
     for pool in pools.iter().copied() {
         let variant = pool_variant(pool);
         rounds::reload(ctx, data).await?;
@@ -381,14 +412,14 @@ pub async fn run(ctx: &mut Ctx, budgets: &[Cap<f64>], pools: &[String], memory: 
             staircases.push((mix, staircase(ctx, mix, smallest, memory, &variant).await?));
         }
         for budget in &order {
-            let wanted = Budget { cpus: applied(*budget), memory };
-            eprintln!("experiment: {} per database, pools of {pool}", cap_words(*budget));
+            let wanted = Budget { cpus: budget.cap(), memory };
+            eprintln!("experiment: {} per database, pools of {pool}", budget.words());
             Applied::apply(stack.clone(), wanted).await.context("applying the budget")?;
             for (mix, staircase) in staircases.iter().copied() {
-                let dir = rounds::folder(&["budget", &cap_text(*budget), "pool", pool, mix]);
+                let dir = rounds::folder(&["budget", &budget.text(), "pool", pool, mix]);
                 let plan = RoundPlan {
                     variant: &variant,
-                    name: format!("{mix}, {}, pool {pool}", cap_words(*budget)),
+                    name: format!("{mix}, {}, pool {pool}", budget.words()),
                     dir: dir.clone(),
                     mix,
                     data,
@@ -398,8 +429,8 @@ pub async fn run(ctx: &mut Ctx, budgets: &[Cap<f64>], pools: &[String], memory: 
                 };
                 let Some(measured) = rounds::measure(ctx, &plan).await? else { continue };
                 let reference =
-                    regimes.iter().find(|r: &&Regime| r.budget == "none" && r.pool == pool && r.mix == mix).cloned();
-                let mut measured = regime(cap_text(*budget), pool, mix, &measured.round, reference.as_ref());
+                    regimes.iter().find(|r: &&Regime| r.budget == "all" && r.pool == pool && r.mix == mix).cloned();
+                let mut measured = regime(budget.text(), pool, mix, &measured.round, reference.as_ref());
                 if mix == "read" {
                     let rate = plan.staircase.max;
                     let size = pool.parse().unwrap_or(16);
@@ -411,14 +442,14 @@ pub async fn run(ctx: &mut Ctx, budgets: &[Cap<f64>], pools: &[String], memory: 
         }
     }
     ctx.notes.extend(notes);
-    let budgets_said: Vec<String> = order.iter().map(|b| cap_text(*b)).collect();
+    let budgets_said: Vec<String> = order.iter().map(|b| b.text()).collect();
     Ok(Outcome {
         title: "Does the databases' CPU budget favour one engine?".into(),
         summary: format!(
-            "Both targets at once, `read` and `insert` on the same low staircases under budgets of {} CPU per \
-             database, pools of {}: each database's CPU per request at every offered rate, MongoDB ÷ PostgreSQL of \
-             it, and that ratio ÷ the same ratio without budgets. A budget favours neither engine while the last \
-             stays within ±{:.0}%.",
+            "Both targets at once, `read` and `insert` on the same staircases in the regimes {} (`all`: a quota of \
+             every core, the reference; `none`: out of the budgets' cgroups), pools of {}: each database's CPU per \
+             request at every offered rate, MongoDB ÷ PostgreSQL of it, and that ratio ÷ the reference's. A regime \
+             favours neither engine while the last stays within ±{:.0}%.",
             budgets_said.join(", "),
             pools.join(", "),
             HOLDS_WITHIN * 100.0
@@ -473,7 +504,7 @@ mod tests {
 
     #[test]
     fn a_budget_that_makes_one_engine_pay_is_named() {
-        let free = regime_of("none", (0.005, 150.0), (0.02, 300.0), None);
+        let free = regime_of("all", (0.005, 150.0), (0.02, 300.0), None);
         assert_eq!(free.shift, None);
         let same = regime_of("0.5", (0.005, 150.0), (0.02, 300.0), Some(&free));
         assert_eq!(holds(&same), Some(true));

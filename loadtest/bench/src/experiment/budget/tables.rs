@@ -125,23 +125,26 @@ fn split_table(regimes: &[Regime]) -> Block {
 pub fn statements(regimes: &[Regime]) -> Vec<String> {
     regimes
         .iter()
-        .filter(|r| r.budget != "none")
+        .filter(|r| r.budget != "all")
         .map(|r| {
             let worst = [r.shift, r.top_shift].into_iter().flatten().max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()));
             let verdict = match (holds(r), worst) {
-                (Some(true), _) => format!("within {:.0}% of it: this budget favours neither engine", HOLDS_WITHIN * 100.0),
-                (Some(false), Some(w)) if w > 1.0 => "MongoDB pays for this budget relative to PostgreSQL".into(),
-                (Some(false), _) => "PostgreSQL pays for this budget relative to MongoDB".into(),
-                (None, _) => "no unbudgeted reference to hold it against".into(),
+                (Some(true), _) => format!("within {:.0}% of it: this regime favours neither engine", HOLDS_WITHIN * 100.0),
+                (Some(false), Some(w)) if w > 1.0 => "MongoDB pays for this regime relative to PostgreSQL".into(),
+                (Some(false), _) => "PostgreSQL pays for this regime relative to MongoDB".into(),
+                (None, _) => "no reference to hold it against".into(),
+            };
+            let regime = match r.budget.as_str() {
+                "none" => "out of their cgroups (no quota, CPU read from /proc, an eighth of the weight)".to_owned(),
+                cores => format!("at {cores} CPU"),
             };
             let top = r.steps.iter().rev().find(|s| s.shift.is_some());
             format!(
-                "{} (pool {}) at {} CPU: MongoDB ÷ PostgreSQL of the CPU per request is {} × the unbudgeted ratio at the \
-                 same rates (median of the steps), {} at the highest rate both passed ({} req/s, MongoDB using {} of its \
-                 budget, PostgreSQL {}): {verdict}.",
+                "{} (pool {}) {regime}: MongoDB ÷ PostgreSQL of the CPU per request is {} × the reference's (a quota of \
+                 every core) at the same rates (median of the steps), {} at the highest rate both passed ({} req/s, \
+                 MongoDB using {} of its budget, PostgreSQL {}): {verdict}.",
                 r.mix,
                 r.pool,
-                r.budget,
                 times(r.shift),
                 times(r.top_shift),
                 top.map_or("-".into(), |s| s.rate.to_string()),
