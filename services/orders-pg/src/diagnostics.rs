@@ -1,16 +1,12 @@
 //! `/diagnostics` for Postgres: what the server reports, read on a pooled connection (so session
-//! settings are the ones requests run with): version, effective settings, the GIN index's
-//! `fastupdate` and pending list (`pgstatginindex`), `pg_stat_user_tables` counters, relation
-//! sizes, the current WAL position, this connection's prepared statements with their generic and
-//! custom plan counts, the product search's plan counts summed over every idle pooled connection
-//! (`pool_plans`, filled by the store), and the generic and custom plans of the product query (in
-//! the configured `PG_LIMIT_MODE`, for the default limit). Its parts are public: orders-pg-hybrid
-//! builds its report (`"layout": "hybrid"`) from the same readers.
+//! settings are the ones requests run with): version, effective settings, the GIN index's pending
+//! list, `pg_stat_user_tables` counters, relation sizes, the WAL position, the product search's
+//! plan counts over the pooled connections and its generic and custom plans. Its parts are public:
+//! orders-pg-hybrid builds its report from the same readers.
 //!
 //! The report is the typed `Diagnostics`: the service serializes it and the bench runner
-//! deserializes it (and fills a few sections itself from its own connections), so a renamed field
-//! breaks the build of both rather than leaving a figure silently "not reported". Every field is
-//! optional and absent ones are left out, so an older service's report still parses.
+//! deserializes it, so a renamed field breaks the build of both rather than leaving a figure
+//! silently "not reported". Every field is optional, so an older service's report still parses.
 
 use crate::config::{PgConfig, setting_name};
 use serde::{Deserialize, Serialize};

@@ -1,17 +1,12 @@
 //! orders-netdelay QUEUE:MICROSECONDS [QUEUE:MICROSECONDS ...]
 //!
 //! A fixed one-way delay for the replicated local stack (infra/local/replicas.sh) on kernels
-//! built without `tc netem` (CONFIG_NET_SCH_NETEM unset, as on these machines). An iptables
-//! rule in a member's network namespace hands every packet that member sends to an NFQUEUE
-//! queue; this program, run in the same namespace, holds each packet for the queue's delay and
-//! then accepts it. The delay is the same for every packet of a queue, so packets leave in the
-//! order they came. Only the packets' metadata is copied to user space (copy range 0) and GSO
-//! packets come whole, so a large write costs one verdict, not one per segment.
-//!
-//! Packets wait in the kernel's queue (up to 16384 per queue; beyond that the kernel drops them,
-//! as a full switch buffer would); the program only keeps their ids and release times.
-//! It stops on SIGTERM or SIGINT; packets still held then are dropped by the kernel when the
-//! queue's socket closes (TCP retransmits them, unqueued once the rule is gone).
+//! without `tc netem`: an iptables rule in a member's namespace hands every packet it sends to an
+//! NFQUEUE queue; this program holds each packet for the queue's delay, then accepts it, in the
+//! order they came (only metadata is copied to user space; GSO packets come whole). Packets wait
+//! in the kernel's queue (up to 16384; beyond that the kernel drops them, as a full switch buffer
+//! would). It stops on SIGTERM or SIGINT; packets still held are dropped when the socket closes
+//! (TCP retransmits them).
 
 use std::collections::VecDeque;
 use std::process::ExitCode;

@@ -1,25 +1,13 @@
-//! `orders-bench experiment gin|doc-size|durability|budget`: one command per published finding, each
-//! compared row by row with the study's own figure (docs/studies.md).
+//! `orders-bench experiment gin|doc-size|durability|budget`: one command per published finding
+//! (gin: S1 F1; doc-size: S2 F2, S4, S1 F3; durability: S2 F4), each row beside the study's own
+//! figure (docs/studies.md), and `budget`, the regime the others run in.
 //!
-//! - `gin` (S1, F1): the `shop` and `insert` mixes under four labelled PostgreSQL variants.
-//! - `doc-size` (S2 F2, S4, S1 F3): status updates and reads of 1 KB, 10 KB and 100 KB documents
-//!   and of 40-item orders, with S2's closed loop beside the staircase; the hybrid layout (`pgh`)
-//!   measured beside them by default, as S2's counter in a column of its own.
-//! - `durability` (S2 F4): four durability settings, two of them deliberately unfair, for inserts
-//!   and status updates at 1 KB and 100 KB.
-//! - `budget` (no study: the regime of the others): whether the databases' CPU budget favours one
-//!   engine, from their CPU per request under each budget against none.
-//!
-//! On the local stack it starts what it needs (stack, services with each variant's settings) and
-//! stops what it started, like `demo`, and puts the databases under the demo's equal budgets
-//! (`crate::budget::local`: the same flags, default and messages); against deployed services
-//! (`--pg-url`, `--mongo-url`, `--pgh-url`) it changes variants with `--apply CMD` or measures
-//! only the variant they run, and refuses budget flags. `--targets` says which services run
-//! (`engine::Selection`); the hybrid needs a PostgreSQL server of its own, since its WAL per write
-//! is read from its server's WAL position. Every round is a `round::run_round` after a reload of the
-//! data, driven by the native generator (the closed loops by `closed_loop`), so no k6 binary is
-//! needed; the folder gets `result.json`, `report.md`, `report.html`, the charts and one standard
-//! round report per round.
+//! On the local stack it starts what it needs and stops what it started, like `demo`, under the
+//! demo's equal budgets (`crate::budget::local`); against deployed services (`--pg-url`,
+//! `--mongo-url`, `--pgh-url`) it changes variants with `--apply CMD` or measures only the variant
+//! they run. `--targets` says which services run (`engine::Selection`). Every round is a
+//! `round::run_round` after a reload of the data, driven by the native generator; the folder gets
+//! `result.json`, `report.md`, `report.html`, the charts and one round report per round.
 
 mod baseline;
 mod budget;
