@@ -443,15 +443,19 @@ cmd_start() {
 	print_env
 }
 
-cmd_stop() { # [--only-replicas]
+# The replicas' namespaces are the machine's, not this checkout's: a plain stop ends them only when
+# this checkout started them (its state file), so a demo that stops what it started (--only-single)
+# or a stop in another checkout never ends someone else's replicated stack. --only-replicas ends
+# whatever replicas run, a killed run's leftovers included.
+cmd_stop() { # [--only-replicas | --only-single]
 	resolve_paths
 	case "${1:-}" in
-	'') ;;
+	'' | --only-single) ;;
 	--only-replicas) is_root || die "stop --only-replicas needs root (the replicas' namespaces and cgroups)" ;;
-	*) die "stop takes no argument but --only-replicas (got: $1)" ;;
+	*) die "stop takes no argument but --only-replicas or --only-single (got: $1)" ;;
 	esac
 	local server
-	if [[ -z "${1:-}" ]]; then
+	if [[ "${1:-}" != --only-replicas ]]; then
 		for server in "${SERVERS[@]}"; do
 			server stop "$server"
 		done
@@ -459,7 +463,7 @@ cmd_stop() { # [--only-replicas]
 			drop_budget "$(server_budget_name "$server")"
 		done
 	fi
-	if is_root; then
+	if is_root && { [[ "${1:-}" == --only-replicas ]] || [[ -z "${1:-}" && -f "$REPLICA_STATE" ]]; }; then
 		budget_detect
 		replicas_stop
 	fi
@@ -517,8 +521,10 @@ usage: $0 <command>
   budget    [--db-cpus N|none] [--db-memory SIZE|none]: set, change or lift the budgets of the
             running servers (their whole process trees); without flags, show them
   stop      stop the three servers (and delete their budgets' cgroups), and the replicas when
-            there are any (their processes, namespaces, bridge, cgroups and data)
-            [--only-replicas] stop the replicas and leave the single servers running
+            this checkout started them (their processes, namespaces, bridge, cgroups and data)
+            [--only-replicas] stop whatever replicas run (a killed run's leftovers too) and
+            leave the single servers running
+            [--only-single] stop the three servers and leave any replicas running
   status    say which servers run and their budgets (exit 0 if all three run, 3 otherwise);
             with replicas, every member, its budget and its role
   env       print export lines: eval "\$($0 env)"; with replicas running also

@@ -97,8 +97,10 @@ impl Stack {
         Ok(said)
     }
 
+    /// `stack.sh stop --only-single`: the single servers; a replicated stack started beside
+    /// them is not ours to end.
     pub async fn stop(&self) -> Result<()> {
-        let output = self.command("stop").output().await.context("stack.sh stop")?;
+        let output = self.command("stop").arg("--only-single").output().await.context("stack.sh stop")?;
         if !output.status.success() {
             bail!("bash {} stop failed: {}", self.script.display(), String::from_utf8_lossy(&output.stderr));
         }
