@@ -7,7 +7,9 @@
 //! the planner's evidence for finding F1. `limit`, `capacity` and `mix_verdict` are the rules that turn
 //! figures into words and an answer (what limited a target where it first failed, a second
 //! estimate from the databases' CPU, a winner only beyond the spread): they read nothing but the
-//! model. `target` names the systems under test; `seconds` writes a `Duration` as the files' seconds.
+//! model. `target` names the systems under test; `seconds` writes a `Duration` as the files' seconds;
+//! `step_cost` reads a database's cost per request at one rate, and `regime` holds the demo's check
+//! that its budget favours neither engine.
 
 pub mod budget;
 pub mod capacity;
@@ -19,9 +21,11 @@ pub mod generator;
 pub mod limit;
 pub mod mix_verdict;
 pub mod plans;
+pub mod regime;
 pub mod result;
 pub mod seconds;
 pub mod start;
 pub mod stats;
+pub mod step_cost;
 pub mod target;
 pub mod verdict;

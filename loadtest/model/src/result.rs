@@ -112,6 +112,10 @@ pub struct RoundResult {
     /// What the planner did with the product search on a copy of the data before any load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_probe: Option<crate::plans::PlanProbe>,
+    /// The demo's check of its budget (the same in each of its rounds): what the budget changed in
+    /// each database's CPU per request at a low rate, against a quota of every core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regime: Option<crate::regime::RegimeCheck>,
     pub repeats: Vec<RepeatResult>,
     /// Per target (`pg`, `mongo`): median and range of the repeats' maximum passing rates.
     pub max_rate: BTreeMap<String, RateSummary>,

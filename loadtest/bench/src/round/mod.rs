@@ -377,6 +377,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         fairness_overridden: repeats.iter().any(|r| !r.fairness.ok),
         budget,
         plan_probe,
+        regime: None,
         repeats,
         max_rate,
         dir: ".".into(),

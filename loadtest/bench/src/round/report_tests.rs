@@ -131,6 +131,7 @@ fn round(mix: &str, weights: &[(&str, u32)], fair: bool) -> RoundResult {
             factor: None,
         },
         plan_probe: None,
+        regime: None,
         targets: Vec::new(),
         pass_mark: PassMark::default(),
         data_set: Some(DataSet {

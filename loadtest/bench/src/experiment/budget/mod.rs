@@ -39,19 +39,7 @@ const DIRECT_LENGTH: Duration = Duration::from_secs(8);
 /// the unbudgeted ratio.
 pub const HOLDS_WITHIN: f64 = 0.10;
 
-/// One database at one step, the median over the repeats.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Cost {
-    pub cpu_us_per_request: Option<f64>,
-    /// Cores used, and the share of quota periods throttled (none without a budget).
-    pub cores: Option<f64>,
-    /// `cores` ÷ the budget's cores (none without a budget).
-    pub budget_share: Option<f64>,
-    pub throttled_share: Option<f64>,
-    /// Context switches of its threads per request: waits it chose, and preemptions.
-    pub voluntary_per_request: Option<f64>,
-    pub involuntary_per_request: Option<f64>,
-}
+pub use orders_bench_model::step_cost::Cost;
 
 /// One offered rate under one budget.
 #[derive(Debug, Clone, Serialize)]
@@ -186,60 +174,16 @@ pub fn parse_quota(text: &str) -> Result<Quota, String> {
 }
 
 fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
+    orders_bench_model::stats::median(&values.into_iter().collect::<Vec<_>>())
 }
 
 /// Each database's cost at every offered rate of `round`, the median over its repeats.
 pub fn costs(round: &RoundResult) -> Vec<(u32, Cost, Cost)> {
-    let targets = round.targets();
-    let of = |name: &str, rate: u32| {
-        let Some(target) = targets.iter().find(|t| t.name == name) else {
-            return Cost::default();
-        };
-        let mut per_request = Vec::new();
-        let (mut cores, mut throttled, mut shares) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut voluntary, mut involuntary) = (Vec::new(), Vec::new());
-        for repeat in &round.repeats {
-            let Some(step) = repeat.targets.get(name).and_then(|t| t.steps.iter().find(|s| s.rate == rate)) else {
-                continue;
-            };
-            let Some(db) =
-                repeat.cpu.steps.iter().find(|c| c.step == step.step).and_then(|c| c.databases.get(&target.database))
-            else {
-                continue;
-            };
-            // A failed step's CPU went partly to requests that timed out: only passed steps count.
-            if let Some(used) = db.cores.filter(|c| *c > 0.0 && step.achieved_rate > 0.0 && step.passed) {
-                per_request.push(used / step.achieved_rate * 1e6);
-                cores.push(used);
-                shares.extend(db.budget_cores.filter(|b| *b > 0.0).map(|b| used / b));
-                let requests = step.count as f64;
-                voluntary.extend(db.voluntary_switches.filter(|v| *v >= 0.0 && requests > 0.0).map(|v| v / requests));
-                involuntary
-                    .extend(db.involuntary_switches.filter(|v| *v >= 0.0 && requests > 0.0).map(|v| v / requests));
-            }
-            throttled.extend(db.throttled_share);
-        }
-        Cost {
-            cpu_us_per_request: median(per_request),
-            cores: median(cores),
-            budget_share: median(shares),
-            throttled_share: median(throttled),
-            voluntary_per_request: median(voluntary),
-            involuntary_per_request: median(involuntary),
-        }
-    };
-    let mut rates: Vec<u32> =
-        round.repeats.iter().flat_map(|r| r.targets.values().flat_map(|t| t.steps.iter().map(|s| s.rate))).collect();
-    rates.sort_unstable();
-    rates.dedup();
-    rates.into_iter().map(|rate| (rate, of("pg", rate), of("mongo", rate))).collect()
+    use orders_bench_model::step_cost;
+    step_cost::rates(round)
+        .into_iter()
+        .map(|rate| (rate, step_cost::at(round, "pg", rate), step_cost::at(round, "mongo", rate)))
+        .collect()
 }
 
 /// The rows of one regime, each step's ratio held against `reference` (the unbudgeted regime of
