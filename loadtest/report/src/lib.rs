@@ -18,6 +18,7 @@ pub mod format;
 mod headline;
 mod probe;
 pub use probe::blocks as probe_blocks;
+mod regime;
 mod sections;
 mod start;
 pub mod summary;
@@ -135,6 +136,7 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
         rounds.first().map_or_else(String::new, |r| format::ratio_words(r))
     )));
     blocks.extend(summary::budget_paragraph(rounds));
+    blocks.extend(regime::paragraph(rounds));
     blocks.push(Block::Heading(2, "Maximum passing rate".into()));
     blocks.push(Block::Chart {
         file: "charts/answer.svg".into(),

@@ -154,6 +154,11 @@ impl Session {
         service_threads(self.cpus)
     }
 
+    /// The databases' CPU budget of the run, once `begin` chose it (unlimited without one).
+    pub fn cpus(&self) -> Cap<f64> {
+        self.cpus
+    }
+
     /// Puts the previous budget back and stops the stack if the command started it; failures are
     /// printed, not returned (this runs after an error too).
     pub async fn end(&mut self) {

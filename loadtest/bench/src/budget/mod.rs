@@ -208,6 +208,12 @@ impl Applied {
         }
     }
 
+    /// Applies a CPU budget of `cpus` to the running stack's servers, their memory as it is.
+    pub async fn cpus(stack: Stack, cpus: Cap<f64>) -> Result<Self> {
+        let memory = current(&stack.env().await?).map_or(Cap::Unlimited, |b| b.memory);
+        Self::apply(stack, Budget { cpus, memory }).await
+    }
+
     pub async fn restore(self) -> Result<()> {
         self.stack.budget(&self.previous.stack_args()).await.map(|_| ()).context("putting the budgets back")
     }

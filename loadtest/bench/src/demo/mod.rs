@@ -17,6 +17,7 @@
 //! test (or a person) can check that none is left.
 
 mod profile;
+mod regime;
 pub mod services;
 pub mod targets;
 
@@ -26,7 +27,7 @@ use crate::round::{self, RoundSpec, Setup};
 use crate::seed::{SeedArgs, Selection};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
-use orders_bench_model::result::RatePlan;
+use orders_bench_model::result::{RatePlan, RoundResult};
 use orders_bench_model::verdict::PassMark;
 use profile::{Profile, Staircase};
 use services::Service;
@@ -285,7 +286,17 @@ async fn body(
         // Small enough to reload faster than a restore.
         (crate::fresh::Reset::reload(seed.clone(), Some(stack.unmarked())), None)
     };
-    let rounds = rounds(args, &profile, &setup, out, &reset, deadline).await;
+    let regime = match started.session.cpus().value() {
+        Some(cores) => {
+            let base = base_spec(args, &profile, "read", &reset);
+            regime::check(&stack, cores, &base, &setup, &out.join("regime"), args.quick)
+                .await
+                .map_err(|error| eprintln!("demo: the regime check failed, the report goes without it: {error:#}"))
+                .ok()
+        }
+        None => None,
+    };
+    let rounds = rounds(args, &profile, &setup, out, &reset, deadline, regime).await;
     if let Some(snapshots) = snapshots {
         snapshots.drop_copies().await;
     }
@@ -301,6 +312,34 @@ fn share_of_time_left(now: Instant, deadline: Instant, rounds_left: usize) -> In
     now + deadline.saturating_duration_since(now) / rounds_left.max(1) as u32
 }
 
+/// The demo's round of `mix`, before its staircase is known (`staircase` places it).
+fn base_spec(args: &DemoArgs, profile: &Profile, mix: &str, reset: &crate::fresh::Reset) -> RoundSpec {
+    RoundSpec {
+        name: mix.to_owned(),
+        mix: mix.to_owned(),
+        plan: RatePlan { start_rate: 1, step: 1, max_rate: 1, step_seconds: Duration::from_secs(1), factor: None },
+        repeats: profile.repeats,
+        mark: PassMark::default(),
+        early_stop: true,
+        allow_mismatch: false,
+        // The runner samples the databases about once per step (set once the staircase is known).
+        poll_interval: Duration::from_secs(1),
+        vu_budget_ms: 200,
+        settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
+        reset: reset.clone(),
+        extra_repeats: profile.extra_repeats,
+        deadline: None,
+        quiet_wait: crate::fresh::QUIET_WAIT,
+        warm_pools: !args.no_warm_up,
+        lead_in: (!args.no_lead_in).then_some(profile.lead_in),
+        realtime: !args.no_realtime,
+        prefill: 0,
+        plan_log_ms: None,
+        generator: round::launch::Generator::Native,
+        prefer_minimal: false,
+    }
+}
+
 /// Every mix's round, each repeat reset as `reset` says.
 async fn rounds(
     args: &DemoArgs,
@@ -309,38 +348,16 @@ async fn rounds(
     out: &Path,
     reset: &crate::fresh::Reset,
     deadline: Instant,
+    regime: Option<orders_bench_model::regime::RegimeCheck>,
 ) -> Result<Vec<(PathBuf, orders_bench_model::result::RoundResult)>> {
     let mut rounds = Vec::new();
     for (index, mix) in args.mixes.iter().enumerate() {
         let round_deadline = share_of_time_left(Instant::now(), deadline, args.mixes.len() - index);
-        let mut spec = RoundSpec {
-            name: mix.clone(),
-            mix: mix.clone(),
-            plan: RatePlan { start_rate: 1, step: 1, max_rate: 1, step_seconds: Duration::from_secs(1), factor: None },
-            repeats: profile.repeats,
-            mark: PassMark::default(),
-            early_stop: true,
-            allow_mismatch: false,
-            // The runner samples the databases about once per step (set once the staircase is known).
-            poll_interval: Duration::from_secs(1),
-            vu_budget_ms: 200,
-            settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
-            reset: reset.clone(),
-            extra_repeats: profile.extra_repeats,
-            deadline: Some(round_deadline),
-            quiet_wait: crate::fresh::QUIET_WAIT,
-            warm_pools: !args.no_warm_up,
-            lead_in: (!args.no_lead_in).then_some(profile.lead_in),
-            realtime: !args.no_realtime,
-            prefill: 0,
-            plan_log_ms: None,
-            generator: round::launch::Generator::Native,
-            prefer_minimal: false,
-        };
+        let mut spec = RoundSpec { deadline: Some(round_deadline), ..base_spec(args, profile, mix, reset) };
         let dir = out.join(mix.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
         spec.plan = staircase(profile, &spec, setup, &dir).await?;
         spec.poll_interval = spec.plan.step_seconds;
-        let result = round::run_round(&spec, setup, &dir).await?;
+        let result = RoundResult { regime: regime.clone(), ..round::run_round(&spec, setup, &dir).await? };
         orders_bench_report::write(&dir, &[(dir.clone(), result.clone())])?;
         rounds.push((dir, result));
     }

@@ -109,11 +109,25 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
         let budget = round["budget"].as_str().expect("the budgets in words");
         if budgets_before[0] == "none" {
             assert!(budget.starts_with("no budgets"), "{budget}");
+            assert!(round["regime"].is_null(), "no budget, no regime check: {:#}", round["regime"]);
         } else {
             assert!(budget.contains(" CPU and ") && budget.ends_with("quota period)"), "{budget}");
+            // The regime check measured both databases at both of its rates, under the budget and
+            // under a quota of every core, and the kernel throttled nothing without a budget.
+            let steps = round["regime"]["steps"].as_array().expect("the regime check in every round");
+            assert_eq!(steps.len(), 2, "{steps:#?}");
+            for step in steps {
+                for regime in ["budget", "reference"] {
+                    for target in ["pg", "mongo"] {
+                        let us = step[regime][target]["cpu_us_per_request"].as_f64().unwrap_or(0.0);
+                        assert!(us > 0.0, "{regime} {target} at {}: {step:#}", step["rate"]);
+                    }
+                }
+            }
         }
     }
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert_eq!(report.contains("**The regime**"), budgets_before[0] != "none", "the report states the regime");
     assert!(report.contains("| mix | PostgreSQL max rate, req/s | PostgreSQL CPU capacity |"), "{report}");
     for finding in ["**F1", "**F2", "**F3"] {
         assert!(report.contains(finding), "{finding} in {report}");
