@@ -21,6 +21,7 @@ pub use probe::blocks as probe_blocks;
 mod regime;
 mod sections;
 mod start;
+mod studies;
 pub mod summary;
 
 use anyhow::{Context, Result, bail};
@@ -152,6 +153,7 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
     let mut items = findings::f1(rounds);
     items.extend(findings::f2(rounds));
     items.extend(findings::f3(rounds));
+    items.extend(studies::held_against(rounds));
     blocks.push(Block::List(items));
     blocks
 }
