@@ -1,7 +1,7 @@
 //! The budget experiment's report: its tables (CPU per request by budget and rate, the marginal
 //! and idle split, context switches, the engines asked directly) and one sentence per budget.
 
-use super::{Cost, Direct, HOLDS_WITHIN, Regime, Split, holds};
+use super::{Cost, Direct, HOLDS_WITHIN, Regime, Split, StepRow, holds};
 use orders_bench_report::doc::Block;
 
 fn us(value: Option<f64>) -> String {
@@ -16,12 +16,25 @@ fn times(value: Option<f64>) -> String {
     value.map_or("-".into(), |v| format!("{v:.2}"))
 }
 
+/// One row per step of every regime: the mix, pool, budget and rate, then `columns` of the step.
+fn per_step(regimes: &[Regime], headers: &[&str], columns: impl Fn(&StepRow) -> Vec<String>) -> Block {
+    let mut header: Vec<String> = ["mix", "pool", "budget", "rate"].iter().map(|h| h.to_string()).collect();
+    header.extend(headers.iter().map(|h| h.to_string()));
+    let rows = regimes
+        .iter()
+        .flat_map(|r| {
+            r.steps.iter().map(|s| {
+                let mut row = vec![r.mix.to_string(), r.pool.to_string(), r.budget.clone(), s.rate.to_string()];
+                row.extend(columns(s));
+                row
+            })
+        })
+        .collect();
+    Block::Table { header, rows }
+}
+
 fn table(regimes: &[Regime]) -> Block {
-    let header = [
-        "mix",
-        "pool",
-        "budget",
-        "rate",
+    let headers = [
         "PostgreSQL µs/req",
         "MongoDB µs/req",
         "MongoDB ÷ PostgreSQL",
@@ -29,26 +42,16 @@ fn table(regimes: &[Regime]) -> Block {
         "budget used (PG / MongoDB)",
         "throttled (PG / MongoDB)",
     ];
-    let rows = regimes
-        .iter()
-        .flat_map(|r| {
-            r.steps.iter().map(move |s| {
-                vec![
-                    r.mix.to_string(),
-                    r.pool.to_string(),
-                    r.budget.clone(),
-                    s.rate.to_string(),
-                    us(s.pg.cpu_us_per_request),
-                    us(s.mongo.cpu_us_per_request),
-                    times(s.ratio),
-                    times(s.shift),
-                    format!("{} / {}", share(s.pg.budget_share), share(s.mongo.budget_share)),
-                    format!("{} / {}", share(s.pg.throttled_share), share(s.mongo.throttled_share)),
-                ]
-            })
-        })
-        .collect();
-    Block::Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
+    per_step(regimes, &headers, |s| {
+        vec![
+            us(s.pg.cpu_us_per_request),
+            us(s.mongo.cpu_us_per_request),
+            times(s.ratio),
+            times(s.shift),
+            format!("{} / {}", share(s.pg.budget_share), share(s.mongo.budget_share)),
+            format!("{} / {}", share(s.pg.throttled_share), share(s.mongo.throttled_share)),
+        ]
+    })
 }
 
 fn direct_table(regimes: &[Regime]) -> Block {
@@ -75,27 +78,11 @@ fn direct_table(regimes: &[Regime]) -> Block {
 }
 
 fn switches_table(regimes: &[Regime]) -> Block {
-    let header = ["mix", "pool", "budget", "rate", "PostgreSQL", "MongoDB"];
     let per = |c: &Cost| match (c.voluntary_per_request, c.involuntary_per_request) {
         (Some(v), Some(i)) => format!("{v:.1} + {i:.2}"),
         _ => "-".into(),
     };
-    let rows = regimes
-        .iter()
-        .flat_map(|r| {
-            r.steps.iter().map(move |s| {
-                vec![
-                    r.mix.to_string(),
-                    r.pool.to_string(),
-                    r.budget.clone(),
-                    s.rate.to_string(),
-                    per(&s.pg),
-                    per(&s.mongo),
-                ]
-            })
-        })
-        .collect();
-    Block::Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
+    per_step(regimes, &["PostgreSQL", "MongoDB"], |s| vec![per(&s.pg), per(&s.mongo)])
 }
 
 fn split_text(split: Option<Split>) -> String {
