@@ -4,7 +4,6 @@
 //! mixes whose answer would change sides with every core.
 
 use crate::doc::Block;
-use crate::format;
 use orders_bench_model::regime::HOLDS_WITHIN;
 use orders_bench_model::result::RoundResult;
 
@@ -67,7 +66,7 @@ pub fn paragraph(rounds: &[&RoundResult]) -> Option<Block> {
         "**The regime** (reads at {} req/s, both targets at once, before the mixes; under {} CPU against a quota of \
          all {} cores, the same cgroups and counter; docs/fairness.md, \"The budget regime\"; files in `{}/`): {}. {}.",
         rates.join(" and "),
-        format::count(check.budget_cores),
+        check.budget_cores,
         check.reference_cores,
         check.dir,
         if each.is_empty() { "no database measured".to_owned() } else { each.join("; ") },
@@ -127,7 +126,7 @@ mod tests {
         let read = round("read", 2000.0, 1000.0, check(105.0));
         let Some(Block::Paragraph(text)) = paragraph(&[&read]) else { panic!("no paragraph") };
         assert!(text.contains("favours neither engine") && text.contains("1.05×"), "{text}");
-        assert!(text.contains("throttled in 10%"), "{text}");
+        assert!(text.contains("throttled in 10%") && text.contains("under 0.25 CPU against"), "{text}");
     }
 
     #[test]
