@@ -1,4 +1,4 @@
-//! The HTTP layer shared by `orders-pg` and `orders-mongo`: the router that mirrors the API table
+//! The HTTP layer shared by `orders-pg`, `orders-pg-hybrid` and `orders-mongo`: the router that mirrors the API table
 //! of docs/api.md (`routes`), short handlers over any `OrderStore` (`handlers`), the one error type
 //! and its JSON shape (`error`), request extractors that turn bad input into that shape
 //! (`extract`), the shared settings (`config`), logging (`telemetry`), Prometheus metrics
@@ -6,7 +6,7 @@
 //! (`write_headers`: `Prefer`, `Idempotency-Key`), the OpenAPI document (`openapi`), serving
 //! with a drain that answers every accepted connection (`serve`), the limits on what one client
 //! can hold (`connection`: header and idle timeouts; `admission`: requests in flight), and the
-//! tokio runtime both binaries build from `WORKER_THREADS` (`runtime`).
+//! tokio runtime every service builds from `WORKER_THREADS` (`runtime`).
 
 #![forbid(unsafe_code)]
 

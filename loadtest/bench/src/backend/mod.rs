@@ -1,7 +1,7 @@
 //! A database engine as the runner sees it: one trait, `Backend`, for everything the runner asks
-//! of an engine besides its service's own HTTP requests, and one implementation per engine beside
-//! this file (`postgres`, `mongo`), whose statements and commands live in the engine's service
-//! crate (`orders_pg::admin`, `orders_mongo::admin`). The runner holds its systems under test as
+//! of an engine besides its service's own HTTP requests, and one implementation per layout beside
+//! this file (`postgres`, `hybrid`, `mongo`), whose statements and commands live in the engine's
+//! service crate (`orders_pg::admin`, `orders_pg_hybrid::admin`, `orders_mongo::admin`). The runner holds its systems under test as
 //! `Targets`: each a backend and its service's URL, in the order every report shows them, keyed by
 //! name (`pg`, `mongo`: the key in result.json, the manifest and the load generators).
 //!
