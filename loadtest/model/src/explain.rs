@@ -40,6 +40,23 @@ impl Plan {
     }
 }
 
+/// A merge of the GIN pending list seen between two polls, in seconds after the load began.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PendingMerge {
+    pub from_s: f64,
+    pub to_s: f64,
+    pub pages_before: f64,
+    pub pages_after: f64,
+}
+
+impl PendingMerge {
+    /// Whether the merge belongs to the step that ran from `start_s` to `end_s`: the polls come once
+    /// a step, a moment after its end, so the middle of the interval between them lies in one step.
+    pub fn within(&self, start_s: f64, end_s: f64) -> bool {
+        (start_s..end_s).contains(&((self.from_s + self.to_s) / 2.0))
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PgExplain {
     pub write_requests: u64,
@@ -69,6 +86,10 @@ pub struct PgExplain {
     pub idx_scans: Option<f64>,
     pub max_pending_pages: Option<f64>,
     pub max_pending_tuples: Option<f64>,
+    /// Each time the GIN pending list was found shorter than at the poll before: one insert (or
+    /// autovacuum) merged it into the index tree between the two polls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_merges: Vec<PendingMerge>,
     pub dead_tuples_after: Option<f64>,
     pub table: Growth,
     pub toast: Growth,

@@ -16,6 +16,7 @@ pub mod findings;
 mod fleet;
 pub mod format;
 mod headline;
+pub mod merges;
 mod probe;
 pub use probe::blocks as probe_blocks;
 mod regime;

@@ -446,6 +446,7 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
     if !limits.is_empty() {
         blocks.push(Block::List(limits));
     }
+    blocks.extend(super::merges::blocks(round));
     blocks.extend(super::evidence::blocks(round));
     blocks
 }

@@ -86,9 +86,10 @@ pub trait Backend: Send + Sync {
     /// database (it is then read through its service's `/diagnostics`).
     async fn sampler(&self) -> Result<Box<dyn Sampler>, String>;
 
-    /// What its database did during a run, from its `/diagnostics` (or samples) before, during and
-    /// after it, and the write requests its service was sent.
-    fn explain(&self, before: &Value, polled: &[&Value], after: &Value, write_requests: u64) -> EngineExplain;
+    /// What its database did during a run, from its `/diagnostics` (or samples) before, during
+    /// (each at its seconds after the load began) and after it, and the write requests its service
+    /// was sent.
+    fn explain(&self, before: &Value, polled: &[(f64, &Value)], after: &Value, write_requests: u64) -> EngineExplain;
     /// The facts the fairness gate compares, from its service's `/diagnostics`.
     fn facts(&self, diagnostics: &Value, manifest: Option<&Manifest>) -> Facts;
     /// Its engine's cache (PostgreSQL `shared_buffers`, the WiredTiger cache), from `/diagnostics`.

@@ -40,7 +40,7 @@ pub(super) fn explain_all(
     let mut explain = Explain::default();
     for target in targets.iter() {
         let name = target.name();
-        let polled: Vec<&serde_json::Value> = polled.iter().map(|p| p.get(&name)).collect();
+        let polled: Vec<(f64, &serde_json::Value)> = polled.iter().map(|p| (p.at_s, p.get(&name))).collect();
         let figures = target.backend.explain(before.get(&name), &polled, after.get(&name), writes(&name));
         explain.0.insert(name, figures);
     }

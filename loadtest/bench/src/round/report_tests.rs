@@ -642,3 +642,39 @@ fn a_report_where_every_target_failed_the_first_step_is_written() {
     assert_well_formed(&svg);
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `round`'s PostgreSQL repeats with one pending-list merge each, during the step `pick` chooses.
+fn with_merges(
+    mut round: RoundResult,
+    pick: impl Fn(&[orders_bench_model::verdict::StepResult]) -> usize,
+) -> RoundResult {
+    let seconds = round.plan.step_seconds.as_secs_f64();
+    for repeat in &mut round.repeats {
+        let step = pick(&repeat.targets["pg"].steps);
+        let merge = orders_bench_model::explain::PendingMerge {
+            from_s: step as f64 * seconds,
+            to_s: (step + 1) as f64 * seconds,
+            pages_before: 495.0,
+            pages_after: 91.0,
+        };
+        repeat.explain.pg_mut().expect("pg figures").pending_merges = vec![merge];
+    }
+    round
+}
+
+#[test]
+fn a_first_failure_on_a_pending_list_merge_is_named_and_one_elsewhere_is_not() {
+    let first_failed = |steps: &[orders_bench_model::verdict::StepResult]| {
+        steps.iter().find(|s| !s.passed).expect("the fixture's pg fails a step").step
+    };
+    let on_merge = with_merges(round("insert", &[("insert", 100)], true), first_failed);
+    let said = doc::markdown(&orders_bench_report::merges::blocks(&on_merge));
+    assert!(said.contains("first failure fell on a step with a merge in 2 of 2 repeats"), "{said}");
+    let elsewhere = with_merges(round("insert", &[("insert", 100)], true), |steps| steps[0].step);
+    let said = doc::markdown(&orders_bench_report::merges::blocks(&elsewhere));
+    assert!(said.contains("in 0 of 2 repeats"), "{said}");
+    assert!(
+        orders_bench_report::merges::blocks(&round("insert", &[("insert", 100)], true)).is_empty(),
+        "no merge, no word"
+    );
+}

@@ -116,7 +116,7 @@ impl Backend for Hybrid {
         self.pg.sampler_of(Layout::Hybrid).await
     }
 
-    fn explain(&self, before: &Value, polled: &[&Value], after: &Value, write_requests: u64) -> EngineExplain {
+    fn explain(&self, before: &Value, polled: &[(f64, &Value)], after: &Value, write_requests: u64) -> EngineExplain {
         self.pg.explain(before, polled, after, write_requests)
     }
 

@@ -183,7 +183,7 @@ impl Backend for Mongo {
         Ok(Box::new(MongoSampler { db }))
     }
 
-    fn explain(&self, before: &Value, _polled: &[&Value], after: &Value, write_requests: u64) -> EngineExplain {
+    fn explain(&self, before: &Value, _polled: &[(f64, &Value)], after: &Value, write_requests: u64) -> EngineExplain {
         let explain =
             explain::mongo(&MongoSnapshot::from_json(before), &MongoSnapshot::from_json(after), write_requests);
         EngineExplain::Mongo(Box::new(explain))

@@ -6,12 +6,29 @@
 
 use super::snapshot::PgSnapshot;
 use crate::backend::figures::{diff, float, growth_map, max_of};
-use orders_bench_model::explain::{Growth, PgExplain, per_write};
+use orders_bench_model::explain::{Growth, PendingMerge, PgExplain, per_write};
 use orders_pg::diagnostics::TableCounters;
 
-pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_requests: u64) -> PgExplain {
+/// Where the GIN pending list was shorter than at the poll before (the polls in time order).
+fn pending_merges(polled: &[(f64, PgSnapshot)]) -> Vec<PendingMerge> {
+    polled
+        .windows(2)
+        .filter_map(|pair| {
+            let [(from_s, earlier), (to_s, later)] = pair else { return None };
+            let (before, after) = (earlier.pending_pages?, later.pending_pages?);
+            (after < before).then_some(PendingMerge {
+                from_s: *from_s,
+                to_s: *to_s,
+                pages_before: before,
+                pages_after: after,
+            })
+        })
+        .collect()
+}
+
+pub fn pg(before: &PgSnapshot, polled: &[(f64, PgSnapshot)], after: &PgSnapshot, write_requests: u64) -> PgExplain {
     let counter = |of: fn(&TableCounters) -> Option<i64>| diff(after.counter(of), before.counter(of));
-    let all = || std::iter::once(before).chain(polled).chain(std::iter::once(after));
+    let all = || std::iter::once(before).chain(polled.iter().map(|(_, s)| s)).chain(std::iter::once(after));
     let (updates, hot_updates, seq_scans, seq_tup_read) =
         (counter(|t| t.n_tup_upd), counter(|t| t.n_tup_hot_upd), counter(|t| t.seq_scan), counter(|t| t.seq_tup_read));
     let wal_bytes = diff(after.wal_bytes, before.wal_bytes);
@@ -47,6 +64,7 @@ pub fn pg(before: &PgSnapshot, polled: &[PgSnapshot], after: &PgSnapshot, write_
         idx_scans: counter(|t| t.idx_scan),
         max_pending_pages: max_of(all().map(|s| s.pending_pages)),
         max_pending_tuples: max_of(all().map(|s| s.pending_tuples)),
+        pending_merges: pending_merges(polled),
         dead_tuples_after: after.counter(|t| t.n_dead_tup),
         table: Growth::of(before.table_bytes, after.table_bytes),
         toast: Growth::of(before.toast_bytes, after.toast_bytes),
@@ -74,9 +92,24 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_pending_list_found_shorter_than_at_the_poll_before_was_merged_between_the_two() {
+        let at = |s: f64, pages: i64| (s, PgSnapshot::from_json(&samples::pg(0, 0, pages, 5000)));
+        let polled = [at(3.5, 110), at(7.0, 495), at(10.5, 91), at(14.0, 230), at(17.5, 230), at(21.0, 12)];
+        let merges = pending_merges(&polled);
+        assert_eq!(merges.len(), 2, "{merges:?}");
+        assert_eq!(
+            (merges[0].from_s, merges[0].to_s, merges[0].pages_before, merges[0].pages_after),
+            (7.0, 10.5, 495.0, 91.0)
+        );
+        assert!(merges[0].within(7.0, 10.5) && !merges[0].within(10.5, 14.0) && !merges[0].within(3.5, 7.0));
+        assert_eq!(merges[1].to_s, 21.0);
+        assert!(pending_merges(&polled[..2]).is_empty(), "a list that only grew was never merged");
+    }
+
+    #[test]
     fn deltas_rates_and_the_largest_pending_list_seen() {
         let before = PgSnapshot::from_json(&samples::pg(2, 1_000_000, 0, 5000));
-        let polled = [PgSnapshot::from_json(&samples::pg(5, 1_200_000, 40, 5100))];
+        let polled = [(2.0, PgSnapshot::from_json(&samples::pg(5, 1_200_000, 40, 5100)))];
         let mut after_json = samples::pg(12, 1_500_000, 3, 5200);
         after_json["table"]["n_tup_upd"] = json!(400);
         after_json["table"]["n_tup_hot_upd"] = json!(100);

@@ -268,8 +268,8 @@ impl Backend for Postgres {
         self.sampler_of(Layout::Jsonb).await
     }
 
-    fn explain(&self, before: &Value, polled: &[&Value], after: &Value, write_requests: u64) -> EngineExplain {
-        let polled: Vec<PgSnapshot> = polled.iter().map(|p| PgSnapshot::from_json(p)).collect();
+    fn explain(&self, before: &Value, polled: &[(f64, &Value)], after: &Value, write_requests: u64) -> EngineExplain {
+        let polled: Vec<(f64, PgSnapshot)> = polled.iter().map(|(at, p)| (*at, PgSnapshot::from_json(p))).collect();
         let explain =
             explain::pg(&PgSnapshot::from_json(before), &polled, &PgSnapshot::from_json(after), write_requests);
         EngineExplain::Pg(Box::new(explain))
