@@ -80,8 +80,12 @@ fn sentence(round: &RoundResult, study: &Study) -> Option<String> {
             let accounts = (ours / cost_ratio - 1.0).abs() <= 0.25;
             format!(
                 "per request PostgreSQL's database spent {pg_us:.0} µs and MongoDB's {mongo_us:.0} at their capacity steps \
-                 ({cost_ratio:.2}×), which {} the ratio of the rates",
-                if accounts { "accounts for" } else { "does not account for (latency, not CPU, moved it)" }
+                 ({cost_ratio:.2}×), which {}",
+                if accounts {
+                    "accounts for the ratio of the rates"
+                } else {
+                    "does not account for the ratio of the rates: latency, not CPU, set it"
+                }
             )
         }
         None => {
