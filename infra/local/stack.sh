@@ -475,10 +475,13 @@ cmd_status() {
 	for server in "${SERVERS[@]}"; do
 		server status "$server" || rc=3
 	done
-	# The replicas, when some run (their trouble is status 3 too).
-	if is_root && [[ -n "$(replica_namespaces)$(ls "$REPLICA_STATE" 2>/dev/null)" ]]; then
+	# The replicas, when this checkout started some (their trouble is status 3 too); namespaces
+	# without this checkout's state are another checkout's, or a killed run's: said, not failed.
+	if is_root && [[ -f "$REPLICA_STATE" ]]; then
 		budget_detect
 		replicas_status || rc=3
+	elif is_root && [[ -n "$(replica_namespaces)" ]]; then
+		say "replicas: not this checkout's (another checkout's, or a killed run's: stop --only-replicas ends them): $(replica_namespaces | tr '\n' ' ')"
 	fi
 	return "$rc"
 }
