@@ -20,9 +20,10 @@ use std::time::Duration;
 /// queueing.
 const RATES: (u32, u32) = (150, 300);
 
-/// The check's round: `read` on the fixed low staircase, once, no lead-in; the data stay as they
-/// are (reads change nothing).
-fn spec(base: &RoundSpec, name: String, quick: bool) -> RoundSpec {
+/// The check's round: `read` on the fixed low staircase, once, no lead-in, its data reset as
+/// `reset` says (the first round as the demo resets, which loads a small data set; the second
+/// keeps them: reads change nothing).
+fn spec(base: &RoundSpec, name: String, quick: bool, reset: crate::fresh::Reset) -> RoundSpec {
     let step_seconds = Duration::from_secs(if quick { 2 } else { 4 });
     RoundSpec {
         name,
@@ -32,7 +33,7 @@ fn spec(base: &RoundSpec, name: String, quick: bool) -> RoundSpec {
         extra_repeats: 0,
         early_stop: false,
         poll_interval: step_seconds,
-        reset: crate::fresh::Reset::Keep,
+        reset,
         deadline: None,
         lead_in: None,
         ..base.clone()
@@ -54,11 +55,11 @@ pub async fn check(
         "demo: regime check: reads at {} and {} req/s under {cores} CPU, then with a quota of every core",
         RATES.0, RATES.1
     );
-    let budgeted =
-        round::run_round(&spec(base, format!("regime, {cores} CPU"), quick), setup, &dir.join("budget")).await?;
+    let budgeted = spec(base, format!("regime, {cores} CPU"), quick, base.reset.clone());
+    let budgeted = round::run_round(&budgeted, setup, &dir.join("budget")).await?;
     let reference = Applied::cpus(stack.clone(), Cap::At(every_core)).await.context("the reference's quota")?;
     let unbudgeted = round::run_round(
-        &spec(base, format!("regime, quota of {every_core} cores"), quick),
+        &spec(base, format!("regime, quota of {every_core} cores"), quick, crate::fresh::Reset::Keep),
         setup,
         &dir.join("reference"),
     )
