@@ -331,9 +331,12 @@ expect "status prices what exists (3 x c-2, 5 x c-8, s-2vcpu-4gb)" contains "$W/
 step "tunnel: Grafana and Prometheus through SSH"
 check_tunnel
 
-step "up again: nothing changed, nothing restarts"
+step "up again: nothing changed, nothing restarts; nothing orders_loader planted runs as postgres"
+plant_as_loader
 pid_before=$(on postgres-app 'systemctl show -p MainPID --value orders-pg')
 dosh up --yes >"$W/up2.out" 2>&1 || { cat "$W/up2.out"; fail "second up"; }
+check_planted_never_ran_as_postgres
+remove_planted
 expect "no droplet created the second time" test "$(state 'len(s["droplets"])')" = 9
 expect "every service left running (the three exporters too)" test "$(grep -c 'nothing changed, left running' "$W/up2.out")" = 8
 expect "orders-pg kept its process" test "$(on postgres-app 'systemctl show -p MainPID --value orders-pg')" = "$pid_before"

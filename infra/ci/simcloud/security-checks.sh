@@ -123,6 +123,58 @@ check_secrets() {
   done
 }
 
+# CVE-2018-1058's pattern, as a compromised load droplet would try it: orders_loader plants, where
+# it may create (its schema; `public` before issue 45), functions that PostgreSQL would pick
+# over pg_catalog's for the setup scripts' own calls (format and string_agg with closer argument
+# types) and a row-security policy on the migrations' table whose function leaves `SET ROLE`
+# (RESET ROLE). Each records current_user and session_user. plant_as_loader before an `up`,
+# check_planted_never_ran_as_postgres after it, then remove_planted.
+planted_table() { if [ "$1" = hybrid-db ]; then echo schema_migrations_hybrid; else echo schema_migrations; fi; }
+plant_as_loader() {
+  local PG_DB
+  for PG_DB in postgres-db hybrid-db; do
+    expect "$PG_DB: orders_loader plants its functions and a policy on $(planted_table "$PG_DB") (in $(loader_sql "SELECT current_schema()"))" loader_sql "
+CREATE TABLE planted_calls (what text, run_as name, session_as name);
+GRANT INSERT ON planted_calls TO PUBLIC;
+CREATE FUNCTION planted_record(what text) RETURNS void LANGUAGE sql SET search_path FROM CURRENT
+  AS 'INSERT INTO planted_calls VALUES (what, current_user, session_user)';
+CREATE FUNCTION format(text, name, boolean, boolean, text) RETURNS text LANGUAGE sql SET search_path FROM CURRENT
+  AS \$\$ SELECT planted_record('format'); SELECT pg_catalog.format(\$1, \$2, \$3, \$4, \$5) \$\$;
+CREATE FUNCTION format(text, name, text) RETURNS text LANGUAGE sql SET search_path FROM CURRENT
+  AS \$\$ SELECT planted_record('format'); SELECT pg_catalog.format(\$1, \$2, \$3) \$\$;
+CREATE FUNCTION format(text, text, text, text, text) RETURNS text LANGUAGE sql SET search_path FROM CURRENT
+  AS \$\$ SELECT planted_record('format'); SELECT pg_catalog.format(\$1, \$2, \$3, \$4, \$5) \$\$;
+CREATE FUNCTION planted_agg_step(text, name, text) RETURNS text LANGUAGE sql SET search_path FROM CURRENT
+  AS \$\$ SELECT planted_record('string_agg'); SELECT CASE WHEN \$1 IS NULL THEN \$2::text ELSE \$1 || \$3 || \$2 END \$\$;
+CREATE AGGREGATE string_agg(name, text) (SFUNC = planted_agg_step, STYPE = text);
+CREATE FUNCTION planted_policy() RETURNS boolean LANGUAGE plpgsql SET search_path FROM CURRENT AS \$\$
+BEGIN RESET ROLE; PERFORM planted_record('policy'); RETURN true; END \$\$;
+ALTER TABLE $(planted_table "$PG_DB") ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY planted ON $(planted_table "$PG_DB") USING (planted_policy());"
+  done
+}
+check_planted_never_ran_as_postgres() {
+  local PG_DB calls
+  for PG_DB in postgres-db hybrid-db; do
+    calls=$(loader_sql "SELECT coalesce(string_agg(DISTINCT what || ' as ' || run_as || '/' || session_as, ', '), 'none') FROM planted_calls")
+    expect "$PG_DB: up reached the planted policy (calls: $calls)" grep -q 'policy as ' <<<"$calls"
+    expect "$PG_DB: nothing orders_loader planted ran as postgres during up" \
+      test "$(loader_sql "SELECT count(*) FROM planted_calls WHERE 'postgres' IN (run_as, session_as)")" = 0
+  done
+}
+remove_planted() {
+  local PG_DB
+  for PG_DB in postgres-db hybrid-db; do
+    expect "$PG_DB: orders_loader removes what it planted" loader_sql "
+DROP POLICY planted ON $(planted_table "$PG_DB");
+ALTER TABLE $(planted_table "$PG_DB") NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY;
+DROP AGGREGATE string_agg(name, text);
+DROP FUNCTION planted_agg_step(text, name, text), planted_policy(), format(text, name, boolean, boolean, text),
+  format(text, name, text), format(text, text, text, text, text), planted_record(text);
+DROP TABLE planted_calls;"
+  done
+}
+
 # psql on a PostgreSQL droplet (PG_DB: postgres-db unless set) as ROLE over TCP (to HOST, default
 # the loopback) with its password (read on the droplet from the root-only file; it reaches psql in
 # its environment); the SQL on standard input.
@@ -162,10 +214,16 @@ check_postgres_roles() { # DB
     refused_with "${at}orders_service cannot DELETE from order_items either" "permission denied for table order_items" \
       service_sql "DELETE FROM order_items"
   fi
-  refused_with "${at}orders_service cannot create a table" "it does not change the schema (CREATE TABLE)" \
+  expect "${at}the tables are in the schema orders, which the service's and the seeding role search" \
+    test "$(service_sql "SELECT current_schema(), to_regclass('orders.orders') IS NOT NULL")/$(loader_sql "SELECT current_schema()")" = "orders|t/orders"
+  refused_with "${at}orders_service cannot create a table (no CREATE on any schema)" "permission denied for schema orders" \
     service_sql "CREATE TABLE stolen (id int)"
-  refused_with "${at}orders_service cannot create a function" "it does not change the schema (CREATE FUNCTION)" \
-    service_sql "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'"
+  refused_with "${at}orders_service cannot create a function" "permission denied for schema public" \
+    service_sql "CREATE FUNCTION public.f() RETURNS int LANGUAGE sql AS 'SELECT 1'"
+  refused_with "${at}orders_loader cannot create in public (the extensions' schema, which every role searches)" \
+    "permission denied for schema public" loader_sql "CREATE FUNCTION public.f() RETURNS int LANGUAGE sql AS 'SELECT 1'"
+  refused_with "${at}orders_owner has no password (it logs in from the droplet's postgres user alone)" "no password supplied" \
+    pg_as orders_owner NO_SUCH_PASSWORD <<<"SELECT 1"
   if [ "$PG_DB" = postgres-db ]; then
     refused_with "orders_service cannot change the GIN index (hence do.sh toggle runs it as the owner)" \
       "must be owner of index orders_items" service_sql "ALTER INDEX orders_items SET (fastupdate = off)"
@@ -243,7 +301,9 @@ check_exporter_roles() {
     refused_with "${at}orders_monitor cannot read the orders" "permission denied for table orders" monitor_sql "SELECT count(*) FROM orders"
     refused_with "${at}orders_monitor cannot write an order" "permission denied for table orders" \
       monitor_sql "INSERT INTO orders (id) VALUES (1)"
-    refused_with "${at}orders_monitor cannot create a table" "permission denied for schema public" monitor_sql "CREATE TABLE t (i int)"
+    refused_with "${at}orders_monitor cannot create a table" "permission denied for schema public" monitor_sql "CREATE TABLE public.t (i int)"
+    refused_with "${at}orders_monitor cannot create a table beside the orders" "permission denied for schema orders" \
+      monitor_sql "CREATE TABLE orders.t (i int)"
     refused_with "${at}orders_monitor cannot COPY ... TO PROGRAM" "permission denied to COPY to or from an external program" \
       monitor_sql "COPY (SELECT 1) TO PROGRAM 'id'"
     refused_with "${at}orders_monitor logs in over the loopback only, not from the VPC (pg_hba)" "no pg_hba.conf entry" \
