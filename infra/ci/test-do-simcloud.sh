@@ -234,6 +234,7 @@ check_exporters
 
 step "secrets: after boot, in root-only files, never in user-data"
 check_secrets
+check_no_password_in_postgres
 
 step "least privilege: one role per job on each database"
 check_postgres_roles postgres-db

@@ -123,6 +123,28 @@ check_secrets() {
   done
 }
 
+# The servers' own records of the statements they ran: pg_stat_statements (which orders_monitor
+# reads, pg_monitor) and the server's logs (the stderr and JSON logs of logging_collector, which
+# orders_loader reads through the plan log's functions) hold no password and no SCRAM verifier
+# (with a verifier and one exchange seen on the VPC, which has no TLS, a client key can be worked
+# out). Every `up` sets the roles' passwords (infra/engines/postgres/remote/setup.sh).
+check_no_password_in_postgres() {
+  local values=$W/secret-values db
+  for db in postgres-db hybrid-db; do
+    # shellcheck disable=SC2016 # expanded by the droplet's shell
+    expect "$db: pg_stat_statements holds statements, none with a password or a SCRAM verifier" on "$db" \
+      'p=$(cat); cd / && q=$(runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -At -h /var/run/postgresql -d orders \
+         -c "SELECT query FROM pg_stat_statements") && [ -n "$q" ] && ! grep -qF -f <(printf "%s\n" "$p") <<<"$q" &&
+       ! grep -qF "SCRAM-SHA-256\$" <<<"$q"' <"$values"
+    # shellcheck disable=SC2016 # expanded by the droplet's shell
+    expect "$db: the server's logs (stderr and JSON) exist and hold no password or SCRAM verifier" on "$db" \
+      'p=$(cat); cd / && sql() { runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -At -h /var/run/postgresql -d orders -c "$1"; } &&
+       d=$(sql "SHOW data_directory")/$(sql "SHOW log_directory") &&
+       ls "$d"/*.json >/dev/null && ! grep -rqF -f <(printf "%s\n" "$p") "$d" /var/log/postgresql &&
+       ! grep -rqF "SCRAM-SHA-256\$" "$d" /var/log/postgresql' <"$values"
+  done
+}
+
 # CVE-2018-1058's pattern, as a compromised load droplet would try it: orders_loader plants, where
 # it may create (its schema; `public` before issue 45), functions that PostgreSQL would pick
 # over pg_catalog's for the setup scripts' own calls (format and string_agg with closer argument

@@ -19,7 +19,8 @@
 #                   project's queries; no right on any table.
 # The superuser's sessions run with search_path = pg_catalog, pg_temp and name the rest by schema,
 # so nothing orders_loader creates can run as the superuser (CVE-2018-1058's pattern); what runs
-# over the owner's tables runs in the owner's session.
+# over the owner's tables runs in the owner's session. The passwords reach the server as SCRAM
+# verifiers, in a session that neither tracks (pg_stat_statements) nor logs its statements.
 # The migrations are the binary's (migrations/postgres, or migrations/postgres-hybrid for the
 # hybrid layout, copied as migrations.tar), applied as orders_owner the way the service's runner
 # applies them (services/orders-pg/src/migrate.rs, services/orders-pg-hybrid/src/migrate.rs: each
@@ -61,16 +62,40 @@ psql_as_postgres() {
 # what runs over the owner's tables runs with no more than the owner's rights, which a session of
 # the superuser with SET ROLE would not (RESET ROLE gives the superuser back to any code it runs).
 psql_as_owner() { runuser -u postgres -- "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h /var/run/postgresql -U orders_owner -d orders "$@"; }
+# The SCRAM-SHA-256 verifier of the password on standard input, as PostgreSQL stores it (RFC 7677;
+# the passwords are hex, so SASLprep leaves them as they are): the server never sees the password.
+scram_verifier() {
+  # shellcheck disable=SC2016 # Python's program
+  /usr/bin/python3 -c 'import base64, hashlib, hmac, os, sys
+password, salt, rounds = sys.stdin.buffer.read(), os.urandom(16), 4096
+salted = hashlib.pbkdf2_hmac("sha256", password, salt, rounds)
+stored = hashlib.sha256(hmac.new(salted, b"Client Key", "sha256").digest()).digest()
+server = hmac.new(salted, b"Server Key", "sha256").digest()
+b64 = lambda raw: base64.b64encode(raw).decode()
+print("SCRAM-SHA-256$%d:%s$%s:%s" % (rounds, b64(salt), b64(stored), b64(server)))'
+}
+loader_verifier=$(printf '%s' "$PG_LOADER_PASSWORD" | scram_verifier)
+service_verifier=$(printf '%s' "$PG_SERVICE_PASSWORD" | scram_verifier)
+monitor_verifier=$(printf '%s' "$PG_MONITOR_PASSWORD" | scram_verifier)
+
+# The passwords arrive as verifiers, in a session that neither tracks nor logs its statements:
+# pg_stat_statements (which orders_monitor reads) and the server's logs get neither the password
+# nor its verifier (with a verifier and one SCRAM exchange seen on the VPC, a client key can be
+# worked out).
 psql_as_postgres -d postgres <<SQL
 SET client_min_messages = warning;
+SET pg_stat_statements.track = none;
+SET log_statement = none;
+SET log_min_duration_statement = -1;
+SET log_min_error_statement = panic;
 SELECT 'CREATE ROLE orders_owner' WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'orders_owner')\gexec
 SELECT 'CREATE ROLE orders_loader' WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'orders_loader')\gexec
 SELECT 'CREATE ROLE orders_service' WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'orders_service')\gexec
 SELECT 'CREATE ROLE orders_monitor' WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'orders_monitor')\gexec
 ALTER ROLE orders_owner LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD NULL;
-ALTER ROLE orders_loader LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$PG_LOADER_PASSWORD';
-ALTER ROLE orders_service LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$PG_SERVICE_PASSWORD';
-ALTER ROLE orders_monitor LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$PG_MONITOR_PASSWORD';
+ALTER ROLE orders_loader LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$loader_verifier';
+ALTER ROLE orders_service LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$service_verifier';
+ALTER ROLE orders_monitor LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$monitor_verifier';
 GRANT orders_owner, pg_stat_scan_tables, pg_checkpoint TO orders_loader;
 GRANT pg_read_all_settings, pg_stat_scan_tables TO orders_service;
 GRANT pg_monitor TO orders_monitor;
@@ -108,6 +133,9 @@ SET client_min_messages = warning;
 -- finds them there.
 CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public;
 CREATE EXTENSION IF NOT EXISTS pgstattuple SCHEMA public;
+-- What an earlier setup.sh left there: ALTER ROLE with a password in its text.
+SELECT count(public.pg_stat_statements_reset(s.userid, s.dbid, s.queryid)) AS forgotten
+  FROM public.pg_stat_statements(true) s WHERE s.query ~* 'PASSWORD' \gset
 REVOKE ALL ON SCHEMA public FROM PUBLIC, orders_owner, orders_service;
 GRANT USAGE ON SCHEMA public TO orders_owner, orders_service, orders_monitor;
 CREATE SCHEMA IF NOT EXISTS orders;
