@@ -133,9 +133,9 @@ SET client_min_messages = warning;
 -- finds them there.
 CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public;
 CREATE EXTENSION IF NOT EXISTS pgstattuple SCHEMA public;
--- What an earlier setup.sh left there: ALTER ROLE with a password in its text.
+-- What an earlier setup.sh left there: ALTER ROLE with a password, not a verifier, in its text.
 SELECT count(public.pg_stat_statements_reset(s.userid, s.dbid, s.queryid)) AS forgotten
-  FROM public.pg_stat_statements(true) s WHERE s.query ~* 'PASSWORD' \gset
+  FROM public.pg_stat_statements(true) s WHERE s.query ~* 'PASSWORD\s+''(?!SCRAM-SHA-256\\$)' \gset
 REVOKE ALL ON SCHEMA public FROM PUBLIC, orders_owner, orders_service;
 GRANT USAGE ON SCHEMA public TO orders_owner, orders_service, orders_monitor;
 CREATE SCHEMA IF NOT EXISTS orders;
