@@ -260,8 +260,8 @@ dosh seed --orders 2000 2>&1 | tee "$W/seed.out" | show
 expect "one seed from the first load droplet loaded every database" \
   bash -c "grep -q '\[load-1\] mongo *2000 orders' '$W/seed.out' && grep -q '\[load-1\] pgh *2000 orders' '$W/seed.out'"
 expect "the same count in both PostgreSQL databases, counted on their droplets (each hybrid order with its order_items)" \
-  test "$(as_postgres postgres-db 'SELECT count(*) FROM orders')/$(as_postgres hybrid-db \
-    'SELECT count(*) FROM orders WHERE id IN (SELECT order_id FROM order_items)')" = 2000/2000
+  test "$(as_postgres postgres-db 'SELECT count(*) FROM orders.orders')/$(as_postgres hybrid-db \
+    'SELECT count(*) FROM orders.orders WHERE id IN (SELECT order_id FROM orders.order_items)')" = 2000/2000
 expect "the seeding user may fsync: the MongoDB size is read after a checkpoint" \
   bash -c "grep -q 'totalIndexSize' '$W/seed.out' && ! grep -q 'no fsync allowed' '$W/seed.out'"
 
