@@ -188,7 +188,7 @@ check "the database droplets' role passwords are copied after boot, 0600" \
 check "postgres-db and mongo-db get their roles' passwords over scp, then set them up" \
   bash -c "grep -q '^scp	.*/env/postgres-db.env	.*/migrations.tar	root@$(ip_of postgres-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
     grep -q '^scp	.*/env/mongo-db.env	root@$(ip_of mongo-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
-    grep -q 'CREATE EVENT TRIGGER orders_refuse_service_ddl' '$FAKE_STATE/ssh-stdin' && grep -qF 'Role|ordersLoader|' '$FAKE_STATE/ssh-stdin'"
+    grep -q 'ALTER ROLE orders_service IN DATABASE orders SET search_path = orders, public' '$FAKE_STATE/ssh-stdin' && grep -qF 'Role|ordersLoader|' '$FAKE_STATE/ssh-stdin'"
 check "Grafana's password goes to the monitor after boot" grep -q "^scp	.*/env/grafana.env	root@$(ip_of monitor public):/opt/orders/incoming/" "$FAKE_LOG"
 check "the exporters' settings (their roles' passwords) go to the database droplets after boot, 0600" \
   bash -c "grep -q '^scp	.*/env/postgres-exporter.env	.*postgres-queries.yaml	root@$(ip_of postgres-db public):/opt/orders/incoming/' '$FAKE_LOG' &&

@@ -234,6 +234,7 @@ check_exporters
 
 step "secrets: after boot, in root-only files, never in user-data"
 check_secrets
+check_no_password_in_postgres
 
 step "least privilege: one role per job on each database"
 check_postgres_roles postgres-db
@@ -259,8 +260,8 @@ dosh seed --orders 2000 2>&1 | tee "$W/seed.out" | show
 expect "one seed from the first load droplet loaded every database" \
   bash -c "grep -q '\[load-1\] mongo *2000 orders' '$W/seed.out' && grep -q '\[load-1\] pgh *2000 orders' '$W/seed.out'"
 expect "the same count in both PostgreSQL databases, counted on their droplets (each hybrid order with its order_items)" \
-  test "$(as_postgres postgres-db 'SELECT count(*) FROM orders')/$(as_postgres hybrid-db \
-    'SELECT count(*) FROM orders WHERE id IN (SELECT order_id FROM order_items)')" = 2000/2000
+  test "$(as_postgres postgres-db 'SELECT count(*) FROM orders.orders')/$(as_postgres hybrid-db \
+    'SELECT count(*) FROM orders.orders WHERE id IN (SELECT order_id FROM orders.order_items)')" = 2000/2000
 expect "the seeding user may fsync: the MongoDB size is read after a checkpoint" \
   bash -c "grep -q 'totalIndexSize' '$W/seed.out' && ! grep -q 'no fsync allowed' '$W/seed.out'"
 
@@ -331,9 +332,12 @@ expect "status prices what exists (3 x c-2, 5 x c-8, s-2vcpu-4gb)" contains "$W/
 step "tunnel: Grafana and Prometheus through SSH"
 check_tunnel
 
-step "up again: nothing changed, nothing restarts"
+step "up again: nothing changed, nothing restarts; nothing orders_loader planted runs as postgres"
+plant_as_loader
 pid_before=$(on postgres-app 'systemctl show -p MainPID --value orders-pg')
 dosh up --yes >"$W/up2.out" 2>&1 || { cat "$W/up2.out"; fail "second up"; }
+check_planted_never_ran_as_postgres
+remove_planted
 expect "no droplet created the second time" test "$(state 'len(s["droplets"])')" = 9
 expect "every service left running (the three exporters too)" test "$(grep -c 'nothing changed, left running' "$W/up2.out")" = 8
 expect "orders-pg kept its process" test "$(on postgres-app 'systemctl show -p MainPID --value orders-pg')" = "$pid_before"

@@ -123,6 +123,80 @@ check_secrets() {
   done
 }
 
+# The servers' own records of the statements they ran: pg_stat_statements (which orders_monitor
+# reads, pg_monitor) and the server's logs (the stderr and JSON logs of logging_collector, which
+# orders_loader reads through the plan log's functions) hold no password and no SCRAM verifier
+# (with a verifier and one exchange seen on the VPC, which has no TLS, a client key can be worked
+# out). Every `up` sets the roles' passwords (infra/engines/postgres/remote/setup.sh).
+check_no_password_in_postgres() {
+  local values=$W/secret-values db
+  for db in postgres-db hybrid-db; do
+    # shellcheck disable=SC2016 # expanded by the droplet's shell
+    expect "$db: pg_stat_statements holds statements, none with a password or a SCRAM verifier" on "$db" \
+      'p=$(cat); cd / && q=$(runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -At -h /var/run/postgresql -d orders \
+         -c "SELECT query FROM pg_stat_statements") && [ -n "$q" ] && ! grep -qF -f <(printf "%s\n" "$p") <<<"$q" &&
+       ! grep -qF "SCRAM-SHA-256\$" <<<"$q"' <"$values"
+    # shellcheck disable=SC2016 # expanded by the droplet's shell
+    expect "$db: the server's logs (stderr and JSON) exist and hold no password or SCRAM verifier" on "$db" \
+      'p=$(cat); cd / && sql() { runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -At -h /var/run/postgresql -d orders -c "$1"; } &&
+       d=$(sql "SHOW data_directory")/$(sql "SHOW log_directory") &&
+       ls "$d"/*.json >/dev/null && ! grep -rqF -f <(printf "%s\n" "$p") "$d" /var/log/postgresql &&
+       ! grep -rqF "SCRAM-SHA-256\$" "$d" /var/log/postgresql' <"$values"
+  done
+}
+
+# CVE-2018-1058's pattern, as a compromised load droplet would try it: orders_loader plants, where
+# it may create (its schema; `public` before issue 45), functions that PostgreSQL would pick
+# over pg_catalog's for the setup scripts' own calls (format and string_agg with closer argument
+# types) and a row-security policy on the migrations' table whose function leaves `SET ROLE`
+# (RESET ROLE). Each records current_user and session_user. plant_as_loader before an `up`,
+# check_planted_never_ran_as_postgres after it, then remove_planted.
+planted_table() { if [ "$1" = hybrid-db ]; then echo schema_migrations_hybrid; else echo schema_migrations; fi; }
+plant_as_loader() {
+  local PG_DB
+  for PG_DB in postgres-db hybrid-db; do
+    expect "$PG_DB: orders_loader plants its functions and a policy on $(planted_table "$PG_DB") (in $(loader_sql "SELECT current_schema()"))" loader_sql "
+CREATE TABLE planted_calls (what text, run_as name, session_as name);
+GRANT INSERT ON planted_calls TO PUBLIC;
+CREATE FUNCTION planted_record(what text) RETURNS void LANGUAGE sql SET search_path FROM CURRENT
+  AS 'INSERT INTO planted_calls VALUES (what, current_user, session_user)';
+CREATE FUNCTION format(text, name, boolean, boolean, text) RETURNS text LANGUAGE sql SET search_path FROM CURRENT
+  AS \$\$ SELECT planted_record('format'); SELECT pg_catalog.format(\$1, \$2, \$3, \$4, \$5) \$\$;
+CREATE FUNCTION format(text, name, text) RETURNS text LANGUAGE sql SET search_path FROM CURRENT
+  AS \$\$ SELECT planted_record('format'); SELECT pg_catalog.format(\$1, \$2, \$3) \$\$;
+CREATE FUNCTION format(text, text, text, text, text) RETURNS text LANGUAGE sql SET search_path FROM CURRENT
+  AS \$\$ SELECT planted_record('format'); SELECT pg_catalog.format(\$1, \$2, \$3, \$4, \$5) \$\$;
+CREATE FUNCTION planted_agg_step(text, name, text) RETURNS text LANGUAGE sql SET search_path FROM CURRENT
+  AS \$\$ SELECT planted_record('string_agg'); SELECT CASE WHEN \$1 IS NULL THEN \$2::text ELSE \$1 || \$3 || \$2 END \$\$;
+CREATE AGGREGATE string_agg(name, text) (SFUNC = planted_agg_step, STYPE = text);
+CREATE FUNCTION planted_policy() RETURNS boolean LANGUAGE plpgsql SET search_path FROM CURRENT AS \$\$
+BEGIN RESET ROLE; PERFORM planted_record('policy'); RETURN true; END \$\$;
+ALTER TABLE $(planted_table "$PG_DB") ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY planted ON $(planted_table "$PG_DB") USING (planted_policy());"
+  done
+}
+check_planted_never_ran_as_postgres() {
+  local PG_DB calls
+  for PG_DB in postgres-db hybrid-db; do
+    calls=$(loader_sql "SELECT coalesce(string_agg(DISTINCT what || ' as ' || run_as || '/' || session_as, ', '), 'none') FROM planted_calls")
+    expect "$PG_DB: up reached the planted policy (calls: $calls)" grep -q 'policy as ' <<<"$calls"
+    expect "$PG_DB: nothing orders_loader planted ran as postgres during up" \
+      test "$(loader_sql "SELECT count(*) FROM planted_calls WHERE 'postgres' IN (run_as, session_as)")" = 0
+  done
+}
+remove_planted() {
+  local PG_DB
+  for PG_DB in postgres-db hybrid-db; do
+    expect "$PG_DB: orders_loader removes what it planted" loader_sql "
+DROP POLICY planted ON $(planted_table "$PG_DB");
+ALTER TABLE $(planted_table "$PG_DB") NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY;
+DROP AGGREGATE string_agg(name, text);
+DROP FUNCTION planted_agg_step(text, name, text), planted_policy(), format(text, name, boolean, boolean, text),
+  format(text, name, text), format(text, text, text, text, text), planted_record(text);
+DROP TABLE planted_calls;"
+  done
+}
+
 # psql on a PostgreSQL droplet (PG_DB: postgres-db unless set) as ROLE over TCP (to HOST, default
 # the loopback) with its password (read on the droplet from the root-only file; it reaches psql in
 # its environment); the SQL on standard input.
@@ -162,10 +236,17 @@ check_postgres_roles() { # DB
     refused_with "${at}orders_service cannot DELETE from order_items either" "permission denied for table order_items" \
       service_sql "DELETE FROM order_items"
   fi
-  refused_with "${at}orders_service cannot create a table" "it does not change the schema (CREATE TABLE)" \
+  expect "${at}the tables are in the schema orders, which the service's and the seeding role search" \
+    test "$(service_sql "SELECT current_schema(), to_regclass('orders.orders') IS NOT NULL")/$(loader_sql "SELECT current_schema()")" = "orders|t/orders"
+  refused_with "${at}orders_service cannot create a table (no CREATE on any schema)" "permission denied for schema orders" \
     service_sql "CREATE TABLE stolen (id int)"
-  refused_with "${at}orders_service cannot create a function" "it does not change the schema (CREATE FUNCTION)" \
-    service_sql "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'"
+  refused_with "${at}orders_service cannot create a function" "permission denied for schema public" \
+    service_sql "CREATE FUNCTION public.f() RETURNS int LANGUAGE sql AS 'SELECT 1'"
+  refused_with "${at}orders_loader cannot create in public (the extensions' schema, which every role searches)" \
+    "permission denied for schema public" loader_sql "CREATE FUNCTION public.f() RETURNS int LANGUAGE sql AS 'SELECT 1'"
+  expect "${at}orders_owner has no password (it logs in from the droplet's postgres user alone)" test "$(on "$PG_DB" \
+    "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -At -h /var/run/postgresql -d orders \
+       -c \"SELECT rolcanlogin AND rolpassword IS NULL FROM pg_authid WHERE rolname = 'orders_owner'\"")" = t
   if [ "$PG_DB" = postgres-db ]; then
     refused_with "orders_service cannot change the GIN index (hence do.sh toggle runs it as the owner)" \
       "must be owner of index orders_items" service_sql "ALTER INDEX orders_items SET (fastupdate = off)"
@@ -240,10 +321,12 @@ check_exporter_roles() {
     if [ "$PG_DB" = hybrid-db ]; then at='hybrid-db: '; fi
     expect "${at}orders_monitor (postgres_exporter): no superuser, a member of pg_monitor" \
       test "$(monitor_sql "SELECT rolsuper, pg_has_role('pg_monitor', 'member') FROM pg_roles WHERE rolname = current_user")" = "f|t"
-    refused_with "${at}orders_monitor cannot read the orders" "permission denied for table orders" monitor_sql "SELECT count(*) FROM orders"
+    refused_with "${at}orders_monitor cannot read the orders" "permission denied for table orders" monitor_sql "SELECT count(*) FROM orders.orders"
     refused_with "${at}orders_monitor cannot write an order" "permission denied for table orders" \
-      monitor_sql "INSERT INTO orders (id) VALUES (1)"
-    refused_with "${at}orders_monitor cannot create a table" "permission denied for schema public" monitor_sql "CREATE TABLE t (i int)"
+      monitor_sql "INSERT INTO orders.orders (id) VALUES (1)"
+    refused_with "${at}orders_monitor cannot create a table" "permission denied for schema public" monitor_sql "CREATE TABLE public.t (i int)"
+    refused_with "${at}orders_monitor cannot create a table beside the orders" "permission denied for schema orders" \
+      monitor_sql "CREATE TABLE orders.t (i int)"
     refused_with "${at}orders_monitor cannot COPY ... TO PROGRAM" "permission denied to COPY to or from an external program" \
       monitor_sql "COPY (SELECT 1) TO PROGRAM 'id'"
     refused_with "${at}orders_monitor logs in over the loopback only, not from the VPC (pg_hba)" "no pg_hba.conf entry" \
@@ -289,8 +372,8 @@ SELECT convert_from(orders_bench_read_log(:before, 4194304), 'UTF8');" >"$log"
     loader_sql "SELECT orders_bench_read_log('global/pg_control', 0, 100)"
   refused_with "orders_loader cannot become the functions' owner" "permission denied to set role" \
     loader_sql "SET ROLE orders_log_reader"
-  refused_with "orders_loader cannot replace the functions" "must be owner of function orders_bench_read_log" \
-    loader_sql "CREATE OR REPLACE FUNCTION orders_bench_read_log(\"offset\" bigint, length bigint) RETURNS bytea LANGUAGE sql AS 'SELECT NULL::bytea'"
+  refused_with "orders_loader cannot replace the functions (in public, where it creates nothing)" "permission denied for schema public" \
+    loader_sql "CREATE OR REPLACE FUNCTION public.orders_bench_read_log(\"offset\" bigint, length bigint) RETURNS bytea LANGUAGE sql AS 'SELECT NULL::bytea'"
   refused_with "orders_loader cannot move the log elsewhere" "permission denied to set parameter" \
     loader_sql "ALTER SYSTEM SET log_directory = '/etc'"
   refused_with "a negative offset is refused" "offset and length must be 0 or more" loader_sql "SELECT orders_bench_read_log(-1, 10)"

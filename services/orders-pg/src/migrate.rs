@@ -31,8 +31,9 @@ pub async fn run(client: &mut Client) -> Result<Vec<&'static str>, tokio_postgre
     apply(client, MIGRATIONS, MIGRATION_LOCK, "schema_migrations").await
 }
 
-/// Applies those of `migrations` not yet recorded in `table` (created if missing), in order, in
-/// one transaction under the advisory lock `lock`; returns the versions applied now. Each layout
+/// Applies those of `migrations` not yet recorded in `table` (created only if missing: a role
+/// without CREATE on the schema finds an applied database as it is), in order, in one
+/// transaction under the advisory lock `lock`; returns the versions applied now. Each layout
 /// (jsonb, hybrid) has its own list, table and lock, so neither can take the other's records.
 /// `table` is the caller's constant, never input.
 pub async fn apply(
@@ -43,12 +44,17 @@ pub async fn apply(
 ) -> Result<Vec<&'static str>, tokio_postgres::Error> {
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock]).await?;
-    tx.batch_execute(&format!(
-        "CREATE TABLE IF NOT EXISTS {table} (
-             version    text PRIMARY KEY,
-             applied_at timestamptz NOT NULL DEFAULT now())"
-    ))
-    .await?;
+    // Not `CREATE TABLE IF NOT EXISTS`: PostgreSQL checks CREATE on the schema before it looks
+    // whether the table exists, and a service's role that only reads the records has no CREATE.
+    let exists: bool = tx.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table]).await?.get(0);
+    if !exists {
+        tx.batch_execute(&format!(
+            "CREATE TABLE {table} (
+                 version    text PRIMARY KEY,
+                 applied_at timestamptz NOT NULL DEFAULT now())"
+        ))
+        .await?;
+    }
     let applied: Vec<String> =
         tx.query(&format!("SELECT version FROM {table}"), &[]).await?.iter().map(|row| row.get(0)).collect();
     let mut now_applied = Vec::new();

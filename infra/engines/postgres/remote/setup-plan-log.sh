@@ -25,7 +25,10 @@ ms=${1:-}
 # shellcheck source=/dev/null
 . /etc/orders/pg-cluster.env
 cd /
-psql_as_postgres() { runuser -u postgres -- "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h /var/run/postgresql "$@"; }
+# Privileged SQL resolves no name through a schema another role may create in (CVE-2018-1058).
+psql_as_postgres() {
+  runuser -u postgres -- env PGOPTIONS='-c search_path=pg_catalog,pg_temp' "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h /var/run/postgresql "$@"
+}
 
 conf=$PG_CONF_DIR/conf.d/orders-plan-log.conf
 threshold=-1
@@ -34,11 +37,11 @@ wanted=$(printf '# Written by infra/engines/postgres/remote/setup-plan-log.sh (P
 if [ "$(cat "$conf" 2>/dev/null)" != "$wanted" ]; then
   printf '%s\n' "$wanted" >"$conf"
   chown postgres:postgres "$conf"
-  psql_as_postgres -d postgres -At -c 'SELECT pg_reload_conf()' >/dev/null
+  psql_as_postgres -d postgres -At -c 'SELECT pg_catalog.pg_reload_conf()' >/dev/null
   # The reload is asynchronous: wait until new sessions see the threshold.
   applied=0
   for _ in $(seq 20); do
-    if [ "$(psql_as_postgres -d postgres -At -c "SELECT setting FROM pg_settings WHERE name = 'auto_explain.log_min_duration'")" = "$ms" ]; then
+    if [ "$(psql_as_postgres -d postgres -At -c "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'auto_explain.log_min_duration'")" = "$ms" ]; then
       applied=1
       break
     fi
@@ -52,7 +55,7 @@ fi
 
 psql_as_postgres -d orders <<'SQL'
 SET client_min_messages = warning;
-SELECT 'CREATE ROLE orders_log_reader' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'orders_log_reader')\gexec
+SELECT 'CREATE ROLE orders_log_reader' WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'orders_log_reader')\gexec
 ALTER ROLE orders_log_reader NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
 GRANT EXECUTE ON FUNCTION pg_catalog.pg_current_logfile(text), pg_catalog.pg_stat_file(text, boolean),
   pg_catalog.pg_read_binary_file(text, bigint, bigint, boolean) TO orders_log_reader;
@@ -86,9 +89,9 @@ GRANT EXECUTE ON FUNCTION public.orders_bench_log_position(), public.orders_benc
 SQL
 
 psql_as_postgres -d orders -At <<'SQL'
-SELECT format('plan log: auto_explain %s, log_min_duration %s, format %s; JSON log %s',
-    CASE WHEN current_setting('shared_preload_libraries') ~ 'auto_explain' THEN 'preloaded'
+SELECT pg_catalog.format('plan log: auto_explain %s, log_min_duration %s, format %s; JSON log %s',
+    CASE WHEN pg_catalog.current_setting('shared_preload_libraries') ~ 'auto_explain' THEN 'preloaded'
          ELSE 'NOT preloaded (a droplet made before the plan log: do.sh down, then up)' END,
-    current_setting('auto_explain.log_min_duration', true), current_setting('auto_explain.log_format', true),
-    coalesce(pg_current_logfile('jsonlog'), 'none'));
+    pg_catalog.current_setting('auto_explain.log_min_duration', true), pg_catalog.current_setting('auto_explain.log_format', true),
+    coalesce(pg_catalog.pg_current_logfile('jsonlog'), 'none'));
 SQL
