@@ -8,24 +8,11 @@
 //!
 //! It runs on the generator's one thread with no async runtime: the connections are plain
 //! non-blocking sockets on one epoll (`wire`). Between sends less than `BLOCKING_GAP` apart the
-//! thread simply sleeps (answers wait in the kernel, which timestamps their arrival) and then reads
-//! every answer that came meanwhile in one go; longer gaps are spent waiting on the epoll, answers
-//! read as they come. Measured on two cores against orders-pg alone at 6,000 req/s (three runs
-//! each, alternating): 8.1–9.8 µs of the generator's CPU per request with a tokio task per
-//! request, 7.1–7.5 µs on the bare epoll; user space is now about 15% of it.
-//!
-//! At rates above one per `SLOT` (4 ms), the iterations due within one slot of the schedule are
-//! all intended at the slot's start and leave together: one wake-up per slot instead of one per
-//! send. A wake-up is most of what a request costs the generator on a virtual machine: measured on
-//! two cores against both services (read mix, 2,500 req/s per target, two runs each), 17.0 µs of
-//! CPU per request with 1 ms slots and 11.8 µs with 4 ms slots, i.e. about 33 µs per wake-up and
-//! 10 µs per request. Latency still runs from the (slot's) intended time, so nothing is hidden, and
-//! answers are timestamped by the kernel on arrival, so sleeping through a slot does not delay
-//! them. The load is burstier than k6's evenly spaced sends (at 5,000 req/s, twenty requests per
-//! target at once every 4 ms): in the same runs the median rose by 0.2 ms (orders-pg) and 1.0 ms
-//! (orders-mongo) while p95 stayed below 2.3 ms, far from a 50 ms pass mark; both targets get the
-//! same bursts. The schedule lag (recorded) grows to the time it takes to send a slot's requests,
-//! about 0.2 ms.
+//! thread sleeps and then reads every answer that came meanwhile (the kernel timestamps their
+//! arrival); longer gaps are spent waiting on the epoll. Above one iteration per `SLOT` (4 ms),
+//! those due within one slot leave together at its start: one wake-up per slot, latency still
+//! from the slot's intended time. What each choice costs and buys, measured: loadtest/README.md,
+//! "`orders-bench load`".
 
 use super::conn::AGENT;
 use super::control::Control;

@@ -6,18 +6,8 @@
 //! a lookup under a shared read lock with borrowed labels (no allocation) and a few relaxed atomic
 //! additions, so requests never wait for each other here.
 //!
-//! Hand-written rather than `prometheus-client` (0.26), measured side by side: that crate writes
-//! OpenMetrics only, so the exposition would change (`# TYPE http_requests counter` instead of
-//! `http_requests_total`, `le="1.0"` instead of `le="1"`, a period added to every `# HELP`, a
-//! closing `# EOF` that the shedding and in-flight families appended by `handlers::metrics` would
-//! follow, series in hash order), and recording costs more: its `Family` looks a series up by an
-//! owned label set (the route copied into a `String` per request) and its histogram takes a mutex
-//! per observation. A micro benchmark recording 2 million requests (4 routes, 2 statuses, one run,
-//! five alternating rounds, release build; run once on the 2-core development machine on
-//! 2026-12-04, not kept in the repository) measured 55–63 ns per request here against 94–106 ns
-//! with the crate on one thread (1.7×), and 98–115 ns against 169–250 ns on two (1.6–2.5×).
-//! About 40 ns is little next to a request's tens of microseconds: the exposition, which the
-//! dashboard (`infra/monitoring/grafana/dashboards/orders.json`) and these tests read, decides.
+//! Hand-written rather than `prometheus-client`, which would change the exposition the dashboard
+//! and the tests read and costs more per request (measured: docs/decisions.md).
 
 use axum::http::Method;
 use orders_core::PoolStatus;

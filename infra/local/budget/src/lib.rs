@@ -13,11 +13,7 @@
 //!
 //! The binary `orders-budget` is what `infra/local/budget.sh` calls (stack.sh starts every
 //! database server through it); it has no dependencies beyond the standard library, so the stack
-//! builds it in seconds before anything else. Why not the `cgroups-rs` crate: measured on the
-//! 2-core development machine on 2026-12-05, a cold `cargo build --release` of this crate took
-//! 4.5 s and of a one-line program over `cgroups-rs` 0.3.4 49.7 s (19 more crates: nix, regex,
-//! thiserror with syn...), which every fresh clone's first `stack.sh start` would wait for; and
-//! a systemd user scope, this crate's third method, is not what that crate does.
+//! builds it in seconds before anything else (why not the `cgroups-rs` crate: docs/decisions.md).
 
 pub mod apply;
 pub mod method;
