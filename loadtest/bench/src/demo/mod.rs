@@ -28,7 +28,6 @@ use crate::seed::{SeedArgs, Selection};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use orders_bench_model::result::{RatePlan, RoundResult};
-use orders_bench_model::verdict::PassMark;
 use profile::{Profile, Staircase};
 use services::Service;
 use std::path::{Path, PathBuf};
@@ -314,29 +313,17 @@ fn share_of_time_left(now: Instant, deadline: Instant, rounds_left: usize) -> In
 
 /// The demo's round of `mix`, before its staircase is known (`staircase` places it).
 fn base_spec(args: &DemoArgs, profile: &Profile, mix: &str, reset: &crate::fresh::Reset) -> RoundSpec {
+    // The plan and the poll (about once per step) are set once the staircase is known.
+    let plan = RatePlan { start_rate: 1, step: 1, max_rate: 1, step_seconds: Duration::from_secs(1), factor: None };
     RoundSpec {
-        name: mix.to_owned(),
-        mix: mix.to_owned(),
-        plan: RatePlan { start_rate: 1, step: 1, max_rate: 1, step_seconds: Duration::from_secs(1), factor: None },
         repeats: profile.repeats,
-        mark: PassMark::default(),
-        early_stop: true,
-        allow_mismatch: false,
-        // The runner samples the databases about once per step (set once the staircase is known).
-        poll_interval: Duration::from_secs(1),
-        vu_budget_ms: 200,
         settle: Duration::from_secs(if args.quick { 20 } else { 60 }),
         reset: reset.clone(),
         extra_repeats: profile.extra_repeats,
-        deadline: None,
-        quiet_wait: crate::fresh::QUIET_WAIT,
         warm_pools: !args.no_warm_up,
         lead_in: (!args.no_lead_in).then_some(profile.lead_in),
         realtime: !args.no_realtime,
-        prefill: 0,
-        plan_log_ms: None,
-        generator: round::launch::Generator::Native,
-        prefer_minimal: false,
+        ..RoundSpec::new(mix, mix, plan)
     }
 }
 

@@ -392,7 +392,6 @@ pub(crate) mod tests {
         assert!(side.iter().all(|(name, _)| name != orders_loadgen::prometheus::PUSH_URL_ENV), "{side:?}");
         assert_eq!(side.len(), round_env.len() - 1, "everything else stays: {side:?}");
     }
-    use orders_bench_model::verdict::PassMark;
 
     #[test]
     fn a_constant_rate_lasts_its_length_in_seconds() {
@@ -417,27 +416,12 @@ pub(crate) mod tests {
     /// The round the tests of launching and of the lead-in use, on `plan`.
     pub(crate) fn spec_with(plan: RatePlan) -> RoundSpec {
         RoundSpec {
-            name: "shop".into(),
-            mix: "shop".into(),
-            plan,
-            repeats: 1,
-            mark: PassMark::default(),
-            early_stop: true,
-            allow_mismatch: false,
             poll_interval: Duration::from_secs(2),
-            vu_budget_ms: 200,
             settle: Duration::from_secs(1),
-            reset: crate::fresh::Reset::Keep,
-            extra_repeats: 0,
-            deadline: None,
             quiet_wait: Duration::from_secs(1),
             warm_pools: false,
-            lead_in: None,
-            realtime: true,
-            prefill: 0,
-            plan_log_ms: None,
-            generator: Generator::Native,
             prefer_minimal: true,
+            ..RoundSpec::new("shop", "shop", plan)
         }
     }
 

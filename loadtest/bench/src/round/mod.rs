@@ -197,6 +197,38 @@ pub struct RoundSpec {
     pub prefer_minimal: bool,
 }
 
+impl RoundSpec {
+    /// A round of `mix` on `plan` with the usual settings, which callers override by name: one
+    /// repeat, S1's pass mark, early stop, no mismatch allowed, a poll per step, k6's VU budget of
+    /// 200 ms, 60 s to settle, the data kept, the pools warmed, no lead-in, the native generator
+    /// at real-time priority, full answers.
+    pub fn new(name: impl Into<String>, mix: impl Into<String>, plan: RatePlan) -> Self {
+        Self {
+            name: name.into(),
+            mix: mix.into(),
+            plan,
+            repeats: 1,
+            mark: PassMark::default(),
+            early_stop: true,
+            allow_mismatch: false,
+            poll_interval: plan.step_seconds,
+            vu_budget_ms: 200,
+            settle: Duration::from_secs(60),
+            reset: crate::fresh::Reset::Keep,
+            extra_repeats: 0,
+            deadline: None,
+            quiet_wait: crate::fresh::QUIET_WAIT,
+            warm_pools: true,
+            lead_in: None,
+            realtime: true,
+            prefill: 0,
+            plan_log_ms: None,
+            generator: launch::Generator::Native,
+            prefer_minimal: false,
+        }
+    }
+}
+
 impl RoundArgs {
     /// Every target's service URL the flags name: `--target NAME=URL`, and its aliases.
     pub fn target_urls(&self) -> Vec<(String, String)> {
@@ -255,9 +287,6 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         }
     });
     let spec = RoundSpec {
-        name: name.clone(),
-        mix: args.mix.clone(),
-        plan: args.load.staircase.plan()?,
         repeats: args.load.repeats,
         mark: args.load.pass_mark.pass_mark(),
         early_stop: !args.load.run_all_steps,
@@ -266,16 +295,12 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         vu_budget_ms: args.load.vu_budget_ms,
         settle: Duration::from_secs(90),
         reset: reseed.map_or(crate::fresh::Reset::Keep, |seed| crate::fresh::Reset::Reload(seed, None)),
-        extra_repeats: 0,
-        deadline: None,
-        quiet_wait: crate::fresh::QUIET_WAIT,
         warm_pools: !args.load.no_warm_up,
         lead_in: Some(args.load.lead_in).filter(|length| !length.is_zero()),
         realtime: !args.load.no_realtime,
-        prefill: 0,
         plan_log_ms: args.plan_log_ms,
         generator: args.generator,
-        prefer_minimal: false,
+        ..RoundSpec::new(name.clone(), args.mix.clone(), args.load.staircase.plan()?)
     };
     let setup = Setup {
         targets: crate::backend::Targets::new(&args.databases, &args.target_urls())?,
