@@ -35,9 +35,18 @@ check() { # DESCRIPTION CMD...: ok when CMD succeeds
 	echo "test-replicas: needs root (network namespaces, cgroups)" >&2
 	exit 2
 }
-if ip netns list | grep -qE "^$PREFIX-(lan|mongo|pg|etcd)"; then
-	echo "test-replicas: replicas are running already (namespaces $PREFIX-*); stop them first: $STACK stop" >&2
-	exit 2
+# Namespaces of a killed run outlive its processes: with nothing running in them they are
+# leftovers, and stop --only-replicas clears them. With a process inside, someone's replicas run.
+leftover_namespaces() { ip netns list | awk '{ print $1 }' | grep -E "^$PREFIX-(lan|mongo|pg|etcd)" || true; }
+if [[ -n "$(leftover_namespaces)" ]]; then
+	for ns in $(leftover_namespaces); do
+		if [[ -n "$(ip netns pids "$ns" 2>/dev/null)" ]]; then
+			echo "test-replicas: replicas are running already (namespace $ns has processes); stop them first: $STACK stop --only-replicas" >&2
+			exit 2
+		fi
+	done
+	echo "test-replicas: clearing a killed run's empty namespaces: $(leftover_namespaces | tr '\n' ' ')"
+	bash "$STACK" stop --only-replicas >/dev/null
 fi
 command -v ping >/dev/null || {
 	echo "test-replicas: needs ping (Debian: apt-get install iputils-ping)" >&2
