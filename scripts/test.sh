@@ -136,8 +136,9 @@ bash scripts/fuzz-api.sh
 # The replicated stack (issue 42; root only: network namespaces, a bridge, cgroups): its own
 # check, which starts and stops one (58-71 s here), then the services' replica tests (each
 # integration binary's `replicas::`: an acknowledged write is on the synchronous standby / on a
-# majority, and /diagnostics says so) against a second one started here (start 35-46 s, the
-# tests 3 s, stop 18 s). Last, and alone: the delay's round trips are checked to 0.1 ms. The
+# majority, and /diagnostics says so) and `experiment replication --quick` (bytes shipped per
+# write, what each write waited for) against a second one started here (start 35-46 s, the
+# tests 3 s and the experiment about 2 min, stop 18 s). Last, and alone: the delay's round trips are checked to 0.1 ms. The
 # single servers keep running (`stop --only-replicas`).
 if [[ $(id -u) != 0 ]]; then
 	step "replicated stack: skipped (needs root: network namespaces, a bridge and cgroups)"
@@ -152,9 +153,10 @@ else
 		eval "$(bash infra/local/stack.sh env)"
 		export REPLICA_DATABASE_URL REPLICA_MONGODB_URI
 		if [[ ${run_tests[0]} == cargo && ${run_tests[1]} == nextest ]]; then
-			"${run_tests[@]}" -E 'binary(integration) & test(/^replicas::/)'
+			"${run_tests[@]}" -E '(binary(integration) & test(/^replicas::/)) | (binary(end_to_end) & test(/^experiment_replication::/))'
 		else
 			"${run_tests[@]}" --test integration -- replicas::
+			"${run_tests[@]}" --test end_to_end -- experiment_replication::
 		fi
 	)
 	bash infra/local/stack.sh stop --only-replicas >/dev/null

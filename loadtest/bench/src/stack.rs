@@ -107,6 +107,12 @@ impl Stack {
         Ok(())
     }
 
+    /// `stack.sh stop --only-replicas`: the replicated stack alone (`experiment replication`, which
+    /// started it).
+    pub async fn stop_replicas(&self) -> Result<()> {
+        self.run_quietly(&["stop", "--only-replicas"]).await
+    }
+
     /// `stack.sh mongo-snapshot NAME`: a copy of mongod's data directory (the server restarts).
     pub async fn mongo_snapshot(&self, name: &str) -> Result<()> {
         self.run_quietly(&["mongo-snapshot", name]).await

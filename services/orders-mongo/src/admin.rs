@@ -103,20 +103,25 @@ pub async fn busy_operations(db: &Database) -> Result<Vec<String>, Error> {
     Ok(operations
         .iter()
         .filter_map(Bson::as_document)
-        .filter(|op| {
-            let command = op.get_document("command").ok();
-            // The drivers' server monitors hold a `hello` open (awaitable): not work.
-            let ignored = ["currentOp", "hello", "isMaster", "ismaster"];
-            let monitoring = command.is_some_and(|c| ignored.iter().any(|name| c.contains_key(name)));
-            let internal = op.get_str("desc").is_ok_and(|d| !d.starts_with("conn"));
-            !monitoring && !internal
-        })
+        .filter(|op| is_work(op))
         .map(|op| {
             let kind = op.get_str("op").unwrap_or("?");
             let command = op.get_document("command").map(|c| c.keys().next().cloned().unwrap_or_default());
             format!("{kind}: {}", command.unwrap_or_default())
         })
         .collect())
+}
+
+/// Whether an operation of `currentOp` is work on the server rather than its own upkeep: the
+/// drivers' server monitors hold a `hello` open (awaitable), and in a replica set each secondary
+/// tails the primary's oplog with a `getMore` that waits for new entries (replication, not load).
+fn is_work(op: &Document) -> bool {
+    let command = op.get_document("command").ok();
+    let ignored = ["currentOp", "hello", "isMaster", "ismaster"];
+    let monitoring = command.is_some_and(|c| ignored.iter().any(|name| c.contains_key(name)));
+    let internal = op.get_str("desc").is_ok_and(|d| !d.starts_with("conn"));
+    let replication = op.get_str("ns") == Ok("local.oplog.rs");
+    !monitoring && !internal && !replication
 }
 
 /// The number at `path` in `document`, as the server sent it.
@@ -129,5 +134,20 @@ fn number(document: &Document, path: &[&str]) -> Option<Number> {
     match current.get(*last).cloned().map(Bson::into_relaxed_extjson) {
         Some(Value::Number(number)) => Some(number),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secondarys_oplog_tail_and_monitors_are_not_work() {
+        let tail = doc! {"desc": "conn12", "op": "getmore", "ns": "local.oplog.rs", "command": {"getMore": 1_i64}};
+        let monitor = doc! {"desc": "conn3", "op": "command", "ns": "admin.$cmd", "command": {"hello": 1}};
+        let build = doc! {"desc": "conn7", "op": "command", "ns": "db.orders", "command": {"createIndexes": "orders"}};
+        let orders = doc! {"desc": "conn9", "op": "getmore", "ns": "db.orders", "command": {"getMore": 1_i64}};
+        assert!(!is_work(&tail) && !is_work(&monitor));
+        assert!(is_work(&build) && is_work(&orders));
     }
 }

@@ -1,6 +1,7 @@
-//! `orders-bench experiment gin|doc-size|durability|budget`: one command per published finding
-//! (gin: S1 F1; doc-size: S2 F2, S4, S1 F3; durability: S2 F4), each row beside the study's own
-//! figure (docs/studies.md), and `budget`, the regime the others run in.
+//! `orders-bench experiment gin|doc-size|durability|budget|replication`: one command per published
+//! finding (gin: S1 F1; doc-size: S2 F2, S4, S1 F3; durability: S2 F4), each row beside the study's
+//! own figure (docs/studies.md); `budget`, the regime the others run in; `replication`, the stack's
+//! replicas against its single servers (issue 42).
 //!
 //! On the local stack it starts what it needs and stops what it started, like `demo`, under the
 //! demo's equal budgets (`crate::budget::local`); against deployed services (`--pg-url`,
@@ -21,6 +22,7 @@ mod gin;
 mod hybrid_catalog;
 mod output;
 mod prefer;
+mod replication;
 mod rounds;
 mod scale;
 mod services;
@@ -58,6 +60,8 @@ pub enum Name {
     Durability,
     /// The regime: each database's CPU per request under budgets of 0.25 and 0.5 core and all cores.
     Budget,
+    /// Issue 42: bytes shipped and the durable write's cost on 3 members per engine vs single servers.
+    Replication,
 }
 
 impl Name {
@@ -67,6 +71,7 @@ impl Name {
             Self::DocSize => "doc-size",
             Self::Durability => "durability",
             Self::Budget => "budget",
+            Self::Replication => "replication",
         }
     }
 
@@ -77,7 +82,7 @@ impl Name {
     pub fn default_targets(self) -> &'static [Target] {
         match self {
             Self::DocSize => &Target::ALL,
-            Self::Gin | Self::Durability | Self::Budget => &[Target::Pg, Target::Mongo],
+            Self::Gin | Self::Durability | Self::Budget | Self::Replication => &[Target::Pg, Target::Mongo],
         }
     }
 }
@@ -122,7 +127,7 @@ pub struct ExperimentArgs {
     /// Only these variants (names as in the report, e.g. `defaults,fastupdate-off`).
     #[arg(long, value_delimiter = ',')]
     pub variants: Vec<String>,
-    /// doc-size and durability: only these sizes (`1k`, `10k`, `100k`, `40items`).
+    /// doc-size, durability and replication: only these sizes (`1k`, `10k`, `100k`, `40items`).
     #[arg(long, value_delimiter = ',')]
     pub sizes: Vec<String>,
     /// budget: the regimes to hold against the reference (`all`: a quota of every core, always run
@@ -434,6 +439,11 @@ async fn body(
         Name::Gin => gin::run(ctx, &args.variants).await,
         Name::DocSize => doc_size::run(ctx, &args.sizes).await,
         Name::Durability => durability::run(ctx, &args.variants, &args.sizes).await,
+        Name::Replication => {
+            let budget = crate::budget::demo_default(crate::procstat::cores(), crate::budget::machine_memory())
+                .overridden_by(&args.budget);
+            replication::run(ctx, &args.sizes, &budget.stack_args()).await
+        }
         Name::Budget => {
             let memory = crate::budget::demo_default(crate::procstat::cores(), crate::budget::machine_memory())
                 .overridden_by(&args.budget)

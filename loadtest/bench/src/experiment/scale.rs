@@ -77,6 +77,9 @@ impl Scale {
             (Name::Budget, Size::Default) => {
                 Scale { calibrate_seconds: secs(3), ..Scale::new(size, 100_000, 2, secs(4), None) }
             }
+            (Name::Replication, Size::Default) => {
+                Scale { closed_seconds: secs(4), ..Scale::new(size, 1_000, 1, secs(2), None) }
+            }
             (Name::Durability, Size::Default) => {
                 Scale { closed_seconds: secs(3), ..Scale::new(size, 1_000, 1, secs(2), None) }
             }

@@ -10,6 +10,7 @@ mod support;
 mod demo_quick;
 mod experiment_deployed;
 mod experiment_quick;
+mod experiment_replication;
 mod fleet_round;
 mod generators_agree;
 mod k6_smoke;

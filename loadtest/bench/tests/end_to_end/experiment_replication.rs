@@ -1,0 +1,128 @@
+//! `orders-bench experiment replication --quick` end to end against the replicated local stack
+//! (issue 42): every row of both deployments present; on the replicas, each engine's log per write,
+//! the WAL sent to each standby and the bytes its standbys received on the wire positive, and the
+//! 100 KB inserts shipping more than the 1 KB ones on both engines; every row saying what each
+//! write waited for as the servers report it (a synchronous standby and `synchronous_commit=on`;
+//! `w: majority, j: true` on 2 of 3 members; on the single servers, no standby). Gated like the
+//! services' `replicas::` tests: skipped, saying so, without `REPLICA_DATABASE_URL` (root:
+//! `stack.sh start --replicas 3 --only-replicas`, then `eval "$(infra/local/stack.sh env)"`).
+
+use crate::support;
+
+use serde_json::Value;
+use std::process::Command;
+use support::{describe, drop_databases, ensure_services, marked_processes, read_json, repo, stack_running};
+
+fn replicas_running() -> bool {
+    let set = std::env::var("REPLICA_DATABASE_URL").is_ok_and(|url| !url.is_empty());
+    if !set {
+        eprintln!(
+            "SKIPPED: REPLICA_DATABASE_URL is not set; start the replicas (as root: infra/local/stack.sh start \
+             --replicas 3 --only-replicas) and eval \"$(infra/local/stack.sh env)\""
+        );
+    }
+    set
+}
+
+fn number(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))
+}
+
+/// The sum of a member → bytes map, and how many members it names.
+fn summed(map: &Value, skip: &str) -> (f64, usize) {
+    let map = map.as_object().unwrap_or_else(|| panic!("a map of members: {map}"));
+    let values: Vec<f64> = map.iter().filter(|(m, _)| m.as_str() != skip).map(|(_, v)| number(v)).collect();
+    (values.iter().sum(), values.len())
+}
+
+fn row<'a>(rows: &'a [Value], deployment: &str, mix: &str, size: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["deployment"] == deployment && r["mix"] == mix && r["size"] == size)
+        .unwrap_or_else(|| panic!("no row {deployment} {mix} {size}"))
+}
+
+/// What a standby received on the wire per write, all standbys of `engine` together.
+fn standbys_received(row: &Value, engine: &str) -> f64 {
+    let primary = row["primaries"][engine].as_str().unwrap_or_else(|| panic!("{engine}'s primary: {row:#}"));
+    let (bytes, standbys) = summed(&row[engine]["wire_received"], primary);
+    assert_eq!(standbys, 2, "{engine}: two standbys on the bridge: {row:#}");
+    bytes
+}
+
+fn assert_replicated_row(row: &Value) {
+    for engine in ["pg", "mongo"] {
+        let w = &row[engine];
+        assert!(number(&w["writes"]) > 0.0, "{engine} acknowledged writes in the window: {row:#}");
+        assert!(number(&w["log_bytes"]) > 0.0, "{engine} wrote its log: {row:#}");
+        assert!(standbys_received(row, engine) > 0.0, "{engine}'s standbys received bytes: {row:#}");
+        let (cpu, members) = summed(&w["cpu_ms"], "");
+        assert_eq!(members, 3, "{engine}: every member's CPU: {row:#}");
+        assert!(cpu > 0.0, "{row:#}");
+    }
+    let (sent, standbys) = summed(&row["pg"]["sent_to"], "");
+    assert!(sent > 0.0 && standbys == 2, "WAL sent to each standby (sent_lsn): {row:#}");
+    let waited = &row["waited"];
+    let pg = waited["pg"].as_str().expect("pg waited");
+    assert!(pg.contains("synchronous_commit=on"), "{pg}");
+    assert_eq!(waited["pg_sync_standbys"].as_array().map(Vec::len), Some(1), "one synchronous standby: {waited:#}");
+    let mongo = waited["mongo"].as_str().expect("mongo waited");
+    assert!(mongo.starts_with("w:majority, j:true"), "{mongo}");
+    assert_eq!((waited["mongo_acknowledged_by"].as_u64(), waited["mongo_members"].as_u64()), (Some(2), Some(3)));
+}
+
+#[tokio::test]
+async fn replication_ships_bytes_per_write_and_every_row_says_what_each_write_waited_for() {
+    if !replicas_running() {
+        return;
+    }
+    assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
+    ensure_services(&["orders-pg", "orders-mongo"]);
+    let out = support::scratch_dir("experiment_replication");
+    let db = format!("exp_test_{}_replication", std::process::id());
+    let output = tokio::task::spawn_blocking({
+        let (out, db) = (out.clone(), db.clone());
+        move || {
+            Command::new(env!("CARGO_BIN_EXE_orders-bench"))
+                .args(["experiment", "replication", "--quick", "--no-build", "--db-name", &db, "--out"])
+                .arg(&out)
+                .current_dir(repo())
+                .output()
+                .expect("run orders-bench experiment replication")
+        }
+    })
+    .await
+    .expect("join");
+    drop_databases(&db).await;
+    assert!(output.status.success(), "{}", describe(&output));
+    let left = marked_processes(&format!("ORDERS_BENCH_EXPERIMENT={}", out.display()));
+    assert!(left.is_empty(), "processes the experiment started are still running: {left:#?}");
+    assert!(replicas_running() && stack_running(), "what ran before the experiment runs after it");
+    let result = read_json(&out.join("result.json"));
+    assert_eq!(
+        (result["schema"].as_str(), result["experiment"].as_str()),
+        (Some("orders-bench/experiment/1"), Some("replication"))
+    );
+    let rows = result["variants"].as_array().expect("rows");
+    assert_eq!(rows.len(), 8, "2 deployments × 2 sizes × 2 mixes");
+    for r in rows.iter().filter(|r| r["deployment"] == "replicated") {
+        assert_replicated_row(r);
+    }
+    for engine in ["pg", "mongo"] {
+        let (small, large) = (row(rows, "replicated", "insert", "1 KB"), row(rows, "replicated", "insert", "100 KB"));
+        let log = |r: &Value| number(&r[engine]["log_bytes"]);
+        assert!(log(large) > log(small), "{engine}: a 100 KB insert logs more than a 1 KB one");
+        assert!(standbys_received(large, engine) > standbys_received(small, engine), "{engine}: and ships more");
+    }
+    for r in rows.iter().filter(|r| r["deployment"] == "single") {
+        let waited = &r["waited"];
+        assert_eq!(waited["pg_sync_standbys"].as_array().map(Vec::len), Some(0), "a single server: {waited:#}");
+        assert!(waited["mongo"].as_str().is_some_and(|m| m.starts_with("w:majority, j:true")), "{waited:#}");
+        assert!(number(&r["pg"]["log_bytes"]) > 0.0, "{r:#}");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("## Bytes shipped per write (replicated)")
+            && report.contains("A status update of a 100 KB order"),
+        "{report}"
+    );
+}
