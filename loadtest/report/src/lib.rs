@@ -17,6 +17,7 @@ mod fleet;
 pub mod format;
 mod headline;
 mod probe;
+pub mod runs;
 pub use probe::blocks as probe_blocks;
 mod sections;
 mod start;
