@@ -22,7 +22,7 @@ pub fn folder(dir: &Path, folder: &str) -> Run {
 fn what(dir: &Path) -> Result<What, String> {
     let file = dir.join(result::FILE);
     if !file.is_file() {
-        return Err("not a run: no result.json".into());
+        return Err("no result.json: not a run, or one still running or stopped before its end".into());
     }
     let text = std::fs::read_to_string(&file).map_err(|e| format!("result.json cannot be read: {e}"))?;
     let json: Value = serde_json::from_str(&text).map_err(|e| format!("result.json is not JSON: {e}"))?;

@@ -160,7 +160,7 @@ fn every_folder_is_a_row_newest_first_and_the_broken_ones_say_why() {
         ]
     );
     let page = std::fs::read_to_string(&written.index).expect("index.html");
-    assert!(page.contains("not a run: no result.json"), "{page}");
+    assert!(page.contains("no result.json: not a run, or one still running"), "{page}");
     assert!(page.contains("result.json is not JSON"), "{page}");
     assert!(page.contains("result.json of an unknown schema: orders-bench/result/9"), "{page}");
     assert!(page.contains("<a href=\"20261207T010000Z-demo/report.html\">"), "the report is linked");
