@@ -48,7 +48,7 @@ pub struct Experiment {
     pub commit: Option<String>,
     pub settings: String,
     pub budget: Option<String>,
-    /// Each row of its table: the finding and workload, and the verdict.
+    /// Each row of its table: the finding, workload and both figures, and the verdict in words.
     pub verdicts: Vec<(String, String)>,
     /// Round folders it names that could not be read.
     pub unread_rounds: usize,

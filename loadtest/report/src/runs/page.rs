@@ -95,9 +95,9 @@ fn experiment_answer(experiment: &Experiment) -> String {
             None => counts.push((verdict.clone(), 1)),
         }
     }
-    let summary: Vec<String> = counts.iter().map(|(v, n)| format!("{n} {}", v.replace('_', " "))).collect();
+    let summary: Vec<String> = counts.iter().map(|(v, n)| format!("{n} {v}")).collect();
     let rows: String =
-        experiment.verdicts.iter().map(|(row, v)| format!("<li>{}: {}</li>", escape(row), escape(v))).collect();
+        experiment.verdicts.iter().map(|(row, v)| format!("<li><b>{}</b>: {}</li>", escape(v), escape(row))).collect();
     let unread = match experiment.unread_rounds {
         0 => String::new(),
         n => format!("<br><span class=bad>{n} round folder(s) could not be read</span>"),

@@ -54,7 +54,16 @@ fn experiment(dir: &Path, json: &Value) -> What {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|c| (format!("{} ({})", text(&c["finding"]), text(&c["workload"])), text(&c["verdict"])))
+        .map(|c| {
+            let row = format!(
+                "{} ({}): ours {}; the study {}",
+                text(&c["finding"]),
+                text(&c["workload"]),
+                text(&c["ours"]),
+                text(&c["study"])
+            );
+            (row, text(&c["verdict"]).replace('_', " "))
+        })
         .collect();
     let mut rounds: Vec<RoundResult> = Vec::new();
     let mut unread = 0;

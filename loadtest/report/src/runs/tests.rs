@@ -125,8 +125,8 @@ fn fixture(test: &str) -> PathBuf {
         "started_at": at(3), "commit": "def5678",
         "ours": {"machine": {"cores": 2, "os": "Linux test"}, "scale": {"size": "quick", "orders": 2000, "repeats": 1,
                  "step_seconds": 2.0}, "targets": ["pg", "mongo"]},
-        "comparisons": [{"finding": "S1 F1", "workload": "shop", "verdict": "reproduced"},
-                        {"finding": "S1 F1", "workload": "insert", "verdict": "inconclusive"}],
+        "comparisons": [{"finding": "S1 F1", "workload": "shop", "ours": "450 scans", "study": "82 scans", "verdict": "reproduced"},
+                        {"finding": "S1 F1", "workload": "insert", "verdict": "not_measured"}],
         "rounds": [{"name": "shop (defaults)", "dir": "defaults-shop"}, {"name": "gone", "dir": "missing"}]
     });
     std::fs::write(experiment.join("result.json"), json.to_string()).expect("experiment");
@@ -170,7 +170,8 @@ fn every_folder_is_a_row_newest_first_and_the_broken_ones_say_why() {
     assert!(page.contains("<b>read:60,product:30,insert:10</b>"), "the custom mix named: {page}");
     assert!(page.contains("PostgreSQL / MongoDB 3.05"), "the ratio as the report gives it: {page}");
     assert!(page.contains("experiment gin") && page.contains("def5678"), "{page}");
-    assert!(page.contains("1 reproduced, 1 inconclusive"), "{page}");
+    assert!(page.contains("1 reproduced, 1 not measured"), "{page}");
+    assert!(page.contains("<li><b>reproduced</b>: S1 F1 (shop): ours 450 scans; the study 82 scans</li>"), "{page}");
     assert!(page.contains("1 round folder(s) could not be read"), "{page}");
 }
 
