@@ -13,7 +13,8 @@ use std::fmt::Write as _;
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;\
 vertical-align:top}th{background:#f4f4f4}td ul{margin:0;padding-left:1.1em}.bad{color:#a33}\
-code{background:#f4f4f4;padding:0 3px}small{color:#555}";
+code{background:#f4f4f4;padding:0 3px}small{color:#555}td:nth-child(2){white-space:nowrap}\
+td:nth-child(5){font-size:90%;max-width:16em}";
 
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -61,10 +62,10 @@ fn answer(round: &RoundResult) -> String {
     )
 }
 
-/// Data set, staircase and repeats, targets and budgets of a run's rounds.
-fn settings(rounds: &[RoundResult]) -> String {
+/// The data set of a run's rounds in words.
+fn data_set(rounds: &[RoundResult]) -> String {
     let Some(first) = rounds.first() else { return format::NONE.into() };
-    let data = match &first.data_set {
+    match &first.data_set {
         Some(d) if rounds.iter().all(|r| r.data_set.as_ref() == Some(d)) => format!(
             "{} orders, {} items, note {} B (about {} each)",
             format::count(d.orders as f64),
@@ -74,7 +75,13 @@ fn settings(rounds: &[RoundResult]) -> String {
         ),
         Some(_) => "data sets differ between rounds".into(),
         None => "data set not recorded".into(),
-    };
+    }
+}
+
+/// Data set, staircase and repeats, targets and budgets of a run's rounds.
+fn settings(rounds: &[RoundResult]) -> String {
+    let Some(first) = rounds.first() else { return format::NONE.into() };
+    let data = data_set(rounds);
     let targets: Vec<String> = first.targets().iter().map(|t| t.label.clone()).collect();
     format!(
         "{}<br>{} repeat(s), {} s steps from {} req/s<br>{}<br><small>budget: {}</small>",
@@ -170,17 +177,19 @@ pub fn index(runs: &[Run], pairs: &[Pair]) -> String {
         orders_core::Timestamp::now()
     );
     let comparable: Vec<&Run> = runs.iter().filter(|r| !r.rounds().is_empty()).collect();
-    // A the second newest, B the newest: the comparison most often wanted.
-    let options = |selected: usize| -> String {
+    // The newest run and the nearest older one it can be compared with (the first pair found):
+    // the comparison most often wanted; else the two newest.
+    let (older, newer) = pairs.first().map_or((runs.get(1), runs.first()), |p| (runs.get(p.older), runs.get(p.newer)));
+    let options = |selected: Option<&Run>| -> String {
         comparable
             .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                format!("<option{}>{}</option>", if i == selected { " selected" } else { "" }, escape(&r.folder))
+            .map(|r| {
+                let chosen = selected.is_some_and(|s| s.folder == r.folder);
+                format!("<option{}>{}</option>", if chosen { " selected" } else { "" }, escape(&r.folder))
             })
             .collect()
     };
-    let (a, b) = (options(1), options(0));
+    let (a, b) = (options(older), options(newer));
     let _ = writeln!(
         out,
         "<form id=\"pick\">Compare <select id=\"a\">{a}</select> with <select id=\"b\">{b}</select> \
@@ -231,6 +240,10 @@ pub fn comparison(older: &Run, newer: &Run, blocks: &[Block]) -> String {
             date(newer.started_at().unwrap_or_default()),
         )),
     ];
+    let (data_a, data_b) = (data_set(older.rounds()), data_set(newer.rounds()));
+    if data_a != data_b {
+        page.push(Block::Paragraph(format!("**The data sets differ**: A {data_a}; B {data_b}.")));
+    }
     page.extend(blocks.iter().cloned());
     doc::html(&format!("{} → {}", older.folder, newer.folder), &page).replacen(
         "<body>\n",

@@ -130,7 +130,11 @@ fn fixture(test: &str) -> PathBuf {
         "rounds": [{"name": "shop (defaults)", "dir": "defaults-shop"}, {"name": "gone", "dir": "missing"}]
     });
     std::fs::write(experiment.join("result.json"), json.to_string()).expect("experiment");
-    folder(&results.join("do"), "a1b2", vec![round("shop", "shop", &at(4), &[(5000, 4000)])]);
+    let mut small = round("shop", "shop", &at(4), &[(5000, 4000)]);
+    if let Some(data) = small.data_set.as_mut() {
+        data.items_per_order = 3;
+    }
+    folder(&results.join("do"), "a1b2", vec![small]);
     for (name, text) in [("broken", "{ not json"), ("future", r#"{"schema": "orders-bench/result/9", "rounds": []}"#)] {
         std::fs::create_dir_all(results.join(name)).expect("dir");
         std::fs::write(results.join(name).join("result.json"), text).expect("file");
@@ -193,8 +197,14 @@ fn runs_with_a_round_in_common_get_a_comparison_page_linked_from_the_list() {
         "{comparison}"
     );
     assert!(comparison.contains("href=\"../index.html\""), "{comparison}");
+    assert!(!comparison.contains("data sets differ"), "both demos held the same data: {comparison}");
+    assert!(page.contains("<option selected>20261207T010000Z-demo</option>"), "the newest pair is picked: {page}");
+    assert!(page.contains("<option selected>do/a1b2</option>"), "{page}");
     assert!(!results.join(COMPARE_DIR).join("old--gone.html").exists(), "old pages are removed");
-    assert!(results.join("compare/20261207T010000Z-demo--do_a1b2.html").is_file());
+    let other_shape =
+        std::fs::read_to_string(results.join("compare/20261207T010000Z-demo--do_a1b2.html")).expect("page");
+    assert!(other_shape.contains("The data sets differ</strong>: A 2,000 orders, 40 items"), "{other_shape}");
+    assert!(other_shape.contains("B 2,000 orders, 3 items"), "{other_shape}");
 }
 
 #[test]
