@@ -13,8 +13,8 @@ use std::fmt::Write as _;
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;\
 vertical-align:top}th{background:#f4f4f4}td ul{margin:0;padding-left:1.1em}.bad{color:#a33}\
-code{background:#f4f4f4;padding:0 3px}small{color:#555}td:nth-child(2){white-space:nowrap}\
-td:nth-child(5){font-size:90%;max-width:16em}";
+code{background:#f4f4f4;padding:0 3px}small{color:#555}td:nth-child(5){font-size:90%;min-width:12em;\
+max-width:18em}td:nth-child(6){min-width:20em}td:nth-child(7){max-width:10em;word-break:break-all}";
 
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
