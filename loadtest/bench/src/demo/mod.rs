@@ -17,6 +17,7 @@
 //! test (or a person) can check that none is left.
 
 mod profile;
+mod progress;
 pub mod services;
 pub mod targets;
 pub mod workload;
@@ -317,7 +318,9 @@ async fn rounds(
     deadline: Instant,
 ) -> Result<Vec<(PathBuf, orders_bench_model::result::RoundResult)>> {
     let mut rounds = Vec::new();
+    let began = Instant::now();
     for (index, round) in plan.iter().enumerate() {
+        eprintln!("{}", progress::line(index, plan.len(), &round.name, began, Instant::now(), deadline));
         let round_deadline = share_of_time_left(Instant::now(), deadline, plan.len() - index);
         let mut spec = RoundSpec {
             name: round.name.clone(),
