@@ -23,7 +23,7 @@
 # BIN_DIR=dir uses binaries built already (orders-pg, orders-mongo, orders-bench and
 # examples/find_one_loop) instead of building target/release.
 # WORKER_THREADS=1 is passed to both services and to the driver loop alike (auto or 1..1024, as
-# the services take it). The default 1 is for the shared 2-core machine the README's figures come
+# the services take it). The default 1 is for the shared 2-core machine the figures of docs/service-cost.md come
 # from: both services and the driver loop run single-threaded, on a current-thread runtime
 # (docs/configuration.md says why). Each service's runtime is read back from its /diagnostics and
 # printed.

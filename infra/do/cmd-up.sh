@@ -120,7 +120,7 @@ check_binaries() {
     fi
     kind=$(binary_kind "$f")
     [ "$kind" = ok ] ||
-      die "$f is $kind; the droplets run Linux x86-64 ($IMAGE): build with the Dockerfile's export target and --platform linux/amd64 (README.md, \"Deploy to DigitalOcean\")"
+      die "$f is $kind; the droplets run Linux x86-64 ($IMAGE): build with the Dockerfile's export target and --platform linux/amd64 (docs/deploy.md, \"Deploy to DigitalOcean\")"
   done
 }
 
@@ -136,7 +136,7 @@ preflight() {
   check_binaries
   check_engine_settings
   if ! dry; then
-    command -v doctl >/dev/null || die "doctl not found (see README.md, \"Deploy to DigitalOcean\")"
+    command -v doctl >/dev/null || die "doctl not found (see docs/deploy.md, \"Deploy to DigitalOcean\")"
     command -v jq >/dev/null || die "jq not found: install it (apt install jq, brew install jq)"
   fi
   ACCOUNT=$(query '{"email":"dry-run@example.com","droplet_limit":25}' doctl account get --output json)

@@ -49,8 +49,14 @@ enum Runner {
     /// rates with every repeat, the change and whether it is larger than the spread, and the
     /// settings that differ.
     Compare(reports::CompareArgs),
+    /// Every run on one page: writes results/index.html, one row per folder of results/ (date,
+    /// machine, commit, settings and budgets, the answer per mix; experiments too; a folder that
+    /// is not a readable run says why) and a comparison page for every two runs with a round in
+    /// common, linked from it. Plain files: open it in a browser, no server.
+    Results(reports::ResultsArgs),
     /// The whole comparison on this machine: local stack, both services, read/insert/status/shop
-    /// rounds and the report; stops everything it started (about twelve minutes, --quick under three).
+    /// rounds (or your own: --mix, --mixes-file; your documents: --items, --note-bytes) and the
+    /// report; stops everything it started (about twelve minutes, --quick under three).
     Demo(demo::DemoArgs),
     /// Serve as a follower load machine: run this machine's k6 execution segment of a leader's
     /// round (`round --followers`) and report its summary, drops and CPU.
@@ -66,6 +72,7 @@ async fn dispatch(command: Runner) -> anyhow::Result<()> {
         Runner::Round(args) => round::run(*args).await,
         Runner::Report(args) => reports::report(args),
         Runner::Compare(args) => reports::compare(args),
+        Runner::Results(args) => reports::results(args),
         Runner::Demo(args) => demo::run(args).await,
         Runner::Agent(args) => fleet::agent::run(args).await,
         Runner::Experiment(args) => experiment::run(args).await,

@@ -35,3 +35,14 @@ pub fn folder_stamp() -> String {
     orders_core::Timestamp::now().to_string().chars().filter(char::is_ascii_alphanumeric).take(15).collect::<String>()
         + "Z"
 }
+
+/// The commit of the checkout this runs from (`80c77f1`, with `+` when tracked files have
+/// uncommitted changes), for the record; `None` outside a git checkout.
+pub fn commit() -> Option<String> {
+    let root = root().ok()?;
+    let git = |args: &[&str]| std::process::Command::new("git").arg("-C").arg(&root).args(args).output().ok();
+    let head = git(&["rev-parse", "--short=7", "HEAD"]).filter(|o| o.status.success())?;
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    let changed = git(&["diff", "--quiet", "HEAD", "--"]).is_some_and(|o| o.status.code() == Some(1));
+    Some(if changed { format!("{head}+") } else { head })
+}

@@ -1,7 +1,8 @@
-//! The report's two command lines: `orders-bench report DIR...` (round, demo or experiment folders
-//! combined into one report by `orders_bench_report::write`) and `orders-bench compare A B` (two
-//! runs side by side, `orders_bench_report::compare`). What they read is the result model; where
-//! they write by default is this repository's `results/`.
+//! The report's command lines: `orders-bench report DIR...` (round, demo or experiment folders
+//! combined into one report by `orders_bench_report::write`), `orders-bench compare A B` (two
+//! runs side by side, `orders_bench_report::compare`) and `orders-bench results` (every run on one
+//! page, `orders_bench_report::runs`). What they read is the result model; where they write by
+//! default is this repository's `results/`.
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -57,5 +58,32 @@ pub fn compare(args: CompareArgs) -> Result<()> {
         bail!("{} and {} have no round in common (rounds are matched by name)", args.a.display(), args.b.display());
     }
     println!("A: {}\nB: {}\n\n{text}", args.a.display(), args.b.display());
+    Ok(())
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ResultsArgs {
+    /// The folder of runs [default: this repository's results/].
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+pub fn results(args: ResultsArgs) -> Result<()> {
+    let dir = match args.dir {
+        Some(dir) => dir,
+        None => crate::repo::root()?.join("results"),
+    };
+    if !dir.is_dir() {
+        bail!("{} is not a folder of runs (a demo, round or experiment writes one)", dir.display());
+    }
+    let written = orders_bench_report::runs::write(&dir)?;
+    println!(
+        "results: {} ({} run(s), {} folder(s) that are not readable runs, {} comparison page(s) in {})",
+        written.index.display(),
+        written.runs - written.unreadable,
+        written.unreadable,
+        written.comparisons,
+        dir.join(orders_bench_report::runs::COMPARE_DIR).display()
+    );
     Ok(())
 }

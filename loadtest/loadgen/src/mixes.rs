@@ -152,7 +152,10 @@ impl Definitions {
                     self.mixes.keys().cloned().collect::<Vec<_>>().join(", ")
                 );
             };
-            *weights.entry(endpoint.to_owned()).or_default() += weight;
+            let sum = weights.entry(endpoint.to_owned()).or_default();
+            *sum = sum
+                .checked_add(weight)
+                .with_context(|| format!("mix: the weights of {endpoint} add up to too much"))?;
         }
         weights.retain(|_, w| *w > 0);
         if weights.is_empty() {
@@ -200,7 +203,7 @@ mod tests {
         let mix = definitions.mix("read:50, product:30,read:10,insert:0").expect("custom");
         assert_eq!(mix.name, "custom");
         assert_eq!(mix.weights, BTreeMap::from([("read".into(), 60), ("product".into(), 30)]));
-        for bad in ["reads:10", "read:x", "reads", "read:-1", "read:0", ""] {
+        for bad in ["reads:10", "read:x", "reads", "read:-1", "read:0", "", "read:4294967295,read:1"] {
             assert!(definitions.mix(bad).is_err(), "{bad}");
         }
     }

@@ -99,6 +99,10 @@ pub struct RoundResult {
     pub pass_mark: PassMark,
     pub data_set: Option<DataSet>,
     pub machine: Machine,
+    /// The commit of the checkout that ran it (`80c77f1`, `+` when it had uncommitted changes);
+    /// absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// The systems under test, in the order the report shows them (empty in files written before
     /// they were recorded: `targets()` then gives the two original ones).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

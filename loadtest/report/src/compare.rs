@@ -70,6 +70,11 @@ fn change(a: &[f64], b: &[f64]) -> String {
 
 /// The comparison of the rounds `a` and `b` have in common, as Markdown (empty when none).
 pub fn markdown(a: &[RoundResult], b: &[RoundResult]) -> String {
+    doc::markdown(&blocks(a, b))
+}
+
+/// The comparison of the rounds `a` and `b` have in common (nothing when none).
+pub fn blocks(a: &[RoundResult], b: &[RoundResult]) -> Vec<Block> {
     let mut rows = Vec::new();
     let mut changes = Vec::new();
     for round_a in a {
@@ -105,7 +110,7 @@ pub fn markdown(a: &[RoundResult], b: &[RoundResult]) -> String {
         }
     }
     if rows.is_empty() {
-        return String::new();
+        return Vec::new();
     }
     let header = ["round", "database", "A max rate (repeats)", "B max rate (repeats)", "change", "CPU capacity A → B"];
     let mut blocks = vec![Block::Table { header: header.iter().map(|h| (*h).to_owned()).collect(), rows }];
@@ -120,7 +125,7 @@ pub fn markdown(a: &[RoundResult], b: &[RoundResult]) -> String {
         blocks.push(Block::Paragraph("Settings that differ (A → B):".into()));
         blocks.push(Block::List(changes));
     }
-    doc::markdown(&blocks)
+    blocks
 }
 
 #[cfg(test)]

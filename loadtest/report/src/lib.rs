@@ -18,6 +18,7 @@ pub mod format;
 mod headline;
 pub mod merges;
 mod probe;
+pub mod runs;
 pub use probe::blocks as probe_blocks;
 mod regime;
 mod sections;

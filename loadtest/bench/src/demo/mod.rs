@@ -1,7 +1,7 @@
 //! `orders-bench demo`: the whole comparison on this machine in one command. It starts the local
 //! stack if it is not running, builds and starts both services on free ports over a database of
 //! their own (`orders_demo` in both servers), runs the `read`, `insert`, `status` and `shop`
-//! rounds (reloading the data before every repeat), writes the combined report and stops
+//! rounds or a person's own mixes (`workload`; reloading the data before every repeat), writes the combined report and stops
 //! everything it started, also on an error or Ctrl-C: the services, k6, and the stack if it was
 //! not running before. About twelve minutes on two cores; `--quick` takes under three. With
 //! `--targets pg,mongo,pgh` the hybrid layout runs as a third target, on the stack's second
@@ -17,9 +17,11 @@
 //! test (or a person) can check that none is left.
 
 mod profile;
+mod progress;
 mod regime;
 pub mod services;
 pub mod targets;
+pub mod workload;
 
 use crate::budget::{self, BudgetArgs};
 use crate::databases::Databases;
@@ -45,9 +47,9 @@ pub struct DemoArgs {
     /// Folder for the report and every raw file [default: results/<timestamp>-demo].
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Mixes to run, in order.
-    #[arg(long, value_delimiter = ',', default_value = "read,insert,status,shop")]
-    pub mixes: Vec<String>,
+    /// The rounds (named mixes, your own weights) and the documents' shape.
+    #[command(flatten)]
+    pub workload: workload::WorkloadArgs,
     /// Targets to compare: pg (PostgreSQL jsonb) and mongo (MongoDB) always; add pgh for the
     /// hybrid layout (orders-pg-hybrid, on the local stack's second PostgreSQL server, under the
     /// same budget). Not by default: the question is jsonb or MongoDB, and on two cores a third
@@ -164,6 +166,9 @@ async fn shutdown_signal() -> Result<()> {
 
 pub async fn run(args: DemoArgs) -> Result<()> {
     let began = Instant::now();
+    // Before anything starts: a bad mix or shape stops the demo here.
+    let plan = args.workload.rounds()?;
+    args.workload.check_shape(args.profile().orders)?;
     let repo = crate::repo::root()?;
     let out = crate::repo::absolute(
         &args.out.clone().unwrap_or_else(|| repo.join("results").join(format!("{}-demo", crate::repo::folder_stamp()))),
@@ -172,7 +177,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     let marker = (MARKER.to_owned(), out.display().to_string());
     let mut started = Started { session: budget::local::Session::new("demo"), services: Vec::new() };
     let outcome = tokio::select! {
-        outcome = body(&args, &repo, &out, &marker, &mut started) => outcome,
+        outcome = body(&args, &plan, &repo, &out, &marker, &mut started) => outcome,
         _ = shutdown_signal() => Err(anyhow!("interrupted")),
     };
     eprintln!("demo: stopping what it started");
@@ -192,6 +197,7 @@ pub use crate::databases::with_database;
 /// Everything between starting and stopping; returns the summary table.
 async fn body(
     args: &DemoArgs,
+    plan: &[workload::Round],
     repo: &Path,
     out: &Path,
     marker: &(String, String),
@@ -262,8 +268,8 @@ async fn body(
         orders: profile.orders,
         customers: None,
         products: None,
-        items: 3,
-        note_bytes: 0,
+        items: args.workload.items,
+        note_bytes: args.workload.note_bytes,
         target: Selection::all(),
         reset: true,
         databases,
@@ -287,7 +293,7 @@ async fn body(
     };
     let regime = match started.session.cpus().value() {
         Some(cores) => {
-            let base = base_spec(args, &profile, "read", &reset);
+            let base = base_spec(args, &profile, "regime", "read", &reset);
             regime::check(&stack, cores, &base, &setup, &out.join("regime"), args.quick)
                 .await
                 .map_err(|error| eprintln!("demo: the regime check failed, the report goes without it: {error:#}"))
@@ -295,7 +301,8 @@ async fn body(
         }
         None => None,
     };
-    let rounds = rounds(args, &profile, &setup, out, &reset, deadline, regime).await;
+    let base = |round: &workload::Round| base_spec(args, &profile, &round.name, &round.mix, &reset);
+    let rounds = rounds(plan, &base, &profile, &setup, out, deadline, regime).await;
     if let Some(snapshots) = snapshots {
         snapshots.drop_copies().await;
     }
@@ -312,7 +319,7 @@ fn share_of_time_left(now: Instant, deadline: Instant, rounds_left: usize) -> In
 }
 
 /// The demo's round of `mix`, before its staircase is known (`staircase` places it).
-fn base_spec(args: &DemoArgs, profile: &Profile, mix: &str, reset: &crate::fresh::Reset) -> RoundSpec {
+fn base_spec(args: &DemoArgs, profile: &Profile, name: &str, mix: &str, reset: &crate::fresh::Reset) -> RoundSpec {
     // The plan and the poll (about once per step) are set once the staircase is known.
     let plan = RatePlan { start_rate: 1, step: 1, max_rate: 1, step_seconds: Duration::from_secs(1), factor: None };
     RoundSpec {
@@ -323,25 +330,27 @@ fn base_spec(args: &DemoArgs, profile: &Profile, mix: &str, reset: &crate::fresh
         warm_pools: !args.no_warm_up,
         lead_in: (!args.no_lead_in).then_some(profile.lead_in),
         realtime: !args.no_realtime,
-        ..RoundSpec::new(mix, mix, plan)
+        ..RoundSpec::new(name, mix, plan)
     }
 }
 
-/// Every mix's round, each repeat reset as `reset` says.
+/// Every round of `plan`, each specified by `base` before its staircase is placed.
 async fn rounds(
-    args: &DemoArgs,
+    plan: &[workload::Round],
+    base: &dyn Fn(&workload::Round) -> RoundSpec,
     profile: &Profile,
     setup: &Setup,
     out: &Path,
-    reset: &crate::fresh::Reset,
     deadline: Instant,
     regime: Option<orders_bench_model::regime::RegimeCheck>,
 ) -> Result<Vec<(PathBuf, orders_bench_model::result::RoundResult)>> {
     let mut rounds = Vec::new();
-    for (index, mix) in args.mixes.iter().enumerate() {
-        let round_deadline = share_of_time_left(Instant::now(), deadline, args.mixes.len() - index);
-        let mut spec = RoundSpec { deadline: Some(round_deadline), ..base_spec(args, profile, mix, reset) };
-        let dir = out.join(mix.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
+    let began = Instant::now();
+    for (index, round) in plan.iter().enumerate() {
+        eprintln!("{}", progress::line(index, plan.len(), &round.name, began, Instant::now(), deadline));
+        let round_deadline = share_of_time_left(Instant::now(), deadline, plan.len() - index);
+        let mut spec = RoundSpec { deadline: Some(round_deadline), ..base(round) };
+        let dir = out.join(workload::folder(&round.name));
         spec.plan = staircase(profile, &spec, setup, &dir).await?;
         spec.poll_interval = spec.plan.step_seconds;
         let result = RoundResult { regime: regime.clone(), ..round::run_round(&spec, setup, &dir).await? };
@@ -372,7 +381,7 @@ mod tests {
         let args = |quick| DemoArgs {
             quick,
             out: None,
-            mixes: vec![],
+            workload: Default::default(),
             targets: vec![],
             orders: None,
             repeats: None,

@@ -62,6 +62,9 @@ struct ResultFile<'a> {
     title: &'a str,
     started_at: &'a str,
     finished_at: String,
+    /// The checkout's commit (`crate::repo::commit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commit: Option<String>,
     ours: Ours<'a>,
     studies: &'a [Setup],
     comparisons: &'a [Comparison],
@@ -193,6 +196,7 @@ pub fn write(ctx: &Ctx, outcome: &Outcome, started_at: &str) -> Result<String> {
         title: &outcome.title,
         started_at,
         finished_at: orders_core::Timestamp::now().to_string(),
+        commit: crate::repo::commit(),
         ours: Ours {
             versions: &ctx.versions,
             machine: Machine::this(),

@@ -15,7 +15,6 @@ use crate::round::{RoundSpec, Setup};
 use crate::seed::{self, SeedArgs, Selection};
 use anyhow::{Context, Result, bail};
 use orders_bench_model::result::{RatePlan, RoundResult};
-use orders_bench_model::verdict::PassMark;
 use orders_dataset::manifest::{self, Manifest};
 use orders_loadgen::verdict;
 use std::collections::BTreeMap;
@@ -124,34 +123,21 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
     for index in 1..=ctx.scale.repeats {
         let Some(urls) = ctx.use_variant(plan.variant).await? else { return Ok(None) };
         let reset = ctx.reset_for(plan.data).await?;
+        let rates = RatePlan {
+            start_rate: plan.staircase.start,
+            step: plan.staircase.step,
+            max_rate: plan.staircase.max.max(plan.staircase.start),
+            step_seconds: ctx.scale.step_seconds,
+            factor: None,
+        };
         let spec = RoundSpec {
-            name: plan.name.clone(),
-            mix: plan.mix.into(),
-            plan: RatePlan {
-                start_rate: plan.staircase.start,
-                step: plan.staircase.step,
-                max_rate: plan.staircase.max.max(plan.staircase.start),
-                step_seconds: ctx.scale.step_seconds,
-                factor: None,
-            },
-            repeats: 1,
-            mark: PassMark::default(),
-            early_stop: true,
             allow_mismatch: !plan.variant.fair,
             poll_interval: Duration::from_secs(if ctx.scale.step_seconds <= Duration::from_secs(5) { 1 } else { 2 }),
-            vu_budget_ms: 200,
-            settle: Duration::from_secs(60),
             reset,
-            extra_repeats: 0,
-            deadline: None,
-            quiet_wait: crate::fresh::QUIET_WAIT,
-            warm_pools: true,
             lead_in: Some(ctx.scale.lead_in()),
-            realtime: true,
             prefill: plan.prefill,
-            plan_log_ms: None,
-            generator: crate::round::launch::Generator::Native,
             prefer_minimal: plan.minimal,
+            ..RoundSpec::new(plan.name.clone(), plan.mix, rates)
         };
         let setup = Setup {
             targets: crate::backend::Targets::new(&ctx.databases, &urls.services())?,

@@ -398,6 +398,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         pass_mark: spec.mark,
         data_set,
         machine: Machine::this(),
+        commit: crate::repo::commit(),
         targets: setup.targets.info(),
         fairness_overridden: repeats.iter().any(|r| !r.fairness.ok),
         budget,

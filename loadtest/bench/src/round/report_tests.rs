@@ -144,6 +144,7 @@ fn round(mix: &str, weights: &[(&str, u32)], fair: bool) -> RoundResult {
             approx_doc_bytes: 634,
         }),
         machine: Machine { cores: 2, os: "Linux test".into() },
+        commit: None,
         fairness_overridden: !fair,
         budget: None,
         repeats,
