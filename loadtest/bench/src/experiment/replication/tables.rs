@@ -7,6 +7,7 @@
 use super::cluster::Replicas;
 use super::window::PerWrite;
 use super::{Row, SIZES};
+use crate::experiment::figures::RoundFigures;
 use crate::experiment::output::{Outcome, RoundRef};
 use orders_bench_report::doc::Block;
 use orders_bench_report::format::{self, NONE};
@@ -100,7 +101,10 @@ fn cost_table(rows: &[Row]) -> Block {
                 row.deployment.to_owned(),
                 format!("{} {}", row.mix, row.size),
                 label.to_owned(),
-                f.map_or(NONE.into(), |f| format::max_rate(summary, f.start_rate)),
+                f.map_or(NONE.into(), |f| {
+                    let limit = limit(f, key).map_or_else(String::new, |l| format!(" ({l})"));
+                    format!("{}{limit}", format::max_rate(summary, f.start_rate))
+                }),
                 format!("{} / {}", format::ms(p95), format::ms(p99)),
                 window.map_or(NONE.into(), |t| {
                     format!("{}/s, p95 {}", format::count(t.per_second), format::ms(t.p95_ms))
@@ -123,6 +127,28 @@ fn cost_table(rows: &[Row]) -> Block {
         ],
         out,
     )
+}
+
+/// What stopped `key`'s staircase where it first failed, over the repeats ("database", "machine,
+/// database"); none when it never failed.
+fn limit(f: &RoundFigures, key: &str) -> Option<String> {
+    let mut kinds: Vec<&str> = f.limits.get(key)?.iter().map(String::as_str).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    (!kinds.is_empty()).then(|| kinds.join(", "))
+}
+
+/// A rate set by anything but the database measures the machine, not the engine: the ratio between
+/// two such rates is said with what set them.
+fn not_database(rows: [&Row; 2], key: &str) -> Option<String> {
+    let others: Vec<String> = rows
+        .iter()
+        .filter_map(|row| {
+            let l = limit(row.round.as_ref()?, key)?;
+            (l != "database").then(|| format!("{} {l}", row.deployment))
+        })
+        .collect();
+    (!others.is_empty()).then(|| format!(" (not database-limited: {})", others.join(", ")))
 }
 
 fn find<'a>(rows: &'a [Row], deployment: &str, mix: &str, size: &str) -> Option<&'a Row> {
@@ -201,7 +227,9 @@ fn statements(rows: &[Row]) -> Vec<String> {
                         (true, true) => "? ",
                         (false, false) => "",
                     };
-                    format!("{bound}{:.2}× its single server's", a / b)
+                    let key = if pg { "pg" } else { "mongo" };
+                    let caveat = not_database([r, s], key).unwrap_or_default();
+                    format!("{bound}{:.2}× its single server's{caveat}", a / b)
                 }
                 _ => NONE.into(),
             };
@@ -252,7 +280,7 @@ pub fn outcome(rows: &[Row], refs: Vec<RoundRef>, replicas: &Replicas) -> Outcom
         title: "Experiment replication: what a durable write costs on three members, and what it ships".into(),
         summary: format!(
             "Inserts and status updates at 1 KB and 100 KB, on the stack's replicas ({} members per engine, round \
-             trip {} ms by {}, {} CPU and {} bytes of memory per member) and then on the single servers under the \
+             trip {} ms by {}, {} CPU and {} of memory per member) and then on the single servers under the \
              same budget each; both engines driven at the same moment. Per row a closed-loop write window measured \
              by the servers' counters (WAL position, `pg_stat_wal`, `pg_stat_replication.sent_lsn`; the oplog \
              entries' `$bsonSize`) and the kernel's (each member's bytes through its bridge port, its cgroup's CPU \
@@ -263,7 +291,7 @@ pub fn outcome(rows: &[Row], refs: Vec<RoundRef>, replicas: &Replicas) -> Outcom
             env("REPLICA_RTT_MS"),
             env("REPLICA_DELAY_METHOD"),
             env("REPLICA_DB_CPUS"),
-            env("REPLICA_DB_MEMORY"),
+            env("REPLICA_DB_MEMORY").parse::<f64>().map_or_else(|_| "?".into(), format::bytes),
         ),
         statements: statements(rows),
         setups: Vec::new(),
