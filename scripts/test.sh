@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's and CI's): starts the local stack (real
 # PostgreSQL 18 and mongod 6.0.5 from pinned wheels), checks formatting, the Markdown files'
-# relative links and lints, installs the monitoring tools the dashboard test runs (pinned Debian
-# packages), runs every test of the workspace against those servers, checks the infrastructure
-# files (the simulated cloud included) and fuzzes every service from its OpenAPI description
-# (scripts/fuzz-api.sh), and, as root, checks the replicated stack (infra/local/test-replicas.sh)
-# and runs the services' replica tests against one. Stops the servers afterwards if it started them.
+# relative links and lints, installs the monitoring tools the dashboard test runs and the headless
+# Chromium the report's first-screen test opens (pinned Debian packages), runs every test of the
+# workspace against those servers, checks the infrastructure files (the simulated cloud included)
+# and fuzzes every service from its OpenAPI description (scripts/fuzz-api.sh), and, as root,
+# checks the replicated stack (infra/local/test-replicas.sh) and runs the services' replica tests
+# against one. Stops the servers afterwards if it started them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -60,6 +61,9 @@ python3 scripts/check-links.py
 
 step "monitoring tools (pinned Debian packages: prometheus, postgres_exporter, node_exporter)"
 bash infra/local/monitor.sh install
+
+step "headless Chromium for the report's first-screen test (pinned Debian package)"
+bash scripts/chromium.sh install
 
 if cargo nextest --version >/dev/null 2>&1; then
 	run_tests=(cargo nextest run --workspace)

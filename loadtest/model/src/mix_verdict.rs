@@ -14,7 +14,8 @@
 //! (`lead_thin`) names a winner only when it held in `THIN_LEAD_REPEATS` repeats; the round runs
 //! more where it has time for them.
 //! Otherwise there is no clear winner, in words, or, when a target that failed was not stopped by
-//! its database in most repeats, the row is **not database-limited**.
+//! its database in most repeats, the row is **not database-limited**. `Doubt` names the first
+//! reason a leader was not named, for the report's one-sentence answer; `reasons` give them all.
 
 use super::capacity;
 use super::cpu::limit_counts;
@@ -87,6 +88,28 @@ pub struct MixVerdict {
     /// Per target other than the one with the highest median rate: within each repeat, that
     /// target's rate over this one's.
     pub paired: Vec<(TargetInfo, Vec<f64>)>,
+    /// Why the leader is not named the winner, the first reason that stopped it (`None` with a
+    /// winner): what a sentence says in a few words where `reasons` say it in full.
+    pub doubt: Option<Doubt>,
+}
+
+/// The first thing that kept a leader from being named the winner.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Doubt {
+    /// No repeat measured both.
+    NoPair,
+    /// Another target passed a higher rate in these repeats.
+    Behind(Vec<u32>),
+    /// In these repeats the two were less than the least difference (`least`) apart.
+    Close { repeats: Vec<u32>, least: f64 },
+    /// The medians were less than `least` apart.
+    MediansClose { least: f64 },
+    /// A target it beat was not stopped by its own database.
+    NotDatabaseLimited,
+    /// The CPU capacities favour the other target.
+    CapacityDisagrees,
+    /// A lead within one step past `least` that held in `held` repeats of the `THIN_LEAD_REPEATS`.
+    ThinLead { held: usize, least: f64 },
 }
 
 impl MixVerdict {
@@ -210,6 +233,11 @@ fn why_spread(
             words.join(", ")
         )
     })
+}
+
+/// "1, 3": repeat numbers in words.
+fn list(repeats: &[u32]) -> String {
+    repeats.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// The target with the highest median of `rates` (the first of equals), if any has one.
@@ -352,42 +380,48 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
     }
     let mut paired = Vec::new();
     let mut winner = leader.clone().filter(|_| targets.len() >= 2);
+    let mut doubt = None;
+    // The first doubt is the one a sentence gives.
+    let mut doubt_of = |d: Doubt| {
+        doubt.get_or_insert(d);
+        None
+    };
     if let Some(leader) = &leader {
         for other in targets.iter().filter(|t| t.name != leader.name) {
             let ratios = paired_ratios(&compared, &leader.name, &other.name);
-            let behind: Vec<String> = counted
+            let behind: Vec<u32> = counted
                 .iter()
                 .zip(&compared)
                 .filter(|(_, v)| v.get(&leader.name).zip(v.get(&other.name)).is_some_and(|(l, o)| l < o))
-                .map(|(r, _)| r.index.to_string())
+                .map(|(r, _)| r.index)
                 .collect();
             let typical = median(&ratios);
             // Repeats in which the leader was not ahead by the least difference: a winner must be,
             // in every repeat (a ratio near the threshold then names no winner in any run,
             // rather than one in some runs and none in others).
-            let short: Vec<String> = counted
+            let short: Vec<u32> = counted
                 .iter()
                 .zip(&compared)
                 .filter(|(_, v)| ratio_in(v, &leader.name, &other.name).is_some_and(|r| r < 1.0 + least - 1e-9))
-                .map(|(r, _)| r.index.to_string())
+                .map(|(r, _)| r.index)
                 .collect();
             let of_medians = median(values_of(&rates, &leader.name))
                 .zip(median(values_of(&rates, &other.name)))
                 .map(|(high, low)| if high == low { 1.0 } else { high / low.max(1.0) });
             if ratios.is_empty() {
                 reasons.push(format!("no repeat measured both {} and {}", leader.label, other.label));
-                winner = None;
+                winner = doubt_of(Doubt::NoPair);
             } else if !behind.is_empty() {
                 reasons.push(format!(
                     "{} passed a higher rate than {} in repeat {} (within each repeat {}'s rate over {}'s: {})",
                     other.label,
                     leader.label,
-                    behind.join(", "),
+                    list(&behind),
                     leader.label,
                     other.label,
                     range_text(&ratios, 2)
                 ));
-                winner = None;
+                winner = doubt_of(Doubt::Behind(behind));
             } else if !short.is_empty() {
                 reasons.push(format!(
                     "within each repeat {}'s rate over {}'s was {} (median {:.2}): less than {:.0}% apart in repeat {} ({} req/s)",
@@ -396,10 +430,10 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
                     range_text(&ratios, 2),
                     typical.unwrap_or(1.0),
                     least * 100.0,
-                    short.join(", "),
+                    list(&short),
                     ranges(&rates)
                 ));
-                winner = None;
+                winner = doubt_of(Doubt::Close { repeats: short, least });
             } else if of_medians.is_none_or(|m| m < 1.0 + least - 1e-9) {
                 reasons.push(format!(
                     "the medians differ by less than {:.0}% ({:.2}; {} req/s)",
@@ -407,9 +441,9 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
                     of_medians.unwrap_or(1.0),
                     ranges(&rates)
                 ));
-                winner = None;
+                winner = doubt_of(Doubt::MediansClose { least });
             } else if not_by_database.iter().any(|(t, _)| t.name == other.name) {
-                winner = None;
+                winner = doubt_of(Doubt::NotDatabaseLimited);
             } else {
                 let by_capacity = paired_ratios(&capacity_runs, &leader.name, &other.name);
                 if median(&by_capacity).is_some_and(|m| m < 1.0) {
@@ -417,18 +451,18 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
                         "the maximum passing rates favour {} but the CPU capacities {}",
                         leader.label, other.label
                     ));
-                    winner = None;
+                    winner = doubt_of(Doubt::CapacityDisagrees);
                 } else if counted.len() < THIN_LEAD_REPEATS && one_step_past(&ratios, least, &round.plan) {
                     let thin = thin_words(leader, other, &ratios, least);
                     reasons.push(format!("{thin}; it held in {} of the {THIN_LEAD_REPEATS} it needs", counted.len()));
-                    winner = None;
+                    winner = doubt_of(Doubt::ThinLead { held: counted.len(), least });
                 }
             }
             paired.push((other.clone(), ratios));
         }
     }
     let database_limited = not_by_database.is_empty();
-    MixVerdict { winner, database_limited, stable, reasons, rates, capacities, paired }
+    MixVerdict { winner, database_limited, stable, reasons, rates, capacities, paired, doubt }
 }
 
 #[cfg(test)]

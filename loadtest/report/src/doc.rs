@@ -1,7 +1,8 @@
 //! A tiny document model for the reports, so `report.md` and `report.html` say exactly the same
-//! thing: headings, paragraphs, bullet lists, tables and charts. Markdown links the charts as SVG
-//! files; HTML inlines them, so the page is one self-contained file. Text uses `**bold**` and
-//! `` `code` `` in both (HTML renders them).
+//! thing: headings, paragraphs, bullet lists, tables, charts, the answer's sentences and folds.
+//! Markdown links the charts as SVG files; HTML inlines them, so the page is one self-contained
+//! file. A fold is `<details>` in HTML and its summary and content, unfolded, in Markdown. Text
+//! uses `**bold**` and `` `code` `` in both (HTML renders them).
 
 use std::fmt::Write as _;
 
@@ -20,6 +21,27 @@ pub enum Block {
         caption: String,
         svg: String,
     },
+    /// The sentences a report opens with, one per mix: a list, `<ul class="answer">` in HTML.
+    Answer(Vec<String>),
+    /// Long content folded under a one-line summary.
+    Details {
+        summary: String,
+        blocks: Vec<Block>,
+    },
+}
+
+impl Block {
+    /// The charts among `blocks`, folded ones too.
+    pub fn charts(blocks: &[Block]) -> Vec<(&str, &str)> {
+        blocks
+            .iter()
+            .flat_map(|block| match block {
+                Block::Chart { file, svg, .. } => vec![(file.as_str(), svg.as_str())],
+                Block::Details { blocks, .. } => Block::charts(blocks),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
 }
 
 pub fn markdown(blocks: &[Block]) -> String {
@@ -32,11 +54,15 @@ pub fn markdown(blocks: &[Block]) -> String {
             Block::Paragraph(text) => {
                 let _ = writeln!(out, "{text}\n");
             }
-            Block::List(items) => {
+            Block::List(items) | Block::Answer(items) => {
                 for item in items {
                     let _ = writeln!(out, "- {item}");
                 }
                 out.push('\n');
+            }
+            Block::Details { summary, blocks } => {
+                let _ = writeln!(out, "{summary}\n");
+                out.push_str(&markdown(blocks));
             }
             Block::Table { header, rows } => {
                 let cell = |c: &String| c.replace('|', "\\|");
@@ -83,13 +109,21 @@ fn inline(text: &str) -> String {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;\
 vertical-align:top}th{background:#f4f4f4}code{background:#f4f4f4;padding:0 3px}figure{margin:1em 0}\
-figcaption{color:#555;font-size:90%}";
+figcaption{color:#555;font-size:90%}.answer{font-size:110%;line-height:1.35;padding-left:1.2em}\
+.answer li{margin:0.2em 0}details{margin:0.5em 0 1em}summary{cursor:pointer;color:#336791}\
+table{display:block;overflow-x:auto;max-width:100%}h1{margin:0.4em 0}";
 
 pub fn html(title: &str, blocks: &[Block]) -> String {
     let mut out = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
         escape(title)
     );
+    html_blocks(&mut out, blocks);
+    out.push_str("</body></html>\n");
+    out
+}
+
+fn html_blocks(out: &mut String, blocks: &[Block]) {
     for block in blocks {
         match block {
             Block::Heading(level, text) => {
@@ -123,10 +157,20 @@ pub fn html(title: &str, blocks: &[Block]) -> String {
             Block::Chart { caption, svg, .. } => {
                 let _ = writeln!(out, "<figure>{svg}<figcaption>{}</figcaption></figure>", inline(caption));
             }
+            Block::Answer(sentences) => {
+                out.push_str("<ul class=\"answer\">");
+                for sentence in sentences {
+                    let _ = write!(out, "<li>{}</li>", inline(sentence));
+                }
+                out.push_str("</ul>\n");
+            }
+            Block::Details { summary, blocks } => {
+                let _ = writeln!(out, "<details><summary>{}</summary>", inline(summary));
+                html_blocks(out, blocks);
+                out.push_str("</details>\n");
+            }
         }
     }
-    out.push_str("</body></html>\n");
-    out
 }
 
 #[cfg(test)]
@@ -147,6 +191,21 @@ mod tests {
         let md = markdown(&blocks());
         assert!(md.contains("| mix | ratio |\n|---|---|\n| shop | a\\|b |"), "{md}");
         assert!(md.contains("![p95](charts/x.svg)"));
+    }
+
+    #[test]
+    fn a_fold_is_details_in_html_and_its_content_in_markdown() {
+        let fold = [
+            Block::Answer(vec!["**Reads**: PostgreSQL".into()]),
+            Block::Details { summary: "Every step".into(), blocks: blocks() },
+        ];
+        let page = html("r", &fold);
+        assert!(page.contains("<ul class=\"answer\"><li><strong>Reads</strong>: PostgreSQL</li></ul>"), "{page}");
+        assert!(page.contains("<details><summary>Every step</summary>\n<h1>Report</h1>"), "{page}");
+        assert!(page.contains("</figure>\n</details>"), "{page}");
+        let md = markdown(&fold);
+        assert!(md.starts_with("- **Reads**: PostgreSQL\n\nEvery step\n\n# Report\n"), "{md}");
+        assert_eq!(Block::charts(&fold), [("charts/x.svg", "<svg></svg>")], "a folded chart is still written");
     }
 
     #[test]

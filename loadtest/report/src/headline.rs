@@ -1,9 +1,10 @@
-//! The answer a report opens with: per mix, both databases' maximum passing rates with every
-//! repeat shown, the capacity their CPU allows beside them (`model::capacity`), the ratio, the
-//! leader's rate over the other's within each repeat, and a winner named only when that
-//! comparison is beyond its spread (`model::mix_verdict`), with
-//! the words that say why not, or why a row is unstable. The chart draws the same: one column per
-//! mix and database, a dot per repeat, a bar at the median, a diamond at the median capacity.
+//! The answer in full, under the first screen's sentences (`answer`): per mix, both databases'
+//! maximum passing rates with every repeat shown, the capacity their CPU allows beside them
+//! (`model::capacity`), the ratio, the leader's rate over the other's within each repeat, and a
+//! winner named only when that comparison is beyond its spread (`model::mix_verdict`), with the
+//! words that say why not, or why a row is unstable. Its chart, folded with the reasoning, draws
+//! the same with the capacities: one column per mix and database, a dot per repeat, a bar at the
+//! median, a diamond at the median capacity.
 
 use super::doc::Block;
 use super::format::{self, NONE};

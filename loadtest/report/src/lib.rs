@@ -2,15 +2,18 @@
 //! and nothing else: Markdown, a self-contained HTML page and SVG charts out, no database, no
 //! load, no orchestration (`orders-bench report DIR...` and `compare` are its command lines).
 //! It writes one report: `report.md`, a self-contained `report.html` (charts inline), the SVG charts under
-//! `charts/`, and a `result.json` holding every round. First the databases' budgets and the answer
-//! (maximum passing rate per mix and target, their ratio, and in words what set the limits), then
-//! findings F1–F3 of the published studies (docs/studies.md) seen or not, then per round the
-//! charts, steps and the figures that explain them. A round that ran despite a failed fairness gate
-//! is named at the very top.
+//! `charts/`, and a `result.json` holding every round. Its first screen is the answer: one sentence
+//! per mix (`answer`) and one chart of every repeat per mix and target (`dots`). Then the data set,
+//! the pass mark and the databases' budgets, the table of maximum passing rates with the reasoning
+//! folded under it, findings F1–F3 of the published studies (docs/studies.md) seen or not, then per
+//! round the charts, steps and the figures that explain them, folded. A round that ran despite a
+//! failed fairness gate is named at the very top.
 
+mod answer;
 pub mod charts;
 pub mod compare;
 pub mod doc;
+mod dots;
 mod evidence;
 pub mod findings;
 mod fleet;
@@ -58,10 +61,8 @@ pub fn write(out: &Path, rounds: &[(PathBuf, RoundResult)]) -> Result<()> {
         rounds.iter().map(|(dir, round)| RoundResult { dir: relative(dir, out), ..round.clone() }).collect();
     let refs: Vec<&RoundResult> = rounds.iter().collect();
     let mut blocks = head(&refs);
-    for block in &blocks {
-        if let Block::Chart { file, svg, .. } = block {
-            std::fs::write(out.join(file), svg).with_context(|| format!("writing {file}"))?;
-        }
+    for (file, svg) in Block::charts(&blocks) {
+        std::fs::write(out.join(file), svg).with_context(|| format!("writing {file}"))?;
     }
     let mut used = BTreeSet::new();
     for round in &rounds {
@@ -78,7 +79,7 @@ pub fn write(out: &Path, rounds: &[(PathBuf, RoundResult)]) -> Result<()> {
             std::fs::write(out.join(&file), &svg).with_context(|| format!("writing {file}"))?;
             files.push((file, caption, svg));
         }
-        blocks.extend(sections::round(round, &files));
+        blocks.extend(folded_round(sections::round(round, &files)));
     }
     let md = doc::markdown(&blocks);
     std::fs::write(out.join("report.md"), md).context("writing report.md")?;
@@ -107,10 +108,21 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
         ));
         blocks.push(Block::List(unfair));
     }
+    blocks.push(Block::Answer(answer::sentences(rounds)));
+    blocks.push(Block::Chart {
+        file: "charts/repeats.svg".into(),
+        caption: "Every repeat's maximum passing rate per mix and target: a dot per repeat (hollow: the target never \
+                  failed, so its rate is a lower bound), a line over the repeats, a tick at their median; the verdict \
+                  at the end of each row is the table's below"
+            .into(),
+        svg: dots::chart(rounds),
+    });
+    blocks.extend(summary::machine_warning(rounds));
     let data = rounds.iter().find_map(|r| r.data_set.as_ref());
     let same_data = rounds.iter().all(|r| r.data_set.as_ref() == data);
     let machine = rounds.first().map(|r| &r.machine);
     let (_, services) = summary::target_count_words(rounds);
+    blocks.push(Block::Heading(2, "How it was measured".into()));
     blocks.push(Block::Paragraph(format!(
         "Generated {} from {} round(s). Data set: {}. Machine: {}: the databases, {services} and the load \
          generator share its cores when they run on it (see CPU in each round).",
@@ -141,22 +153,40 @@ fn head(rounds: &[&RoundResult]) -> Vec<Block> {
     blocks.extend(summary::budget_paragraph(rounds));
     blocks.extend(regime::paragraph(rounds));
     blocks.push(Block::Heading(2, "Maximum passing rate".into()));
-    blocks.push(Block::Chart {
-        file: "charts/answer.svg".into(),
-        caption: "Maximum passing rate per repeat and CPU capacity, per mix".into(),
-        svg: headline::chart(rounds),
-    });
     blocks.push(headline::table(rounds));
-    blocks.push(headline::legend());
-    blocks.push(Block::Paragraph("What set each limit:".into()));
-    blocks.push(max_rate_block(rounds));
-    blocks.extend(summary::blocks(rounds));
+    let mut reasoning = vec![
+        headline::legend(),
+        Block::Chart {
+            file: "charts/answer.svg".into(),
+            caption: "Maximum passing rate per repeat and CPU capacity, per mix".into(),
+            svg: headline::chart(rounds),
+        },
+        Block::Paragraph("What set each limit:".into()),
+        max_rate_block(rounds),
+    ];
+    reasoning.extend(summary::cpu_blocks(rounds));
+    blocks.push(Block::Details {
+        summary: "How a winner is named, the CPU capacity, what set each limit and the CPU per request".into(),
+        blocks: reasoning,
+    });
     blocks.push(Block::Heading(2, "Findings of the published studies (docs/studies.md)".into()));
     let mut items = findings::f1(rounds);
     items.extend(findings::f2(rounds));
     items.extend(findings::f3(rounds));
     items.extend(studies::held_against(rounds));
     blocks.push(Block::List(items));
+    blocks
+}
+
+/// A round's section with all but its heading and first paragraph folded.
+fn folded_round(mut blocks: Vec<Block>) -> Vec<Block> {
+    let rest = blocks.split_off(blocks.len().min(2));
+    if !rest.is_empty() {
+        blocks.push(Block::Details {
+            summary: "Settings, charts, how each repeat started, every step, what explains it and the CPU".into(),
+            blocks: rest,
+        });
+    }
     blocks
 }
 

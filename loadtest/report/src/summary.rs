@@ -186,24 +186,29 @@ pub fn budget_paragraph(rounds: &[&RoundResult]) -> Option<Block> {
     Some(Block::Paragraph(text))
 }
 
-pub fn blocks(rounds: &[&RoundResult]) -> Vec<Block> {
-    let mut blocks = Vec::new();
+/// The warning that the machine, not a database, set some rows' limits, when it did.
+pub fn machine_warning(rounds: &[&RoundResult]) -> Option<Block> {
     let shared = shared_limit(rounds);
-    if !shared.is_empty() {
-        blocks.push(Block::Paragraph(format!(
+    (!shared.is_empty()).then(|| {
+        Block::Paragraph(format!(
             "**The machine, not a database, set these limits** in {}: in every repeat both targets first failed at \
              the same step while the CPU was (nearly) saturated and no database was at its budget. They shared the \
              cores with each other and with the load generator, so those rows measure this machine; compare the \
              CPU per request below, give the databases smaller budgets (--db-cpus), or give each database a machine \
              of its own (infra/).",
             shared.join(", ")
-        )));
-    }
-    blocks.push(Block::Paragraph(
-        "CPU seconds per 1,000 requests (median of the repeats; database + its service), and what limited each \
-         target where it first failed (see CPU in each round):"
-            .into(),
-    ));
-    blocks.push(cpu_table(rounds));
-    blocks
+        ))
+    })
+}
+
+/// CPU seconds per 1,000 requests and each target's limit, per round.
+pub fn cpu_blocks(rounds: &[&RoundResult]) -> Vec<Block> {
+    vec![
+        Block::Paragraph(
+            "CPU seconds per 1,000 requests (median of the repeats; database + its service), and what limited each \
+             target where it first failed (see CPU in each round):"
+                .into(),
+        ),
+        cpu_table(rounds),
+    ]
 }

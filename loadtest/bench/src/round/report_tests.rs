@@ -189,8 +189,11 @@ fn a_report_of_three_rounds_has_the_table_the_findings_and_well_formed_charts() 
         assert_well_formed(&svg);
     }
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
-    assert_eq!(html.matches("<svg").count(), 7, "every chart inline, the answer's first");
+    assert_eq!(html.matches("<svg").count(), 8, "every chart inline, the repeats' first, then the answer's");
     assert_well_formed(&std::fs::read_to_string(out.join("charts/answer.svg")).expect("answer chart"));
+    let repeats = std::fs::read_to_string(out.join("charts/repeats.svg")).expect("the first screen's chart");
+    assert_well_formed(&repeats);
+    assert_eq!(repeats.matches("class=\"dot\"").count(), 3 * 2 * 2, "a dot per mix, repeat and target");
     assert!(
         md.contains(
             "| shop | 100 (100 / 100) | – | 100 (100 / 100) | – | 1.00 | PostgreSQL ÷ MongoDB 1.00 / 1.00 | no clear winner |"
