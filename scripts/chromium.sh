@@ -9,8 +9,8 @@ set -euo pipefail
 
 # Debian 12 (bookworm-security), pinned to the upstream release and Debian revision; the suffix is
 # left open (`*`) as in infra/local/monitor.sh. bookworm-security keeps only its newest build: when
-# a security update replaces this one, `install` fails with apt's "version not found" and the pin
-# is moved to what `apt-cache policy chromium` offers.
+# a security update replaces this one, `install` says so and installs the build apt offers (the
+# test checks a page's layout, which a security build does not change); move the pin then.
 CHROMIUM_DEB="chromium=156.0.8078.129-1~deb12u1*"
 
 say() { printf 'chromium: %s\n' "$*"; }
@@ -28,8 +28,13 @@ cmd_install() {
 		[[ "$(id -u)" == 0 ]] || sudo=sudo
 		say "apt-get install $CHROMIUM_DEB"
 		$sudo apt-get update -qq
+		local package="$CHROMIUM_DEB"
+		if ! apt-cache madison chromium | awk '{ print $3 }' | grep -qF "$(v="${CHROMIUM_DEB#chromium=}"; echo "${v%\*}")"; then
+			package=chromium
+			say "WARNING: the pinned $CHROMIUM_DEB is no longer offered (a security update replaced it); installing $(apt-cache policy chromium | awk '/Candidate/ { print $2 }'): move the pin in scripts/chromium.sh"
+		fi
 		DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
-			--no-install-recommends "$CHROMIUM_DEB" >/dev/null
+			--no-install-recommends "$package" >/dev/null
 	fi
 	local chromium
 	chromium=$(chromium_path)
