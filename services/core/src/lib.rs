@@ -25,7 +25,7 @@ pub use field_errors::{FieldError, FieldErrors, echo};
 pub use idempotency::IdempotencyKey;
 pub use ids::{CustomerId, IdGenerator, MAX_SAFE_INTEGER, OrderId, ProductId};
 pub use order::{Customer, Item, NewOrder, Order, Shipping, Status, StatusChange};
-pub use order_json::{OrderJson, OrderListJson, OrderToStore};
+pub use order_json::{ListBytes, OrderJson, OrderListJson, OrderToStore};
 pub use store::{
     CustomerQuery, KeyedInsert, Limit, OrderStore, Placed, PoolStatus, ProductQuery, Returning, StoreError, place_order,
 };

@@ -5,7 +5,7 @@
 use crate::idempotency::IdempotencyKey;
 use crate::ids::OrderId;
 use crate::order::{Order, StatusChange};
-use crate::order_json::{OrderJson, OrderListJson, OrderToStore};
+use crate::order_json::{ListBytes, OrderJson, OrderListJson, OrderToStore};
 use crate::store::{CustomerQuery, KeyedInsert, OrderStore, PoolStatus, ProductQuery, Returning, StoreError};
 use crate::time::Timestamp;
 use std::collections::{BTreeMap, HashMap};
@@ -38,10 +38,12 @@ impl MemoryStore {
     }
 }
 
-fn list<'a>(orders: impl Iterator<Item = &'a Order>) -> OrderListJson {
-    let mut list = OrderListJson::default();
+fn list<'a>(orders: impl Iterator<Item = &'a Order>, max_bytes: ListBytes) -> OrderListJson {
+    let mut list = OrderListJson::bounded(max_bytes);
     for order in orders {
-        list.push(&OrderJson::from_order(order));
+        if !list.push(&OrderJson::from_order(order)) {
+            break;
+        }
     }
     list
 }
@@ -65,7 +67,7 @@ impl OrderStore for MemoryStore {
             .rev()
             .filter(|order| order.customer.id == query.customer && order.id.get() < upper)
             .take(query.limit.get() as usize);
-        Ok(list(found))
+        Ok(list(found, query.max_bytes))
     }
 
     async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
@@ -74,7 +76,7 @@ impl OrderStore for MemoryStore {
             .values()
             .filter(|order| order.items.iter().any(|item| item.product_id == query.product))
             .take(query.limit.get() as usize);
-        Ok(list(found))
+        Ok(list(found, query.max_bytes))
     }
 
     async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {

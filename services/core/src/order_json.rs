@@ -4,6 +4,10 @@
 //! MongoDB's raw BSON), so a read is never parsed into an `Order` and serialised again. That is
 //! sound because every stored document was an `Order` that passed validation when it was written;
 //! `to_order` parses one back (tests use it to compare with what they wrote).
+//!
+//! A list answer is bounded in bytes (`ListBytes`, the setting `MAX_LIST_BYTES`): a store stops
+//! adding orders before the body would pass the bound (a list always has its first order), and
+//! the list says it was cut, so the HTTP layer can tell the client to continue.
 
 use crate::ids::OrderId;
 use crate::json_write::write_order;
@@ -78,16 +82,72 @@ impl From<Order> for OrderToStore {
     }
 }
 
-/// The body of a list endpoint, `{"orders":[...]}`, built one order at a time.
+/// The most bytes a list answer's body may hold (`MAX_LIST_BYTES`), unless its first order alone
+/// is larger: a list always carries at least one order, so every order can be listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListBytes(usize);
+
+impl ListBytes {
+    /// Default of `MAX_LIST_BYTES`: 4 MiB, a page of 100 orders of 40 kB, or of 6,000 default
+    /// orders (600 bytes); only lists of large orders (`note` up to 256 KiB) are cut.
+    pub const DEFAULT: ListBytes = ListBytes(4 * 1024 * 1024);
+    /// No bound (tests and tools that list what they wrote).
+    pub const UNBOUNDED: ListBytes = ListBytes(usize::MAX);
+
+    pub const fn new(bytes: usize) -> Self {
+        Self(bytes)
+    }
+
+    pub const fn get(self) -> usize {
+        self.0
+    }
+}
+
+/// The body of a list endpoint, `{"orders":[...]}`, built one order at a time within its
+/// `ListBytes`: the first order that would pass the bound is refused, and so is every one after it
+/// (so a list cut short ends where the next page begins), and the list is marked cut.
+///
+/// The bound counts the body as compact JSON (no whitespace outside strings), which is what
+/// orders-mongo and the in-memory store write; PostgreSQL's jsonb text adds a space after each `,`
+/// and `:`. So every backend cuts a list at the same order, and orders-pg's body may pass the
+/// bound by those spaces. Whitespace is counted only when the raw length says an order might not
+/// fit, so lists far from their bound cost no scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderListJson {
     /// `{"orders":[` and the orders so far, comma-separated; `into_body` closes it.
     open: Vec<u8>,
     len: usize,
+    max_bytes: usize,
+    cut: bool,
+    /// The compact length of `open[..scanned]`; `scanned` is always at the end of an order (or
+    /// of the opening).
+    counted: usize,
+    scanned: usize,
 }
 
 const LIST_OPENING: &[u8] = br#"{"orders":["#;
 const LIST_CLOSING: &[u8] = b"]}";
+
+/// The length of `json` without its whitespace outside strings (its compact form's length).
+fn compact_len(json: &[u8]) -> usize {
+    let (mut in_string, mut escaped, mut whitespace) = (false, false, 0);
+    for &byte in json {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if byte == b'\\' {
+                escaped = true;
+            } else if byte == b'"' {
+                in_string = false;
+            }
+        } else if byte == b'"' {
+            in_string = true;
+        } else if matches!(byte, b' ' | b'\n' | b'\r' | b'\t') {
+            whitespace += 1;
+        }
+    }
+    json.len() - whitespace
+}
 
 impl Default for OrderListJson {
     fn default() -> Self {
@@ -96,28 +156,72 @@ impl Default for OrderListJson {
 }
 
 impl OrderListJson {
-    /// An empty list with room for about `bytes` bytes of orders.
+    /// An empty list with no byte bound and room for about `bytes` bytes of orders.
     pub fn with_capacity(bytes: usize) -> Self {
         let mut open = Vec::with_capacity(LIST_OPENING.len() + bytes + LIST_CLOSING.len());
         open.extend_from_slice(LIST_OPENING);
-        Self { open, len: 0 }
+        let scanned = open.len();
+        Self { open, len: 0, max_bytes: usize::MAX, cut: false, counted: scanned, scanned }
     }
 
-    /// Appends the JSON object a store holds for an order it wrote itself (see `OrderJson::from_stored`).
-    pub fn push_stored(&mut self, order: &[u8]) {
+    /// An empty list whose body stays within `max_bytes` (counted as compact JSON), but for a
+    /// first order larger than that.
+    pub fn bounded(max_bytes: ListBytes) -> Self {
+        Self { max_bytes: max_bytes.get(), ..Self::default() }
+    }
+
+    /// Appends the JSON object a store holds for an order it wrote itself (see
+    /// `OrderJson::from_stored`); `false` (and the list cut) when it does not fit, and once cut.
+    #[must_use = "a refused order ends the list"]
+    pub fn push_stored(&mut self, order: &[u8]) -> bool {
+        if self.cut {
+            return false;
+        }
+        let (before, len) = (self.open.len(), self.len);
         self.separate();
         self.open.extend_from_slice(order);
+        self.keep_or_cut(before, len)
     }
 
-    pub fn push(&mut self, order: &OrderJson) {
-        self.push_stored(order.as_bytes());
+    #[must_use = "a refused order ends the list"]
+    pub fn push(&mut self, order: &OrderJson) -> bool {
+        self.push_stored(order.as_bytes())
     }
 
-    /// Appends one order that `write` writes straight into the body; on an error the list is
-    /// left with a partial entry, so callers drop it.
-    pub fn push_with<E>(&mut self, write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>) -> Result<(), E> {
+    /// Appends one order that `write` writes straight into the body; `Ok(false)` (the order taken
+    /// out again, the list cut) when it does not fit, and once cut. On an error the list is left
+    /// with a partial entry, so callers drop it.
+    pub fn push_with<E>(&mut self, write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>) -> Result<bool, E> {
+        if self.cut {
+            return Ok(false);
+        }
+        let (before, len) = (self.open.len(), self.len);
         self.separate();
-        write(&mut self.open)
+        write(&mut self.open)?;
+        Ok(self.keep_or_cut(before, len))
+    }
+
+    /// Keeps the order just appended at `before` if the finished body stays within the bound (or
+    /// it is the first), else takes it out again and cuts the list.
+    fn keep_or_cut(&mut self, before: usize, len: usize) -> bool {
+        let closing = LIST_CLOSING.len();
+        let at_most = self.counted.saturating_add(self.open.len() - self.scanned).saturating_add(closing);
+        if len == 0 || at_most <= self.max_bytes {
+            return true;
+        }
+        self.counted += compact_len(&self.open[self.scanned..before]);
+        self.scanned = before;
+        let added = compact_len(&self.open[before..]);
+        if self.counted.saturating_add(added).saturating_add(closing) <= self.max_bytes {
+            self.counted += added;
+            self.scanned = self.open.len();
+            return true;
+        }
+        self.open.truncate(before);
+        self.open.shrink_to(before + closing);
+        self.len = len;
+        self.cut = true;
+        false
     }
 
     fn separate(&mut self) {
@@ -125,6 +229,12 @@ impl OrderListJson {
             self.open.push(b',');
         }
         self.len += 1;
+    }
+
+    /// Whether an order was refused: the list ends before its bound would have been passed, and
+    /// more orders may follow.
+    pub fn is_cut(&self) -> bool {
+        self.cut
     }
 
     /// Number of orders in the list.
@@ -180,14 +290,77 @@ mod tests {
     fn lists_are_an_object_with_the_orders_in_order() {
         assert_eq!(OrderListJson::default().into_body(), br#"{"orders":[]}"#);
         let mut list = OrderListJson::with_capacity(100);
-        list.push(&OrderJson::from_order(&order(1)));
-        list.push_stored(&serde_json::to_vec(&order(2)).expect("serialise"));
-        list.push_with(|out| serde_json::to_writer(out, &order(3))).expect("write");
+        assert!(list.push(&OrderJson::from_order(&order(1))));
+        assert!(list.push_stored(&serde_json::to_vec(&order(2)).expect("serialise")));
+        assert!(list.push_with(|out| serde_json::to_writer(out, &order(3))).expect("write"));
         assert_eq!(list.len(), 3);
+        assert!(!list.is_cut());
         let ids: Vec<u64> = list.to_orders().expect("parse").iter().map(|o| o.id.get()).collect();
         assert_eq!(ids, [1, 2, 3]);
         let body: Value = serde_json::from_slice(&list.into_body()).expect("json");
         assert_eq!(body["orders"].as_array().map(Vec::len), Some(3));
+    }
+
+    #[test]
+    fn compact_length_leaves_out_whitespace_outside_strings_only() {
+        assert_eq!(compact_len(br#"{"a": 1, "b": [1, 2]}"#), br#"{"a":1,"b":[1,2]}"#.len());
+        assert_eq!(compact_len(br#"{"a b": "c, d: \" e", "f": "\\"}"#), br#"{"a b":"c, d: \" e","f":"\\"}"#.len());
+        let compact = serde_json::to_vec(&order(1)).expect("serialise");
+        let pretty = serde_json::to_vec_pretty(&order(1)).expect("serialise");
+        assert_eq!((compact_len(&compact), compact_len(&pretty)), (compact.len(), compact.len()));
+    }
+
+    #[test]
+    fn spaced_json_is_cut_where_compact_json_is() {
+        let compact: Vec<Vec<u8>> = (1..=4).map(|id| serde_json::to_vec(&order(id)).expect("serialise")).collect();
+        let spaced: Vec<Vec<u8>> =
+            (1..=4).map(|id| serde_json::to_vec_pretty(&order(id)).expect("serialise")).collect();
+        let two = LIST_OPENING.len() + compact[0].len() + 1 + compact[1].len() + LIST_CLOSING.len();
+        for orders in [&compact, &spaced] {
+            let mut list = OrderListJson::bounded(ListBytes::new(two));
+            let kept: Vec<bool> = orders.iter().map(|order| list.push_stored(order)).collect();
+            assert_eq!(kept, [true, true, false, false]);
+        }
+    }
+
+    #[test]
+    fn a_bounded_list_stops_before_its_bound_and_always_has_its_first_order() {
+        let one = OrderJson::from_order(&order(1));
+        let size = one.as_bytes().len();
+        // Room for exactly two orders: the opening, two orders, a comma, the closing.
+        let exact = LIST_OPENING.len() + 2 * size + 1 + LIST_CLOSING.len();
+        for push in [0, 1] {
+            let mut list = OrderListJson::bounded(ListBytes::new(exact));
+            let mut add = |id| {
+                let json = OrderJson::from_order(&order(id));
+                if push == 0 {
+                    list.push(&json)
+                } else {
+                    list.push_with(|out| {
+                        out.extend_from_slice(json.as_bytes());
+                        Ok::<_, ()>(())
+                    })
+                    .expect("write")
+                }
+            };
+            assert!(add(1) && add(2), "two fit exactly");
+            assert!(!add(3), "a third passes the bound");
+            assert!(list.is_cut());
+            let body = list.clone().into_body();
+            assert_eq!(body.len(), exact, "push {push}");
+            let ids: Vec<u64> = list.to_orders().expect("parse").iter().map(|o| o.id.get()).collect();
+            assert_eq!(ids, [1, 2], "push {push}");
+        }
+        let mut tiny = OrderListJson::bounded(ListBytes::new(1));
+        assert!(tiny.push_stored(one.as_bytes()), "the first order is always listed");
+        assert!(!tiny.push_stored(b"{}"), "nothing after it");
+        assert!(tiny.is_cut());
+        assert_eq!(tiny.len(), 1);
+        let mut small_after_cut = OrderListJson::bounded(ListBytes::new(LIST_OPENING.len() + size + 4));
+        assert!(small_after_cut.push_stored(one.as_bytes()));
+        assert!(!small_after_cut.push_stored(one.as_bytes()), "too large");
+        assert!(!small_after_cut.push_stored(b"{}"), "a smaller order after a refused one is refused too");
+        assert_eq!(small_after_cut.len(), 1);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use crate::idempotency::{self, IdempotencyKey};
 use crate::ids::{CustomerId, IdGenerator, OrderId, ProductId};
 use crate::order::{NewOrder, Order, StatusChange};
-use crate::order_json::{OrderJson, OrderListJson, OrderToStore};
+use crate::order_json::{ListBytes, OrderJson, OrderListJson, OrderToStore};
 use crate::time::Timestamp;
 use std::future::Future;
 
@@ -76,6 +76,9 @@ pub struct CustomerQuery {
     pub customer: CustomerId,
     pub limit: Limit,
     pub before: Option<OrderId>,
+    /// The answer stops before passing this many bytes (`MAX_LIST_BYTES`); continue with `before`
+    /// set to the last id listed.
+    pub max_bytes: ListBytes,
 }
 
 /// Up to `limit` orders that contain `product`, in no particular order.
@@ -83,6 +86,8 @@ pub struct CustomerQuery {
 pub struct ProductQuery {
     pub product: ProductId,
     pub limit: Limit,
+    /// The answer stops before passing this many bytes (`MAX_LIST_BYTES`).
+    pub max_bytes: ListBytes,
 }
 
 /// Connection pool figures for `/metrics` and `/diagnostics`.

@@ -1,5 +1,5 @@
 //! Settings every service shares (`BIND_ADDR`, `RUST_LOG`, `LOG_FORMAT`, `REQUEST_TIMEOUT_MS`,
-//! `MAX_BODY_BYTES`, `POOL_TIMEOUT_MS`, `SHUTDOWN_TIMEOUT_MS`, `WORKER_THREADS`, and the limits on
+//! `MAX_BODY_BYTES`, `MAX_LIST_BYTES`, `POOL_TIMEOUT_MS`, `SHUTDOWN_TIMEOUT_MS`, `WORKER_THREADS`, and the limits on
 //! what clients may hold: `HEADER_READ_TIMEOUT_MS`, `IDLE_TIMEOUT_MS`, `MAX_CONNECTIONS`,
 //! `MAX_IN_FLIGHT`), parsed by clap from flags or the environment before the runtime starts
 //! (`runtime::build` takes `WORKER_THREADS`). Each binary flattens `HttpConfig` into its own
@@ -10,6 +10,7 @@
 use crate::connection::ConnectionLimits;
 use crate::runtime::WorkerThreads;
 use clap::{Args, ValueEnum};
+use orders_core::ListBytes;
 use std::net::SocketAddr;
 use std::str::FromStr;
 use std::time::Duration;
@@ -126,6 +127,17 @@ pub struct HttpConfig {
     )]
     pub max_body_bytes: u64,
 
+    /// A list answer (orders by customer, by product) stops before its body passes this many
+    /// bytes, but always holds one order; a list cut short says so (`List-Truncated: true`).
+    #[arg(
+        long = "max-list-bytes",
+        env = "MAX_LIST_BYTES",
+        value_name = "MAX_LIST_BYTES",
+        default_value_t = ListBytes::DEFAULT.get() as u64,
+        value_parser = clap::value_parser!(u64).range(1..=1_073_741_824)
+    )]
+    pub max_list_bytes: u64,
+
     /// A request's header must arrive within this many milliseconds of its first byte (of the
     /// connection's opening, for its first request), or the connection is closed.
     #[arg(
@@ -200,6 +212,11 @@ impl HttpConfig {
         }
     }
 
+    /// The bound on a list answer's body (`MAX_LIST_BYTES`).
+    pub fn max_list_bytes(&self) -> ListBytes {
+        ListBytes::new(usize::try_from(self.max_list_bytes).unwrap_or(usize::MAX))
+    }
+
     /// The limits `serve` holds every connection to.
     pub fn connection_limits(&self) -> ConnectionLimits {
         ConnectionLimits {
@@ -217,6 +234,7 @@ impl HttpConfig {
             log_format: LogFormat::Text,
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             max_body_bytes: 1_048_576,
+            max_list_bytes: ListBytes::DEFAULT.get() as u64,
             pool_timeout_ms: DEFAULT_POOL_TIMEOUT_MS,
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
             header_read_timeout_ms: DEFAULT_HEADER_READ_TIMEOUT_MS,

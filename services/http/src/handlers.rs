@@ -9,17 +9,18 @@ use crate::serve::Draining;
 use crate::shedding::Shedding;
 use crate::write_headers::{IdempotencyKeyHeader, PREFERENCE_APPLIED, Prefer, RETURN_MINIMAL};
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use orders_core::{
-    CustomerId, CustomerQuery, IdGenerator, Limit, NewOrder, OrderId, OrderStore, ProductId, ProductQuery, Returning,
-    StatusChange, Timestamp, place_order,
+    CustomerId, CustomerQuery, IdGenerator, Limit, ListBytes, NewOrder, OrderId, OrderListJson, OrderStore, ProductId,
+    ProductQuery, Returning, StatusChange, Timestamp, place_order,
 };
 use std::sync::Arc;
 
 /// What every handler can reach: the store, the id generator, the metrics registry, the count
-/// of shed requests, the count of requests in flight, and the turn of `/diagnostics`.
+/// of shed requests, the count of requests in flight, the turn of `/diagnostics`, and the bound on
+/// a list answer's bytes.
 pub struct AppState<S> {
     pub store: Arc<S>,
     pub ids: Arc<IdGenerator>,
@@ -30,6 +31,8 @@ pub struct AppState<S> {
     /// database connection at a time, so however many clients ask, ordinary requests keep all
     /// but one of the pool.
     pub diagnostics: Arc<tokio::sync::Mutex<()>>,
+    /// `MAX_LIST_BYTES`.
+    pub max_list_bytes: ListBytes,
 }
 
 impl<S> Clone for AppState<S> {
@@ -41,6 +44,7 @@ impl<S> Clone for AppState<S> {
             shedding: self.shedding.clone(),
             admission: self.admission.clone(),
             diagnostics: self.diagnostics.clone(),
+            max_list_bytes: self.max_list_bytes,
         }
     }
 }
@@ -57,13 +61,28 @@ pub async fn get_order<S: OrderStore>(
     Ok(json_response(app.store.get(id).await?.into_bytes()))
 }
 
+/// Says whether a list answer was cut at `MAX_LIST_BYTES` before its `limit` (more orders may follow).
+pub const LIST_TRUNCATED: HeaderName = HeaderName::from_static("list-truncated");
+
+/// A list's 200; one cut at `MAX_LIST_BYTES` carries `List-Truncated: true`.
+fn list_response(list: OrderListJson) -> Response {
+    let truncated = list.is_cut();
+    let mut response = json_response(list.into_body());
+    if truncated {
+        response.headers_mut().insert(LIST_TRUNCATED, HeaderValue::from_static("true"));
+    }
+    response
+}
+
+/// Newest first; a list cut at `MAX_LIST_BYTES` continues with `before_id` = the last id listed.
 pub async fn orders_by_customer<S: OrderStore>(
     State(app): State<AppState<S>>,
     PathId(customer): PathId<CustomerId>,
     params: ListParams,
 ) -> Result<Response, ApiError> {
-    let query = CustomerQuery { customer, limit: params.limit_or(Limit::CUSTOMER_DEFAULT), before: params.before_id };
-    Ok(json_response(app.store.by_customer(query).await?.into_body()))
+    let limit = params.limit_or(Limit::CUSTOMER_DEFAULT);
+    let query = CustomerQuery { customer, limit, before: params.before_id, max_bytes: app.max_list_bytes };
+    Ok(list_response(app.store.by_customer(query).await?))
 }
 
 pub async fn orders_by_product<S: OrderStore>(
@@ -71,8 +90,8 @@ pub async fn orders_by_product<S: OrderStore>(
     PathId(product): PathId<ProductId>,
     params: ListParams,
 ) -> Result<Response, ApiError> {
-    let query = ProductQuery { product, limit: params.limit_or(Limit::PRODUCT_DEFAULT) };
-    Ok(json_response(app.store.by_product(query).await?.into_body()))
+    let query = ProductQuery { product, limit: params.limit_or(Limit::PRODUCT_DEFAULT), max_bytes: app.max_list_bytes };
+    Ok(list_response(app.store.by_product(query).await?))
 }
 
 /// 201 with `Location` and the order; a request repeated with its `Idempotency-Key` gets the same

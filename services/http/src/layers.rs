@@ -1,6 +1,7 @@
 //! `Observe`: the one middleware every request passes through, applied to every route and the
 //! fallback after routing (so the matched route template is in the request). It admits the
-//! request or sheds it at once (`MAX_IN_FLIGHT`, `admission`), sets the body
+//! request or sheds it at once (`MAX_IN_FLIGHT`, `admission`; the place is kept in the response
+//! body until hyper has taken all of it, `held_body`), sets the body
 //! limit (`MAX_BODY_BYTES`), turns a request that runs past `REQUEST_TIMEOUT_MS` into a 503 and a
 //! panicking handler into a 500 with the usual error shape, then records the latency histogram
 //! (labelled `/orders/{id}`, never one series per id; `unmatched` for unknown paths), counts a
@@ -9,8 +10,10 @@
 
 use crate::admission::Admission;
 use crate::error::{ApiError, Shed};
+use crate::held_body::HeldBody;
 use crate::metrics::{Metrics, method_label};
 use crate::shedding::Shedding;
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
@@ -80,7 +83,7 @@ where
         };
         let called = admitted.is_ok().then(|| std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request))));
         Box::pin(async move {
-            let _admitted = admitted;
+            let place = admitted.ok().flatten();
             let response = match called {
                 None => ApiError::unavailable(Shed::InFlightLimit, "MAX_IN_FLIGHT requests in flight").into_response(),
                 Some(called) => {
@@ -104,7 +107,11 @@ where
             let status = response.status().as_u16();
             metrics.record(route, method_label(&method), status, elapsed);
             tracing::debug!(%method, route, status, micros = elapsed.as_micros() as u64, "request");
-            Ok(response)
+            // The place is given back once hyper has taken the whole body, not now (`held_body`).
+            Ok(match place {
+                Some(place) => response.map(|body| Body::new(HeldBody::new(body, place))),
+                None => response,
+            })
         })
     }
 }

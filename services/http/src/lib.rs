@@ -5,7 +5,8 @@
 //! (`metrics`) with the count of shed requests (`shedding`), the headers of the write endpoints
 //! (`write_headers`: `Prefer`, `Idempotency-Key`), the OpenAPI document (`openapi`), serving
 //! with a drain that answers every accepted connection (`serve`), the limits on what one client
-//! can hold (`connection`: header and idle timeouts; `admission`: requests in flight), and the
+//! can hold (`connection`: header and idle timeouts; `admission`: requests in flight, `held_body`:
+//! until their answer is taken), and the
 //! tokio runtime every service builds from `WORKER_THREADS` (`runtime`).
 
 #![forbid(unsafe_code)]
@@ -16,6 +17,7 @@ pub mod connection;
 pub mod error;
 pub mod extract;
 pub mod handlers;
+pub mod held_body;
 pub mod layers;
 pub mod metrics;
 pub mod openapi;

@@ -20,6 +20,7 @@ pub fn app<S: OrderStore>(store: Arc<S>, config: &HttpConfig) -> Router {
         shedding: Arc::new(Shedding::default()),
         admission: Arc::new(Admission::new(config.max_in_flight)),
         diagnostics: Arc::new(tokio::sync::Mutex::new(())),
+        max_list_bytes: config.max_list_bytes(),
     };
     let observe = ObserveLayer {
         metrics: state.metrics.clone(),

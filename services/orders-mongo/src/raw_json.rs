@@ -90,8 +90,9 @@ pub fn order_json(document: &RawDocumentBuf) -> Result<Vec<u8>, DocumentError> {
     Ok(out)
 }
 
-/// Appends one stored order to a list body.
-pub fn push_order(list: &mut OrderListJson, document: &RawDocument) -> Result<(), DocumentError> {
+/// Appends one stored order to a list body; `Ok(false)` when it does not fit the list's bound
+/// (`OrderListJson::push_with`: the list is then cut).
+pub fn push_order(list: &mut OrderListJson, document: &RawDocument) -> Result<bool, DocumentError> {
     list.push_with(|out| write_document(out, document.as_bytes(), ORDER))
 }
 
@@ -248,7 +249,7 @@ mod tests {
             [to_document(&stored_order(None)).expect("bson"), to_document(&stored_order(Some("n"))).expect("bson")];
         let mut list = OrderListJson::default();
         for document in &documents {
-            push_order(&mut list, &raw(document)).expect("push");
+            assert!(push_order(&mut list, &raw(document)).expect("push"));
         }
         assert_eq!(list.to_orders().expect("parse"), [stored_order(None), stored_order(Some("n"))]);
     }

@@ -22,7 +22,7 @@ use mongodb::bson::{Document, RawDocumentBuf, doc};
 use mongodb::options::{ClientOptions, ReturnDocument};
 use mongodb::{Client, Collection, Cursor, Database};
 use orders_core::{
-    CustomerQuery, IdempotencyKey, KeyedInsert, OrderId, OrderJson, OrderListJson, OrderStore, OrderToStore,
+    CustomerQuery, IdempotencyKey, KeyedInsert, ListBytes, OrderId, OrderJson, OrderListJson, OrderStore, OrderToStore,
     PoolStatus, ProductQuery, Returning, StatusChange, StoreError, Timestamp,
 };
 use std::sync::Arc;
@@ -123,11 +123,14 @@ async fn wait_for_server(db: &Database) -> Result<(), ConnectError> {
     }
 }
 
-/// The list body, written document by document from the cursor's batch buffer.
-async fn collect_orders(mut cursor: Cursor<RawDocumentBuf>) -> Result<OrderListJson, StoreError> {
-    let mut list = OrderListJson::default();
+/// The list body, written document by document from the cursor's batch buffer until it is cut at
+/// `max_bytes` (dropping the cursor then closes it on the server).
+async fn collect_orders(mut cursor: Cursor<RawDocumentBuf>, max_bytes: ListBytes) -> Result<OrderListJson, StoreError> {
+    let mut list = OrderListJson::bounded(max_bytes);
     while cursor.advance().await.map_err(store_error)? {
-        push_order(&mut list, cursor.current()).map_err(internal)?;
+        if !push_order(&mut list, cursor.current()).map_err(internal)? {
+            break;
+        }
     }
     Ok(list)
 }
@@ -164,14 +167,14 @@ impl OrderStore for MongoStore {
             .max_time(self.max_time)
             .await
             .map_err(store_error)?;
-        collect_orders(cursor).await
+        collect_orders(cursor, query.max_bytes).await
     }
 
     async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let filter = doc! {"items.product_id": query.product.as_i64()};
         let _permit = self.gate.acquire().await?;
         let find = self.raw_orders.find(filter).limit(i64::from(query.limit.get())).max_time(self.max_time);
-        collect_orders(find.await.map_err(store_error)?).await
+        collect_orders(find.await.map_err(store_error)?, query.max_bytes).await
     }
 
     async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {

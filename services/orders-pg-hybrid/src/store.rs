@@ -13,7 +13,7 @@ use orders_pg::PgConfig;
 use orders_pg::config::LimitMode;
 use orders_pg::errors::from_db;
 use orders_pg::pool::{self, PgPool};
-use orders_pg::sql::{JsonbText, list_from, stored_json};
+use orders_pg::sql::{JsonbText, stored_json};
 use orders_pg::writes::{self, KeyedInsertStatements, StatusStatements};
 use tokio_postgres::types::ToSql;
 
@@ -82,19 +82,20 @@ impl OrderStore for HybridStore {
     async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         let before = query.before.map_or(i64::MAX, OrderId::as_i64);
         let limit = i64::from(query.limit.get());
-        let rows = self.pool.query(&sql::ORDERS_BY_CUSTOMER, &[&query.customer.as_i64(), &before, &limit]).await?;
-        list_from(&rows)
+        let params: [&(dyn ToSql + Sync); 3] = [&query.customer.as_i64(), &before, &limit];
+        self.pool.list(&sql::ORDERS_BY_CUSTOMER, &params, query.max_bytes).await
     }
 
     async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let product = query.product.as_i64();
         let mode = self.pool.config().limit_mode;
         let statement = sql::orders_by_product(mode, query.limit);
-        let rows = match mode {
-            LimitMode::Literal => self.pool.query(&statement, &[&product]).await?,
-            LimitMode::Parameter => self.pool.query(&statement, &[&product, &i64::from(query.limit.get())]).await?,
+        let limit = i64::from(query.limit.get());
+        let params: &[&(dyn ToSql + Sync)] = match mode {
+            LimitMode::Literal => &[&product],
+            LimitMode::Parameter => &[&product, &limit],
         };
-        list_from(&rows)
+        self.pool.list(&statement, params, query.max_bytes).await
     }
 
     async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {

@@ -11,7 +11,8 @@ use crate::diagnostics;
 use crate::errors::{ends_the_connection, from_db, from_pool, from_write};
 use crate::sql::{self, Statement};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts};
-use orders_core::{PoolStatus, StoreError};
+use futures_util::TryStreamExt;
+use orders_core::{ListBytes, OrderListJson, PoolStatus, StoreError};
 use std::time::{Duration, Instant};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
@@ -124,6 +125,31 @@ impl PgPool {
         let client = self.connection().await?;
         let result = sql::query(&client, self.config.statement_mode, statement, params).await;
         result.map_err(|error| retire(client, error, from_db))
+    }
+
+    /// The API's list from a statement whose first column is the document, read row by row until
+    /// the list is cut at `max_bytes` (`OrderListJson::bounded`): rows past the bound are never held
+    /// (the driver discards what the server still sends for them).
+    pub async fn list(
+        &self,
+        statement: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+        max_bytes: ListBytes,
+    ) -> Result<OrderListJson, StoreError> {
+        let client = self.connection().await?;
+        let rows = match sql::query_stream(&client, self.config.statement_mode, statement, params).await {
+            Ok(rows) => rows,
+            Err(error) => return Err(retire(client, error, from_db)),
+        };
+        let mut rows = std::pin::pin!(rows);
+        let mut list = OrderListJson::bounded(max_bytes);
+        loop {
+            match rows.try_next().await {
+                Ok(Some(row)) if list.push_stored(sql::stored_json(&row)?) => {}
+                Ok(_) => return Ok(list),
+                Err(error) => return Err(retire(client, error, from_db)),
+            }
+        }
     }
 
     /// A statement that writes: once it may have reached the server, an error that ends the

@@ -7,15 +7,15 @@
 //!   Execute), planned on every execution with the actual values.
 //!
 //! Orders go in as `JsonbText`: the JSON the service already wrote, sent without a second
-//! serialisation; they come back as `JsonText` (`stored_json`, `list_from`): the document as the
+//! serialisation; they come back as `JsonText` (`stored_json`; lists through `query_stream`): the document as the
 //! server sent it, not parsed again.
 
 use crate::config::{LimitMode, StatementMode};
-use orders_core::{Limit, OrderListJson, StoreError};
+use orders_core::{Limit, StoreError};
 use std::sync::LazyLock;
-use tokio_postgres::Row;
 use tokio_postgres::types::private::BytesMut;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, accepts, to_sql_checked};
+use tokio_postgres::{Row, RowStream};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Statement {
@@ -158,6 +158,26 @@ pub async fn query(
     }
 }
 
+/// Runs `statement` in `mode` and returns its rows as they arrive: the driver reads the next rows
+/// from the server only as the stream is consumed, and discards the rest once it is dropped.
+pub async fn query_stream(
+    client: &deadpool_postgres::Client,
+    mode: StatementMode,
+    statement: &Statement,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<RowStream, tokio_postgres::Error> {
+    match mode {
+        StatementMode::Prepared => {
+            let prepared = client.prepare_typed_cached(statement.text, statement.types).await?;
+            client.query_raw(&prepared, params.iter().copied()).await
+        }
+        StatementMode::Unprepared => {
+            let typed = params.iter().copied().zip(statement.types.iter().cloned());
+            client.query_typed_raw(statement.text, typed).await
+        }
+    }
+}
+
 /// JSON text (an `OrderJson`'s bytes) as a `jsonb` or `json` parameter, as it is: jsonb's binary
 /// input is a version byte (1) and the text, so there is nothing for the driver to serialise. The
 /// server parses the text like any jsonb input, so malformed JSON is an error there, never stored.
@@ -202,16 +222,6 @@ pub fn stored_json(row: &Row) -> Result<&[u8], StoreError> {
     row.try_get::<_, JsonText>(0)
         .map(|JsonText(text)| text)
         .map_err(|e| StoreError::Internal(format!("stored document is not JSON: {e}")))
-}
-
-/// The documents of `rows` (first column) as the API's list.
-pub fn list_from(rows: &[Row]) -> Result<OrderListJson, StoreError> {
-    let texts = rows.iter().map(stored_json).collect::<Result<Vec<_>, _>>()?;
-    let mut list = OrderListJson::with_capacity(texts.iter().map(|text| text.len() + 1).sum());
-    for text in texts {
-        list.push_stored(text);
-    }
-    Ok(list)
 }
 
 #[cfg(test)]

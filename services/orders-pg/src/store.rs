@@ -9,7 +9,7 @@
 use crate::config::{LimitMode, PgConfig, StatementMode, setting_name};
 use crate::errors::from_db;
 use crate::pool::{self, PgPool};
-use crate::sql::{self, JsonbText, Statement, list_from, stored_json};
+use crate::sql::{self, JsonbText, Statement, stored_json};
 use crate::writes::{self, KeyedInsertStatements, StatusStatements};
 use crate::{diagnostics, migrate};
 use orders_core::{
@@ -68,18 +68,19 @@ impl OrderStore for PgStore {
     async fn by_customer(&self, query: CustomerQuery) -> Result<OrderListJson, StoreError> {
         let before = query.before.map_or(i64::MAX, OrderId::as_i64);
         let limit = i64::from(query.limit.get());
-        let rows = self.query(&sql::ORDERS_BY_CUSTOMER, &[&query.customer.as_i64(), &before, &limit]).await?;
-        list_from(&rows)
+        let params: [&(dyn ToSql + Sync); 3] = [&query.customer.as_i64(), &before, &limit];
+        self.pool.list(&sql::ORDERS_BY_CUSTOMER, &params, query.max_bytes).await
     }
 
     async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let containment = serde_json::json!([{ "product_id": query.product.get() }]);
         let statement = sql::orders_by_product(self.pool.config().limit_mode, query.limit);
-        let rows = match self.pool.config().limit_mode {
-            LimitMode::Literal => self.query(&statement, &[&containment]).await?,
-            LimitMode::Parameter => self.query(&statement, &[&containment, &i64::from(query.limit.get())]).await?,
+        let limit = i64::from(query.limit.get());
+        let params: &[&(dyn ToSql + Sync)] = match self.pool.config().limit_mode {
+            LimitMode::Literal => &[&containment],
+            LimitMode::Parameter => &[&containment, &limit],
         };
-        list_from(&rows)
+        self.pool.list(&statement, params, query.max_bytes).await
     }
 
     async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {

@@ -36,6 +36,7 @@ macro_rules! api_contract_tests {
             concurrent_retries_with_one_key_make_one_order,
             metrics_count_shed_requests_by_reason,
             signed_numbers_are_400_and_echoed_text_is_bounded,
+            large_lists_are_cut_at_max_list_bytes_and_say_so,
         );
     };
     (@tests $spawn_app:path; $($name:ident),* $(,)?) => {
@@ -202,6 +203,39 @@ pub async fn product_orders_contain_the_product(app: &TestApp) {
     assert_eq!(ids(&app.get(&format!("/products/{}/orders", random_id())).await), Vec::<u64>::new());
     assert_error(&app.get("/products/0/orders").await, 400, "bad_request");
     assert_error(&app.get(&format!("/products/{product}/orders?limit=101")).await, 400, "bad_request");
+}
+
+/// With the default `MAX_LIST_BYTES` (4 MiB), 18 orders with a note of 256 KiB (the largest
+/// allowed) are listed 15 at a time: the list stops before its compact JSON passes the bound,
+/// says so with `List-Truncated: true`, and the customer list continues with `before_id` from the
+/// last id listed. A list that is not cut has no such header.
+pub async fn large_lists_are_cut_at_max_list_bytes_and_say_so(app: &TestApp) {
+    const MAX_LIST_BYTES: usize = 4 << 20;
+    let (customer, product) = (random_id(), random_id());
+    let mut created = Vec::new();
+    for _ in 0..18 {
+        let mut body = order_body(customer, [product, 1, 2]);
+        body["note"] = json!("n".repeat(262_144));
+        created.push(create(app, &body).await["id"].as_u64().expect("id"));
+    }
+    created.sort_unstable_by(|a, b| b.cmp(a));
+    let compact_len = |reply: &Reply| serde_json::to_vec(&reply.json).expect("serialise").len();
+    let truncated = |reply: &Reply| reply.headers.get("list-truncated").map(|value| value.as_bytes().to_vec());
+    let (mut listed, mut before) = (Vec::new(), String::new());
+    for expected_cut in [true, false] {
+        let page = app.get(&format!("/customers/{customer}/orders?limit=100{before}")).await;
+        assert_eq!(page.status, 200, "{}", page.text);
+        assert!(compact_len(&page) <= MAX_LIST_BYTES, "{} bytes", compact_len(&page));
+        assert_eq!(truncated(&page), expected_cut.then(|| b"true".to_vec()), "{:?}", ids(&page));
+        listed.extend(ids(&page));
+        before = format!("&before_id={}", listed.last().expect("an order"));
+    }
+    assert_eq!(listed, created, "two pages list every order once, newest first");
+    let product_page = app.get(&format!("/products/{product}/orders?limit=100")).await;
+    assert_eq!((product_page.status, ids(&product_page).len()), (200, 15), "{}", product_page.text.len());
+    assert_eq!(truncated(&product_page), Some(b"true".to_vec()));
+    let small = app.get(&format!("/products/{product}/orders?limit=3")).await;
+    assert_eq!((ids(&small).len(), truncated(&small)), (3, None), "the limit is not a cut");
 }
 
 pub async fn status_update_and_its_preconditions(app: &TestApp) {

@@ -5,9 +5,9 @@
 use futures_util::future::join_all;
 use orders_core::sample::order_body;
 use orders_core::{
-    CustomerId, CustomerQuery, IdGenerator, IdempotencyKey, KeyedInsert, Limit, NewOrder, Order, OrderId, OrderJson,
-    OrderListJson, OrderStore, Placed, ProductId, ProductQuery, Returning, Status, StatusChange, StoreError, Timestamp,
-    place_order,
+    CustomerId, CustomerQuery, IdGenerator, IdempotencyKey, KeyedInsert, Limit, ListBytes, NewOrder, Order, OrderId,
+    OrderJson, OrderListJson, OrderStore, Placed, ProductId, ProductQuery, Returning, Status, StatusChange, StoreError,
+    Timestamp, place_order,
 };
 use serde_json::{Value, json};
 
@@ -21,6 +21,7 @@ macro_rules! store_contract_tests {
             insert_of_a_taken_id_conflicts_and_keeps_the_original,
             customer_orders_are_newest_first_with_limit_and_before,
             product_orders_contain_the_product_up_to_the_limit,
+            lists_stop_before_their_byte_bound_and_page_on,
             status_update_sets_status_and_updated_at,
             conditional_status_update_checks_the_current_status,
             status_update_of_a_missing_order_is_not_found,
@@ -61,6 +62,7 @@ fn customer_query(customer: u64, limit: u64, before: Option<u64>) -> CustomerQue
         customer: CustomerId::new(customer).expect("id"),
         limit: Limit::new(limit).expect("limit"),
         before: before.map(|id| OrderId::new(id).expect("id")),
+        max_bytes: ListBytes::UNBOUNDED,
     }
 }
 
@@ -123,6 +125,7 @@ pub async fn product_orders_contain_the_product_up_to_the_limit<S: OrderStore>(s
     let query = |product, limit| ProductQuery {
         product: ProductId::new(product).expect("id"),
         limit: Limit::new(limit).expect("limit"),
+        max_bytes: ListBytes::UNBOUNDED,
     };
     let mut found = ids(&store.by_product(query(12, 10)).await.expect("search"));
     found.sort_unstable();
@@ -132,6 +135,56 @@ pub async fn product_orders_contain_the_product_up_to_the_limit<S: OrderStore>(s
     assert!(limited.iter().all(|order| order.items.iter().any(|item| item.product_id.get() == 12)));
     assert_eq!(ids(&store.by_product(query(21, 10)).await.expect("search")), [4]);
     assert!(store.by_product(query(99, 10)).await.expect("search").is_empty());
+}
+
+/// The body's length as compact JSON, what the bound counts (orders-pg's jsonb text has spaces).
+fn compact_len(list: OrderListJson) -> usize {
+    let body: Value = serde_json::from_slice(&list.into_body()).expect("JSON");
+    serde_json::to_vec(&body).expect("serialise").len()
+}
+
+/// Five orders of one customer and one product, each with a 10 kB note: a bound of 25 kB holds
+/// two of them (`OrderListJson::bounded`), a bound of one byte still the first; the customer list
+/// pages on with `before` from the last id listed and misses none.
+pub async fn lists_stop_before_their_byte_bound_and_page_on<S: OrderStore>(store: &S) {
+    for id in 1..=5 {
+        let mut body = order_body(300, [30, 31, 32]);
+        body["note"] = json!("n".repeat(10_000));
+        store.insert(&order_from(json!(id), body).into()).await.expect("insert");
+    }
+    let bounded =
+        |before, max_bytes| CustomerQuery { max_bytes: ListBytes::new(max_bytes), ..customer_query(300, 100, before) };
+    let (mut pages, mut before) = (Vec::new(), None);
+    loop {
+        let list = store.by_customer(bounded(before, 25_000)).await.expect("list");
+        assert!(compact_len(list.clone()) <= 25_000, "within the bound");
+        let page = ids(&list);
+        let last = page.last().copied();
+        assert_eq!(list.is_cut(), last.is_some_and(|last| last > 1), "cut while orders remain: {page:?}");
+        pages.push(page);
+        match last {
+            Some(last) if list.is_cut() => before = Some(last),
+            _ => break,
+        }
+    }
+    assert_eq!(pages, [vec![5, 4], vec![3, 2], vec![1]]);
+    let first_only = store.by_customer(bounded(None, 1)).await.expect("list");
+    assert_eq!((ids(&first_only), first_only.is_cut()), (vec![5], true));
+    let whole = store.by_customer(bounded(None, 1 << 20)).await.expect("list");
+    assert_eq!((ids(&whole).len(), whole.is_cut()), (5, false));
+
+    let product = |max_bytes, limit| ProductQuery {
+        product: ProductId::new(31).expect("id"),
+        limit: Limit::new(limit).expect("limit"),
+        max_bytes: ListBytes::new(max_bytes),
+    };
+    let cut = store.by_product(product(25_000, 10)).await.expect("search");
+    assert_eq!((cut.len(), cut.is_cut()), (2, true));
+    assert!(compact_len(cut) <= 25_000);
+    let one = store.by_product(product(1, 10)).await.expect("search");
+    assert_eq!((one.len(), one.is_cut()), (1, true));
+    let limited = store.by_product(product(1 << 20, 3)).await.expect("search");
+    assert_eq!((limited.len(), limited.is_cut()), (3, false), "the limit is not a cut");
 }
 
 pub async fn status_update_sets_status_and_updated_at<S: OrderStore>(store: &S) {
@@ -207,7 +260,11 @@ pub async fn big_documents_round_trip<S: OrderStore>(store: &S) {
     let big = order_from(json!(90), body);
     store.insert(&big.clone().into()).await.expect("insert");
     assert_eq!(get(store, 90).await, big);
-    let query = ProductQuery { product: ProductId::new(40).expect("id"), limit: Limit::new(10).expect("limit") };
+    let query = ProductQuery {
+        product: ProductId::new(40).expect("id"),
+        limit: Limit::new(10).expect("limit"),
+        max_bytes: ListBytes::UNBOUNDED,
+    };
     assert_eq!(ids(&store.by_product(query).await.expect("search")), [90]);
 }
 

@@ -49,7 +49,7 @@ async fn profiled_operations(store: &MongoStore) -> Vec<String> {
 
 #[tokio::test]
 async fn every_operation_is_one_command_on_its_success_path() {
-    use orders_core::{CustomerId, CustomerQuery, Limit, ProductId, ProductQuery, Status, StatusChange};
+    use orders_core::{CustomerId, CustomerQuery, Limit, ListBytes, ProductId, ProductQuery, Status, StatusChange};
     let test = fresh_store().await;
     for id in 1..=30 {
         test.store.insert(&sample_order(id).into()).await.expect("insert");
@@ -60,8 +60,13 @@ async fn every_operation_is_one_command_on_its_success_path() {
         customer: CustomerId::new(77).expect("id"),
         limit: Limit::new(100).expect("limit"),
         before: Some(OrderId::new(25).expect("id")),
+        max_bytes: ListBytes::DEFAULT,
     };
-    let product = ProductQuery { product: ProductId::new(2).expect("id"), limit: Limit::new(10).expect("limit") };
+    let product = ProductQuery {
+        product: ProductId::new(2).expect("id"),
+        limit: Limit::new(10).expect("limit"),
+        max_bytes: ListBytes::DEFAULT,
+    };
     let paid = StatusChange { status: Status::Paid, from: None };
     let shipped = StatusChange { status: Status::Shipped, from: Some(Status::Paid) };
     let mut recorded = Vec::new();

@@ -4,8 +4,8 @@
 
 use orders_core::sample::order_body;
 use orders_core::{
-    CustomerId, CustomerQuery, Limit, NewOrder, OrderId, OrderStore, OrderToStore, ProductId, ProductQuery, Returning,
-    Status, StatusChange, Timestamp,
+    CustomerId, CustomerQuery, Limit, ListBytes, NewOrder, OrderId, OrderStore, OrderToStore, ProductId, ProductQuery,
+    Returning, Status, StatusChange, Timestamp,
 };
 use orders_pg::{PgConfig, PgStore};
 use serde_json::json;
@@ -38,10 +38,15 @@ async fn every_answer_is_byte_for_byte_orders_pgs() {
         customer: CustomerId::new(7).expect("id"),
         limit: Limit::new(10).expect("limit"),
         before: None,
+        max_bytes: ListBytes::DEFAULT,
     };
     let (a, b) = (jsonb.by_customer(customer).await.expect("list"), hybrid.by_customer(customer).await.expect("list"));
     assert_eq!(String::from_utf8_lossy(&a.into_body()), String::from_utf8_lossy(&b.into_body()), "customer list");
-    let product = ProductQuery { product: ProductId::new(6).expect("id"), limit: Limit::new(10).expect("limit") };
+    let product = ProductQuery {
+        product: ProductId::new(6).expect("id"),
+        limit: Limit::new(10).expect("limit"),
+        max_bytes: ListBytes::DEFAULT,
+    };
     let (a, b) = (jsonb.by_product(product).await.expect("search"), hybrid.by_product(product).await.expect("search"));
     assert_eq!(String::from_utf8_lossy(&a.into_body()), String::from_utf8_lossy(&b.into_body()), "product search");
     let later = Timestamp::parse("2026-12-01T08:30:00.250Z").expect("timestamp");

@@ -5,7 +5,8 @@
 //! `REPLICA_DATABASE_URL`).
 //! nextest runs every test in a process of its own; `.config/nextest.toml` names the ones that
 //! must run alone by module (`test(/^hostile::/)`). `write_outcome` ends the service's session in
-//! the middle of a write.
+//! the middle of a write. orders-pg-hybrid's tests include `faults`, `hostile` and
+//! `write_outcome` too; `SERVICE` and `SERVICE_BINARY` name the binary they run.
 
 mod api_contract;
 mod binary;
@@ -18,6 +19,10 @@ mod replicas;
 mod store_contract;
 mod toggles;
 mod write_outcome;
+
+/// The service the shared modules (`faults`, `hostile`) run, and its binary.
+const SERVICE: &str = "orders-pg";
+const SERVICE_BINARY: &str = env!("CARGO_BIN_EXE_orders-pg");
 
 /// This crate's store, for the modules orders-pg-hybrid's tests share (`write_outcome`).
 async fn connect_store(config: &orders_pg::PgConfig) -> orders_pg::PgStore {

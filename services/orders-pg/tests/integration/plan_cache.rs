@@ -4,7 +4,7 @@
 //! scan, and uses it; with `LIMIT $2` (`parameter`) the generic plan is never the sequential scan. `/diagnostics`
 //! sums the plan counters over every pooled connection (`pool_plans`).
 
-use orders_core::{Limit, OrderStore, ProductId, ProductQuery};
+use orders_core::{Limit, ListBytes, OrderStore, ProductId, ProductQuery};
 use orders_pg::config::LimitMode;
 use orders_pg::{PgConfig, PgStore};
 use serde_json::Value;
@@ -61,7 +61,10 @@ async fn search_twenty_times(url: &str, mode: LimitMode) -> Value {
     let store = PgStore::connect(&config).await.expect("connect");
     for n in 0..20u64 {
         let product = ProductId::new(1 + (n * 97) % PRODUCTS).expect("product id");
-        let found = store.by_product(ProductQuery { product, limit: Limit::PRODUCT_DEFAULT }).await.expect("search");
+        let found = store
+            .by_product(ProductQuery { product, limit: Limit::PRODUCT_DEFAULT, max_bytes: ListBytes::DEFAULT })
+            .await
+            .expect("search");
         assert!(!found.is_empty(), "product {n} is in some order");
     }
     store.diagnostics().await.expect("diagnostics")
@@ -117,7 +120,11 @@ async fn each_distinct_limit_is_its_own_prepared_statement_and_every_idle_connec
     let store = PgStore::connect(&config).await.expect("connect");
     let search = |limit| {
         let product = ProductId::new(7).expect("product id");
-        store.by_product(ProductQuery { product, limit: Limit::new(limit).expect("limit") })
+        store.by_product(ProductQuery {
+            product,
+            limit: Limit::new(limit).expect("limit"),
+            max_bytes: ListBytes::DEFAULT,
+        })
     };
     // Three at once open three connections; each prepares the limits it runs.
     let (a, b, c) = tokio::join!(search(5), search(10), search(10));

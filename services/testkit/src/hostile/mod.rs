@@ -3,7 +3,8 @@
 //! expensive to reject (`bodies`, measured by `costs` in the service's own CPU time and memory,
 //! read from `/proc` by `process`), connections that are silent, slow or idle and more
 //! connections and requests than the limits allow (`connections`), and requests with invented
-//! methods and oversized headers, paths and query strings (`requests`). `suite` holds the tests
+//! methods and oversized headers, paths and query strings (`requests`), and many slow readers of
+//! large lists (`slow_readers`, issue 45). `suite` holds the tests
 //! and their assertions; `hostile_client_tests!(start)` expands to one `#[tokio::test]` per test
 //! for a way of starting a service binary, and each service's `tests/integration/hostile.rs`
 //! invokes it.
@@ -13,6 +14,7 @@ pub mod connections;
 pub mod costs;
 pub mod process;
 pub mod requests;
+pub mod slow_readers;
 pub mod suite;
 
 use crate::faults::ServiceProcess;
@@ -54,6 +56,7 @@ macro_rules! hostile_client_tests {
             connections_beyond_the_limit_are_refused_at_once,
             requests_beyond_the_in_flight_limit_are_shed_while_health_and_metrics_answer,
             odd_requests_get_4xx_or_a_closed_connection_and_invented_methods_one_metrics_label,
+            slow_readers_of_large_lists_hold_at_most_max_in_flight_answers,
         );
     };
     (@tests $start:path; $($name:ident),* $(,)?) => {

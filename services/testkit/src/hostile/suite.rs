@@ -5,8 +5,9 @@
 //! within their timeout while a normal request stream keeps its p95 within twice its value without
 //! them; connections beyond `MAX_CONNECTIONS` are refused at once; requests beyond
 //! `MAX_IN_FLIGHT` get 503 while `/healthz` and `/metrics` answer; odd requests get a 4xx or a
-//! closed connection, never a 5xx, and invented methods share one metrics label. Every test ends
-//! by checking the service still answers normal requests.
+//! closed connection, never a 5xx, and invented methods share one metrics label; slow readers of
+//! large lists hold at most `MAX_IN_FLIGHT` answers of at most `MAX_LIST_BYTES` (issue 45). Every
+//! test ends by checking the service still answers normal requests.
 //!
 //! `HOSTILE_CONNECTIONS` (default 500) sets how many slow-header and idle connections the closure
 //! test holds at once.
@@ -15,6 +16,7 @@ use super::Target;
 use super::connections::{Hold, beyond_the_connection_limit, beyond_the_in_flight_limit, latency_while_held};
 use super::costs::body_costs;
 use super::requests::odd_requests;
+use super::slow_readers::{large_orders, slow_readers};
 use crate::TestApp;
 use orders_core::sample::order_body;
 use std::time::Duration;
@@ -159,5 +161,68 @@ pub async fn odd_requests_get_4xx_or_a_closed_connection_and_invented_methods_on
     for invented in ["FROB", "BREW"] {
         assert!(!metrics.contains(&format!(r#"method="{invented}"#)), "no series for {invented}: {metrics}");
     }
+    assert_still_serving(&target).await;
+}
+
+/// The slow-reader test: `SLOW_READERS` connections ask at once for a list of 100 orders of
+/// 256 KiB (about 25 MiB whole) from a service started with `MAX_IN_FLIGHT=SLOW_READER_IN_FLIGHT`
+/// and `MAX_LIST_BYTES=SLOW_READER_LIST_BYTES`, and read it at 10 kB/s for `SLOW_READING`; a reader
+/// answered 503 asks again, so with places given back before the answer is read, every reader would
+/// hold an answer.
+const SLOW_READERS: usize = 40;
+const SLOW_READER_IN_FLIGHT: u64 = 2;
+const SLOW_READER_LIST_BYTES: u64 = 8 << 20;
+const SLOW_READING: Duration = Duration::from_secs(4);
+
+/// The most the resident memory may grow while the slow readers read: per place in flight, its
+/// answer twice over (the list's buffer, and the copy a growing buffer makes) and the database
+/// driver's result batch (`RESULT_BATCH_BYTES`); half a MiB per reader (hyper's write buffer of
+/// about 400 kB and a piece of the body, which a connection may keep after its place is given
+/// back); and 24 MiB for the rest of the process (allocator, pools). Before issue 45 every reader
+/// held its whole answer: 40 readers of 25 MiB lists grew `orders-pg` by 861 MiB.
+pub const fn slow_reader_bound(in_flight: u64, list_bytes: u64, readers: u64) -> u64 {
+    in_flight * (2 * list_bytes + RESULT_BATCH_BYTES) + readers * (512 << 10) + (24 << 20)
+}
+
+/// What a list query's result costs the driver while the list is built, before the answer exists:
+/// PostgreSQL's rows are read one at a time (`PgPool::list`), but MongoDB sends a first batch of
+/// up to 16 MiB, which its driver holds about three times over (measured: 46-48 MiB per query of
+/// 256 KiB orders).
+pub const RESULT_BATCH_BYTES: u64 = 48 << 20;
+
+pub async fn slow_readers_of_large_lists_hold_at_most_max_in_flight_answers(start_service: &Start) {
+    let target = start(
+        start_service,
+        &[("MAX_IN_FLIGHT", SLOW_READER_IN_FLIGHT.to_string()), ("MAX_LIST_BYTES", SLOW_READER_LIST_BYTES.to_string())],
+    );
+    let (base_url, pid) = (target.service.base_url(), target.service.pid());
+    let customer = crate::api::random_id();
+    large_orders(&base_url, customer, 100).await;
+    let path = format!("/customers/{customer}/orders?limit=100");
+    let report = slow_readers(&target.service.addr, pid, &path, SLOW_READERS, SLOW_READING).await;
+    let bound = slow_reader_bound(SLOW_READER_IN_FLIGHT, SLOW_READER_LIST_BYTES, SLOW_READERS as u64);
+    println!(
+        "{SLOW_READERS} slow readers: resident memory grew by {:.1} MiB (bound {:.1} MiB); {} answered 200, {} 503; {report:?}",
+        report.growth() as f64 / f64::from(1 << 20),
+        bound as f64 / f64::from(1 << 20),
+        report.answered(200),
+        report.answered(503),
+    );
+    assert!(report.growth() <= bound, "resident memory grew by {} MiB: {report:?}", report.growth() >> 20);
+    assert_eq!(report.answered(200), SLOW_READER_IN_FLIGHT as usize, "the places are held while read: {report:?}");
+    assert_eq!(report.answered(503), SLOW_READERS - SLOW_READER_IN_FLIGHT as usize, "the rest shed: {report:?}");
+    // The readers are gone: their places come back.
+    let app = TestApp::at(base_url);
+    let mut list = app.get(&path).await;
+    for _ in 0..50 {
+        if list.status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        list = app.get(&path).await;
+    }
+    assert_eq!(list.status, 200, "places given back once the readers went away: {}", list.text.len());
+    assert_eq!(list.headers.get("list-truncated").map(|v| v.as_bytes()), Some(&b"true"[..]));
+    assert!(list.text.len() <= SLOW_READER_LIST_BYTES as usize * 11 / 10, "{} bytes", list.text.len());
     assert_still_serving(&target).await;
 }
