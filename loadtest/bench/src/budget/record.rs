@@ -51,10 +51,17 @@ pub fn add_engine_caches(budgets: &mut BTreeMap<String, DbBudget>, snapshot: &Sn
 }
 
 /// The label of a run's budgets: equal limits, none at all, or unequal (which the report flags).
+/// `why_none` says why there are none, or what they are when the databases' cgroups are not the
+/// local stack's.
 pub fn label(budgets: &BTreeMap<String, DbBudget>, why_none: Option<&str>) -> String {
     let here: Vec<(&String, &DbBudget)> = budgets.iter().filter(|(_, b)| b.cgroup.is_some()).collect();
     if here.is_empty() {
-        return "the databases are not on this machine: their own machines are their budgets".into();
+        // The note of a run whose databases have cgroups the sampler does not own (the replicas'
+        // members) says what they are.
+        return why_none.map_or_else(
+            || "the databases are not on this machine: their own machines are their budgets".into(),
+            str::to_owned,
+        );
     }
     if here.iter().all(|(_, b)| !b.limited()) {
         return match why_none {
@@ -106,5 +113,7 @@ mod tests {
         assert!(label(&unequal, None).starts_with("UNEQUAL budgets: mongod 0.5 CPU"), "{}", label(&unequal, None));
         let remote = both(DbBudget::not_here("remote"), DbBudget::not_here("remote"));
         assert!(label(&remote, None).contains("not on this machine"));
+        let members = "0.25 CPU and 2.0 GiB per member";
+        assert_eq!(label(&remote, Some(members)), members, "the replicas' members have cgroups of their own");
     }
 }

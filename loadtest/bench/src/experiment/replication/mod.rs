@@ -123,6 +123,7 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, sizes: &[DocSize]) -> Resul
     let mut refs = Vec::new();
     ctx.services.stop().await;
     replicated.swap(ctx);
+    let single_note = ctx.budget_note.replace(members_budget(replicas));
     let mut probe = Probe::connect(&ctx.databases.database_url, &ctx.databases.mongodb_uri, &db, Some(lan)).await?;
     probe.find_replicas(replicas.get("REPLICA_NS_PREFIX")?).await?;
     let done = deployment(
@@ -137,12 +138,25 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, sizes: &[DocSize]) -> Resul
     .await;
     ctx.services.stop().await;
     replicated.swap(ctx);
+    ctx.budget_note = single_note;
     done?;
     let single = durable("single", "single servers");
     let mut probe = Probe::connect(&ctx.databases.database_url, &ctx.databases.mongodb_uri, &db, None).await?;
     probe.single_servers(pg_port(&ctx.databases.database_url), mongo_port(&ctx.databases.mongodb_uri));
     deployment(ctx, ("single", &single), &probe, None, sizes, &mut rows, &mut refs).await?;
     Ok(tables::outcome(&rows, refs, replicas))
+}
+
+/// The replicas' budget as a round's report names it: every member's, from the stack's own account.
+fn members_budget(replicas: &Replicas) -> String {
+    let env = |k: &str| replicas.env.get(k).cloned().unwrap_or_else(|| "?".into());
+    let memory =
+        env("REPLICA_DB_MEMORY").parse::<f64>().map_or_else(|_| "?".into(), orders_bench_report::format::bytes);
+    format!(
+        "{} CPU and {memory} per member, {} members per engine in network namespaces of this machine",
+        env("REPLICA_DB_CPUS"),
+        env("REPLICA_COUNT")
+    )
 }
 
 async fn deployment(
