@@ -149,6 +149,12 @@ pub struct Facts {
     pub pool_size: Option<String>,
     /// Its service's runtime, in words.
     pub runtime: Option<String>,
+    /// How many servers hold a write before it is acknowledged (1: a single server; a primary
+    /// and its synchronous standbys; a majority of a replica set), read back from the service's
+    /// `/diagnostics` (`replication`); `None`: not reported.
+    pub copies: Option<u32>,
+    /// Its `replication` in words (what a write waits for).
+    pub copies_words: String,
     /// Checks of its own: (name, value, ok, note).
     pub own_checks: Vec<(String, String, bool, String)>,
 }

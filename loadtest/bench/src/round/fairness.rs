@@ -1,6 +1,6 @@
 //! The fairness gate, run before every load run: a comparison is only worth reading when every
 //! database acknowledges a write at the same point (all only once it is on disk, or none: study
-//! S2's finding F4), holds the same data (the seeder's manifest lists every one, and every row count
+//! S2's finding F4; and once the same number of servers hold it), holds the same data (the seeder's manifest lists every one, and every row count
 //! equals it: exact counts when the runner reaches the databases, else the counters in
 //! `/diagnostics`) and gets the same number of connections from its service (study S3's unequal
 //! pools), and whose services run on the same kind of runtime (`WORKER_THREADS`). What each
@@ -140,6 +140,20 @@ pub fn check_all(manifest: Option<&Manifest>, inserted: &BTreeMap<String, u64>, 
         },
     ));
 
+    let copies: Vec<Option<u32>> = seen.iter().map(|s| s.facts.copies).collect();
+    checks.push(check(
+        seen,
+        "replication",
+        |s| match s.facts.copies {
+            Some(n) => format!("{n} server(s) hold a write when it is acknowledged ({})", s.facts.copies_words),
+            None => format!("not reported ({})", s.facts.copies_words),
+        },
+        all_equal(&copies),
+        "every target must acknowledge a write once the same number of servers hold it (a single server; or a \
+         primary and one synchronous standby against a majority of three)"
+            .into(),
+    ));
+
     for (i, owner) in seen.iter().enumerate() {
         for (name, value, ok, note) in &owner.facts.own_checks {
             let values = seen
@@ -250,6 +264,35 @@ pub mod tests {
         let mut both_lax = samples::pg(0, 1, 0, 5000);
         both_lax["settings"]["fsync"] = json!("off");
         assert!(gate(Some(&m), both_lax, samples::mongo(5000, json!(false), "orders")).ok, "equally lax is fair");
+    }
+
+    /// orders-pg's `replication` on a Patroni primary whose standby `pg2` is synchronous (or
+    /// none is), and orders-mongo's on the primary of a set of three writing `w: majority`.
+    fn replicated(sync_standby: bool) -> (Value, Value) {
+        let mut pg = samples::pg(0, 1, 0, 5000);
+        let state = if sync_standby { "sync" } else { "async" };
+        pg["replication"] = json!({"in_recovery": false, "synchronous_commit": "on",
+            "synchronous_standby_names": if sync_standby { "pg2" } else { "" },
+            "standbys": [{"name": "pg2", "sync_state": state}, {"name": "pg3", "sync_state": "async"}],
+            "commit_waits_for": "the WAL flush on this server and the WAL flushed on the synchronous standby pg2"});
+        let mut mongo = samples::mongo(5000, json!(true), "orders");
+        mongo["replication"] = json!({"role": "primary", "members": 3, "acknowledged_by": 2,
+            "write_waits_for": "a majority, 2 of 3 members"});
+        (pg, mongo)
+    }
+
+    #[test]
+    fn a_write_must_reach_as_many_servers_on_every_target_before_it_is_acknowledged() {
+        let m = manifest(5000, &["pg", "mongo"]);
+        let (pg, mongo) = replicated(true);
+        let fairness = gate(Some(&m), pg, mongo);
+        assert!(fairness.ok, "a synchronous standby against a majority of three: {:#?}", fairness.mismatches());
+        let (pg, mongo) = replicated(false);
+        let fairness = gate(Some(&m), pg, mongo);
+        assert_eq!(fairness.mismatches().len(), 1, "{:#?}", fairness.mismatches());
+        assert!(fairness.mismatches()[0].starts_with("replication: pg 1 server(s)"), "{:?}", fairness.mismatches());
+        let (_, mongo) = replicated(true);
+        assert!(!gate(Some(&m), samples::pg(0, 1, 0, 5000), mongo).ok, "a single server against a replica set");
     }
 
     #[test]

@@ -219,6 +219,9 @@ impl Backend for Mongo {
             unit: "documents",
             pool_size: mongo.pool_size.map(|p| format!("{p:.0}")),
             runtime: mongo.runtime.clone(),
+            // The members that acknowledge a write (a standalone: itself).
+            copies: diagnostics["replication"]["acknowledged_by"].as_u64().and_then(|n| u32::try_from(n).ok()),
+            copies_words: diagnostics["replication"]["write_waits_for"].as_str().unwrap_or("not reported").to_owned(),
             own_checks,
         }
     }

@@ -118,6 +118,8 @@ pub mod samples {
             },
             "collection": {"count": count, "size": count * 600, "storageSize": count * 200, "totalIndexSize": count * 50,
                            "indexSizes": {"_id_": count * 20, "orders_items": count * 30}},
+            "replication": {"role": "standalone", "write_concern": {"w": "majority", "j": j, "source": "sent with every write"},
+                            "acknowledged_by": 1, "write_waits_for": "this one server (a standalone: majority is itself)"},
             "opcounters": {"insert": 5, "query": 7, "update": 0, "delete": 0, "getmore": 0, "command": 100},
             "product_query": {"stages": ["LIMIT", "FETCH", "IXSCAN"], "index_names": ["orders_items"]}
         })

@@ -89,6 +89,29 @@ pub fn waits_for_disk(pg: &PgSnapshot) -> Option<bool> {
     Some(fsync == "on" && commit != "off")
 }
 
+/// The servers that hold a commit when it is acknowledged, from orders-pg's `replication`: this
+/// one, and each synchronous standby when the commit waits for its flush or replay
+/// (`synchronous_commit` `on` or `remote_apply`; `remote_write` waits for a write the standby
+/// has not flushed, `local` and `off` for none). `ANY n (...)`: n of the quorum standbys.
+pub fn copies(replication: &Value) -> Option<u32> {
+    let commit = replication["synchronous_commit"].as_str()?;
+    let names = replication["synchronous_standby_names"].as_str()?;
+    if replication["in_recovery"].as_bool() == Some(true) {
+        return None;
+    }
+    if names.trim().is_empty() || !matches!(commit, "on" | "remote_apply") {
+        return Some(1);
+    }
+    let standbys = replication["standbys"].as_array()?;
+    let state = |s: &Value| s["sync_state"].as_str().map(str::to_owned);
+    let states: Option<Vec<String>> = standbys.iter().map(state).collect();
+    let states = states?;
+    let sync = states.iter().filter(|s| *s == "sync").count() as u32;
+    let quorum = states.iter().filter(|s| *s == "quorum").count() as u32;
+    let any = names.trim().strip_prefix("ANY ").and_then(|rest| rest.split_whitespace().next()?.parse::<u32>().ok());
+    Some(1 + sync + any.map_or(quorum, |n| n.min(quorum)))
+}
+
 /// `shared_buffers` as PostgreSQL prints it (`512MB`, `1GB`, `128kB`, `8192` pages of 8 kB).
 pub fn size_setting(text: &str) -> Option<u64> {
     let text = text.trim();
@@ -289,6 +312,8 @@ impl Backend for Postgres {
             unit: "rows",
             pool_size: pg.settings.pool_size.map(|p| p.to_string()),
             runtime: pg.runtime.clone(),
+            copies: copies(&diagnostics["replication"]),
+            copies_words: diagnostics["replication"]["commit_waits_for"].as_str().unwrap_or("not reported").to_owned(),
             own_checks: Vec::new(),
         }
     }
@@ -305,6 +330,25 @@ impl Backend for Postgres {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commit_is_held_by_this_server_and_the_standbys_it_waits_to_flush() {
+        let replication = |commit: &str, names: &str, states: &[&str]| {
+            let standbys: Vec<Value> = states.iter().map(|s| serde_json::json!({"sync_state": s})).collect();
+            serde_json::json!({"in_recovery": false, "synchronous_commit": commit,
+                               "synchronous_standby_names": names, "standbys": standbys})
+        };
+        assert_eq!(copies(&replication("on", "", &[])), Some(1), "a single server");
+        assert_eq!(copies(&replication("on", "", &["async", "async"])), Some(1), "asynchronous standbys");
+        assert_eq!(copies(&replication("on", "pg2", &["sync", "async"])), Some(2), "Patroni's synchronous_mode");
+        assert_eq!(copies(&replication("remote_apply", "pg2", &["sync", "async"])), Some(2));
+        assert_eq!(copies(&replication("remote_write", "pg2", &["sync", "async"])), Some(1), "written, not flushed");
+        assert_eq!(copies(&replication("local", "pg2", &["sync"])), Some(1));
+        assert_eq!(copies(&replication("on", "ANY 1 (pg2, pg3)", &["quorum", "quorum"])), Some(2));
+        let hidden = serde_json::json!({"in_recovery": false, "synchronous_commit": "on",
+                                        "synchronous_standby_names": "pg2", "standbys": [{"name": "pg2"}]});
+        assert_eq!(copies(&hidden), None, "pg_stat_replication hides sync_state from this role");
+    }
 
     #[test]
     fn the_database_comes_from_the_url() {

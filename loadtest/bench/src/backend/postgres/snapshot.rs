@@ -112,6 +112,9 @@ pub mod samples {
             "sizes": {"table_bytes": 8192 * live / 8, "toast_bytes": 8192, "indexes_bytes": 4096 * live / 8,
                       "index_bytes": {"orders_customer": 1000, "orders_items": 2000, "orders_pkey": 1000}},
             "wal": {"lsn": "0/1", "bytes": wal},
+            "replication": {"server_addr": "127.0.0.1", "server_port": 55432, "in_recovery": false,
+                            "synchronous_standby_names": "", "synchronous_commit": "on", "standbys": [],
+                            "commit_waits_for": "the WAL flush on this server only"},
             "prepared_statements": [
                 {"statement": "SELECT doc FROM orders WHERE doc->'items' @> $1 LIMIT $2", "generic_plans": 0, "custom_plans": 7}
             ],
