@@ -347,9 +347,14 @@ async fn rounds(
     let mut rounds = Vec::new();
     let began = Instant::now();
     for (index, round) in plan.iter().enumerate() {
-        eprintln!("{}", progress::line(index, plan.len(), &round.name, began, Instant::now(), deadline));
+        let whole_run = progress::line(index, plan.len(), &round.name, began, Instant::now(), deadline);
+        eprintln!("{whole_run}");
         let round_deadline = share_of_time_left(Instant::now(), deadline, plan.len() - index);
-        let mut spec = RoundSpec { deadline: Some(round_deadline), ..base(round) };
+        let mut spec = RoundSpec {
+            deadline: Some(round_deadline),
+            progress: Some(format!("{whole_run} at the round's start")),
+            ..base(round)
+        };
         let dir = out.join(workload::folder(&round.name));
         spec.plan = staircase(profile, &spec, setup, &dir).await?;
         spec.poll_interval = spec.plan.step_seconds;

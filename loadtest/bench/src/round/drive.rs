@@ -7,6 +7,7 @@
 use super::cpu::{self, Sampler};
 use super::early_stop::EarlyStop;
 use super::launch;
+use super::live_line::{self, LiveLine};
 use super::{RoundSpec, Setup};
 use crate::diagnostics::probe::Probe;
 use crate::diagnostics::{self, Snapshot};
@@ -65,16 +66,20 @@ fn spawn_probe(
     (stop, task)
 }
 
-fn progress_line(view: &LiveView, targets: &[String], step: usize, rate: u32) -> String {
-    let figures: Vec<String> = targets
+/// Each target's figures of `step` so far: "pg 1834 req p95 3.2 ms failed 0.0%".
+fn step_figures(view: &LiveView, targets: &[String], step: usize) -> Vec<String> {
+    targets
         .iter()
         .map(|t| {
             let s = view.steps.get(t).and_then(|steps| steps.get(&step)).copied().unwrap_or_default();
             let p95 = s.p95_ms.map_or("-".into(), |p| format!("{p:.1} ms"));
             format!("{t} {} req p95 {p95} failed {:.1}%", s.count, s.failed_rate * 100.0)
         })
-        .collect();
-    format!("step {} @ {rate} req/s done: {}", step + 1, figures.join(" | "))
+        .collect()
+}
+
+fn progress_line(view: &LiveView, targets: &[String], step: usize, rate: u32) -> String {
+    format!("step {} @ {rate} req/s done: {}", step + 1, step_figures(view, targets, step).join(" | "))
 }
 
 /// Retires every target that has failed three steps in a row (the third of them over) while
@@ -89,17 +94,19 @@ async fn retire_the_failed(
     mark: &PassMark,
     retired: &mut BTreeSet<String>,
     label: &str,
-) {
+) -> Vec<String> {
+    let mut said = Vec::new();
     for target in early.to_retire(view, targets, mark, retired) {
         retired.insert(target.clone());
         match running.retire(&target).await {
-            Ok(true) => eprintln!(
+            Ok(true) => said.push(format!(
                 "{label} {target} has failed three steps in a row: no more load on it while the other target goes on"
-            ),
+            )),
             Ok(false) => {}
-            Err(error) => eprintln!("{label} could not retire {target} ({error:#}); it stays loaded"),
+            Err(error) => said.push(format!("{label} could not retire {target} ({error:#}); it stays loaded")),
         }
     }
+    said
 }
 
 pub async fn run(
@@ -183,6 +190,7 @@ pub async fn run(
         spec.plan.step_seconds.as_secs_f64(),
         log_path.display()
     );
+    let live = LiveLine::stderr();
     let status = loop {
         tokio::select! {
             status = running.child().wait() => break status.with_context(|| format!("waiting for {generator}"))?,
@@ -200,19 +208,29 @@ pub async fn run(
                 }
                 if let Some(current) = view.current_step() {
                     while reported_step < current {
-                        eprintln!("{label} {}", progress_line(&view, &targets, reported_step, rates.get(reported_step).copied().unwrap_or(0)));
+                        live.say(&format!("{label} {}", progress_line(&view, &targets, reported_step, rates.get(reported_step).copied().unwrap_or(0))));
                         reported_step += 1;
                     }
                 }
+                if live.drawn() {
+                    let step_seconds = spec.plan.step_seconds.as_secs_f64();
+                    let into = scenario_start.map_or(0.0, |start| now - start - reported_step as f64 * step_seconds);
+                    let rate = rates.get(reported_step).copied().unwrap_or(0);
+                    let figures = step_figures(&view, &targets, reported_step);
+                    let text = live_line::text(reported_step, rates.len(), rate, into, step_seconds, &figures, spec.progress.as_deref());
+                    live.show(format!("{label} {text}"));
+                }
                 let all_failed = spec.early_stop && !stopped_early && early.observe(&view, &targets, &spec.mark);
                 if spec.early_stop && !stopped_early && !all_failed {
-                    retire_the_failed(&mut running, &early, &view, &targets, &spec.mark, &mut retired, label).await;
+                    for line in retire_the_failed(&mut running, &early, &view, &targets, &spec.mark, &mut retired, label).await {
+                        live.say(&line);
+                    }
                 }
                 if all_failed {
                     stopped_early = true;
-                    eprintln!("{label} every target has failed three steps in a row: stopping {generator}");
+                    live.say(&format!("{label} every target has failed three steps in a row: stopping {generator}"));
                     if let Err(error) = running.stop().await {
-                        eprintln!("{label} could not stop {generator} early ({error:#}); it runs to the last step");
+                        live.say(&format!("{label} could not stop {generator} early ({error:#}); it runs to the last step"));
                     }
                     if let Some(fleet) = &fleet {
                         fleet.stop().await;
@@ -222,6 +240,7 @@ pub async fn run(
             }
         }
     };
+    live.finish();
     let exited_at = origin.elapsed().as_secs_f64();
     let load_seconds = procstat::own_reaped_children_seconds().zip(reaped_before).map(|(after, before)| after - before);
     sampler.sample();

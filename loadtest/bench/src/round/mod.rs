@@ -14,6 +14,7 @@ pub mod early_stop;
 pub mod fairness;
 pub mod launch;
 pub mod lead_in;
+pub mod live_line;
 pub mod plan_log;
 pub mod plan_probe;
 mod repeat;
@@ -195,6 +196,9 @@ pub struct RoundSpec {
     /// Writes carry `Prefer: return=minimal` (201 / 204 without a body): the round measures the
     /// write rather than returning the order.
     pub prefer_minimal: bool,
+    /// Where the whole run is, for the line in progress on a terminal ("demo round 2 of 4, about
+    /// 9 min left"); `None`: the round is the run.
+    pub progress: Option<String>,
 }
 
 impl RoundSpec {
@@ -225,6 +229,7 @@ impl RoundSpec {
             plan_log_ms: None,
             generator: launch::Generator::Native,
             prefer_minimal: false,
+            progress: None,
         }
     }
 }
