@@ -82,7 +82,12 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
         assert!(out.join(file).is_file(), "{file} missing in {}", out.display());
     }
     let charts: Vec<_> = std::fs::read_dir(out.join("charts")).expect("charts/").filter_map(|e| e.ok()).collect();
-    assert_eq!(charts.len(), 9, "the answer, and p95 and achieved charts for four mixes");
+    assert_eq!(
+        charts.len(),
+        10,
+        "every repeat (the first screen), the answer, and p95 and achieved charts for four mixes"
+    );
+    assert!(out.join("charts/repeats.svg").is_file(), "the first screen's chart of every repeat");
     for chart in charts {
         let svg = std::fs::read_to_string(chart.path()).expect("svg");
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"") && svg.trim_end().ends_with("</svg>"));
