@@ -148,7 +148,7 @@ pub struct ExperimentArgs {
     /// failover: inserts per second offered to each service [default: 100].
     #[arg(long = "failover-rate", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=2000))]
     pub failover_rate: u32,
-    /// failover: how long the inserts arrive [default: 40 s; 20 s with --quick].
+    /// failover: how long the inserts arrive [default: 40 s; 30 s with --quick].
     #[arg(long = "failover-seconds", value_parser = orders_loadgen::duration::parse)]
     pub failover_seconds: Option<std::time::Duration>,
     /// failover: when both primaries are killed, from the first insert [default: 10 s; 5 s with --quick].
@@ -368,7 +368,7 @@ pub async fn run(args: ExperimentArgs) -> Result<()> {
 
 fn failover_plan(args: &ExperimentArgs) -> failover::Plan {
     let secs = std::time::Duration::from_secs;
-    let (run, kill) = if args.quick { (secs(20), secs(5)) } else { (secs(40), secs(10)) };
+    let (run, kill) = if args.quick { (secs(30), secs(5)) } else { (secs(40), secs(10)) };
     failover::Plan {
         rate: args.failover_rate,
         run: args.failover_seconds.unwrap_or(run),

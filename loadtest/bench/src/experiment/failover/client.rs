@@ -35,6 +35,9 @@ pub struct Attempt {
     pub done_ms: f64,
     pub status: Option<u16>,
     pub answer: Answer,
+    /// Why it failed, in the service's words (the error's message) or the client's (no answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// One insert and its attempts.
@@ -138,15 +141,16 @@ async fn insert(
                 .body(body.clone())
                 .send()
                 .await;
-            let (status, answer) = match answer {
+            let (status, answer, reason) = match answer {
                 Ok(response) => {
                     let status = response.status().as_u16();
                     let text = response.text().await.unwrap_or_default();
-                    (Some(status), classify(status, &text))
+                    let answer = classify(status, &text);
+                    (Some(status), answer, (answer != Answer::Acked).then(|| message(&text)))
                 }
-                Err(_) => (None, Answer::Unknown),
+                Err(error) => (None, Answer::Unknown, Some(format!("no answer: {error}"))),
             };
-            Attempt { sent_ms: ms(start, sent), done_ms: ms(start, Instant::now()), status, answer }
+            Attempt { sent_ms: ms(start, sent), done_ms: ms(start, Instant::now()), status, answer, reason }
         };
         let answer = attempt.answer;
         request.attempts.push(attempt);
@@ -167,6 +171,15 @@ pub fn classify(status: u16, body: &str) -> Answer {
         }
         400..=499 => Answer::Rejected,
         _ => Answer::NotWritten,
+    }
+}
+
+/// The error's `message` (DESIGN.md's error shape), or the body's first characters.
+fn message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    match parsed.as_ref().and_then(|v| v["error"]["message"].as_str()) {
+        Some(m) => m.to_owned(),
+        None => body.chars().take(120).collect(),
     }
 }
 
@@ -208,7 +221,7 @@ mod tests {
 
     #[test]
     fn never_written_needs_every_attempt_to_say_so() {
-        let attempt = |answer| Attempt { sent_ms: 0.0, done_ms: 1.0, status: None, answer };
+        let attempt = |answer| Attempt { sent_ms: 0.0, done_ms: 1.0, status: None, answer, reason: None };
         let mut r = Request { id: 1, key: "k".into(), due_ms: 0.0, attempts: vec![attempt(Answer::NotWritten)] };
         assert!(r.never_written());
         r.attempts.push(attempt(Answer::Unknown));

@@ -33,6 +33,8 @@ pub struct Figures {
     pub p95_back_under_ms: Option<f64>,
     /// p95 per 1 s window of arrivals from the kill on (`None`: a request never acknowledged).
     pub window_p95_ms: Vec<Option<f64>>,
+    /// The failed attempts' reasons, in the service's words, and how many said each.
+    pub reasons: std::collections::BTreeMap<String, u64>,
     /// Per 100 ms from the run's start: attempts answered 201, and attempts answered otherwise.
     pub acked_per_bucket: Vec<u32>,
     pub failed_per_bucket: Vec<u32>,
@@ -70,6 +72,7 @@ pub fn of(records: &[Request], kill_ms: f64) -> Figures {
                 Answer::Rejected => f.rejected_answers += 1,
             }
             f.failed_attempts += 1;
+            *f.reasons.entry(a.reason.clone().unwrap_or_default()).or_default() += 1;
             f.failed_per_bucket[bucket] += 1;
         }
     }
@@ -115,7 +118,13 @@ mod tests {
     fn request(due: f64, answers: &[(f64, Answer)]) -> Request {
         let attempts = answers
             .iter()
-            .map(|(done, answer)| Attempt { sent_ms: done - 5.0, done_ms: *done, status: None, answer: *answer })
+            .map(|(done, answer)| Attempt {
+                sent_ms: done - 5.0,
+                done_ms: *done,
+                status: None,
+                answer: *answer,
+                reason: None,
+            })
             .collect();
         Request { id: 1, key: "k".into(), due_ms: due, attempts }
     }

@@ -69,8 +69,11 @@ pub struct Engine {
     pub kill_ms: Option<f64>,
     pub old_primary: String,
     pub new_primary: Option<String>,
-    /// From the kill until the servers named a new primary (polled every 200 ms).
+    /// From the kill until the client saw the servers name a new primary (polled every 200 ms).
     pub new_primary_after_ms: Option<f64>,
+    /// From the kill until the promotion by the servers' own clock: Patroni's `/history` (the
+    /// newest timeline's timestamp), MongoDB's `electionCandidateMetrics.lastElectionDate`.
+    pub promoted_after_ms: Option<f64>,
     /// The old primary's state at the end, as the servers say (`replica`/`streaming`, `SECONDARY`).
     pub old_primary_rejoined: Option<String>,
     pub old_primary_rejoined_after_ms: Option<f64>,
@@ -106,7 +109,12 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, plan: Plan) -> Result<Outco
     ctx.services.stop().await;
     ctx.services = services;
     ctx.databases = databases;
-    let variant = super::replication::durable("replicated", "replicated: 3 members per engine");
+    let mut variant = super::replication::durable("replicated", "replicated: 3 members per engine");
+    // Every 503's cause in the services' logs (`logs/replicated/`): what the client's records
+    // cannot say (which host refused, which error the driver saw).
+    let causes = ("RUST_LOG", "warn,orders_http::error=debug");
+    variant.pg_env.push(causes);
+    variant.mongo_env.push(causes);
     let Some(urls) = ctx.use_variant(&variant).await? else { bail!("the services cannot run the replicated variant") };
     let patroni = servers::Patroni::new(replicas.get("REPLICA_PATRONI_URLS")?)?;
     let mongo = mongodb::Client::with_uri_str(&ctx.databases.mongodb_uri).await.context("MongoDB client")?;
@@ -202,6 +210,7 @@ async fn failover(
         old_primary: victim.member.clone(),
         new_primary: None,
         new_primary_after_ms: None,
+        promoted_after_ms: None,
         old_primary_rejoined: None,
         old_primary_rejoined_after_ms: None,
         figures: figures::of(records, followed.kill_ms),
@@ -214,10 +223,12 @@ async fn failover(
     (pg.old_primary_rejoined, pg.old_primary_rejoined_after_ms) = followed.pg_back.clone().unzip();
     (pg.written, pg.settings, pg.servers_say) =
         (pg_written, pg_settings, serde_json::json!({"patroni_history": history}));
+    pg.promoted_after_ms = servers::patroni_promoted_ms(&history).map(|at| (at - followed.kill_epoch_ms) as f64);
     let mut mg = engine("mongodb", Target::Mongo, &mongo_records, &mongo_victim);
     (mg.new_primary, mg.new_primary_after_ms) = followed.mongo.clone().unzip();
     (mg.old_primary_rejoined, mg.old_primary_rejoined_after_ms) = followed.mongo_back.clone().unzip();
     (mg.written, mg.settings, mg.servers_say) = (mongo_written, mongo_settings, serde_json::json!({"replset": status}));
+    mg.promoted_after_ms = status["last_election_ms"].as_i64().map(|at| (at - followed.kill_epoch_ms) as f64);
     let records = serde_json::json!({"pg": pg_records, "mongo": mongo_records});
     std::fs::write(ctx.out.join("requests.json"), records.to_string()).context("writing requests.json")?;
     Ok((pg, mg))
@@ -234,6 +245,8 @@ fn body(id: u64) -> Result<String> {
 /// What happened from the kill on: when, and each engine's new primary (member, ms after the kill).
 struct Followed {
     kill_ms: f64,
+    /// The kill by the wall clock (milliseconds since 1970), to set the servers' own times against.
+    kill_epoch_ms: i64,
     pg: Option<(String, f64)>,
     mongo: Option<(String, f64)>,
     /// The old primaries back as standbys: their state and ms after the kill.
@@ -241,9 +254,10 @@ struct Followed {
     mongo_back: Option<(String, f64)>,
 }
 
-/// Kills both primaries at `start + kill_after`, then polls the servers (every 200 ms, up to 150
-/// s) for their new primaries and for the old ones back as standbys; once MongoDB has a new
-/// primary, it starts the killed `mongod` again (Patroni restarts its postgres by itself).
+/// Kills both primaries at `start + kill_after`, then follows each engine on its own (polling every
+/// 200 ms, up to 150 s, so one engine's slow answer does not delay the other's): its new primary
+/// and the old one back as a standby; once MongoDB has a new primary, the killed `mongod` is
+/// started again (Patroni restarts its postgres by itself).
 async fn kill_and_follow(
     start: Instant,
     plan: Plan,
@@ -255,58 +269,82 @@ async fn kill_and_follow(
     tokio::time::sleep_until((start + plan.kill_after).into()).await;
     members::kill(&[pg.pid, mg.pid]).await?;
     let killed = Instant::now();
+    let kill_epoch_ms = orders_core::Timestamp::now().millis();
     let kill_ms = killed.duration_since(start).as_secs_f64() * 1000.0;
     eprintln!(
         "experiment: killed postmaster {} ({}) and mongod {} ({}) at {kill_ms:.0} ms",
         pg.pid, pg.member, mg.pid, mg.member
     );
-    let since = || killed.elapsed().as_secs_f64() * 1000.0;
-    let mut f = Followed { kill_ms, pg: None, mongo: None, pg_back: None, mongo_back: None };
-    let mongo_name = format!("{}:27017", mg.address);
     let limit = killed + Duration::from_secs(150);
-    while Instant::now() < limit && [&f.pg, &f.mongo, &f.pg_back, &f.mongo_back].iter().any(|x| x.is_none()) {
+    let ((pg_new, pg_back), (mongo_new, mongo_back)) =
+        tokio::join!(follow_pg(patroni, pg, killed, limit), follow_mongo(mongo, members, mg, killed, limit));
+    Ok(Followed { kill_ms, kill_epoch_ms, pg: pg_new, mongo: mongo_new, pg_back, mongo_back })
+}
+
+type Seen = Option<(String, f64)>;
+
+fn since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+async fn follow_pg(patroni: &servers::Patroni, pg: &Victim, killed: Instant, limit: Instant) -> (Seen, Seen) {
+    let (mut new, mut back) = (None, None);
+    while Instant::now() < limit && (new.is_none() || back.is_none()) {
         if let Ok(cluster) = patroni.get("/cluster").await {
             let all = cluster["members"].as_array().cloned().unwrap_or_default();
-            if f.pg.is_none()
+            if new.is_none()
                 && let Some(leader) = all.iter().find(|m| m["role"] == "leader" && m["name"] != pg.member.as_str())
             {
                 let name = leader["name"].as_str().unwrap_or("?").to_owned();
-                eprintln!("experiment: Patroni's new leader: {name} after {:.0} ms", since());
-                f.pg = Some((name, since()));
+                eprintln!("experiment: Patroni's new leader: {name}, seen {:.0} ms after the kill", since(killed));
+                new = Some((name, since(killed)));
             }
-            if f.pg.is_some()
-                && f.pg_back.is_none()
+            if new.is_some()
                 && let Some(m) = all.iter().find(|m| m["name"] == pg.member.as_str() && m["state"] == "streaming")
             {
                 let state = format!("{} {}", m["role"].as_str().unwrap_or("?"), m["state"].as_str().unwrap_or("?"));
-                eprintln!("experiment: {} is back as {state} after {:.0} ms", pg.member, since());
-                f.pg_back = Some((state, since()));
+                eprintln!("experiment: {} is back as {state}, seen {:.0} ms after the kill", pg.member, since(killed));
+                back = Some((state, since(killed)));
             }
         }
-        if f.mongo.is_none()
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    (new, back)
+}
+
+async fn follow_mongo(
+    mongo: &mongodb::Client,
+    members: &Members,
+    mg: &Victim,
+    killed: Instant,
+    limit: Instant,
+) -> (Seen, Seen) {
+    let (mut new, mut back) = (None, None);
+    let name = format!("{}:27017", mg.address);
+    while Instant::now() < limit && (new.is_none() || back.is_none()) {
+        if new.is_none()
             && let Ok(Some(host)) = servers::mongo_primary(mongo).await
             && let Ok(member) = members.by_address("mongo", host.split(':').next().unwrap_or_default()).await
             && member != mg.member
         {
             eprintln!(
-                "experiment: MongoDB's new primary: {member} after {:.0} ms; starting {} again",
-                since(),
+                "experiment: MongoDB's new primary: {member}, seen {:.0} ms after the kill; starting {} again",
+                since(killed),
                 mg.member
             );
-            f.mongo = Some((member, since()));
+            new = Some((member, since(killed)));
             if let Err(error) = members::restart(mg).await {
                 eprintln!("experiment: {error:#}");
             }
         }
-        if f.mongo.is_some()
-            && f.mongo_back.is_none()
+        if new.is_some()
             && let Ok(status) = servers::mongo_status(mongo).await
-            && status["members"][&mongo_name] == "SECONDARY"
+            && status["members"][&name] == "SECONDARY"
         {
-            eprintln!("experiment: {} is back as SECONDARY after {:.0} ms", mg.member, since());
-            f.mongo_back = Some(("SECONDARY".to_owned(), since()));
+            eprintln!("experiment: {} is back as SECONDARY, seen {:.0} ms after the kill", mg.member, since(killed));
+            back = Some(("SECONDARY".to_owned(), since(killed)));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    Ok(f)
+    (new, back)
 }

@@ -52,9 +52,10 @@ fn rows(pg: &Engine, mongo: &Engine) -> Vec<Vec<String>> {
             e.killed.as_ref().map_or("?".into(), |v| format!("{} (pid {})", v.member, v.pid))
         }),
         row("new primary (servers' own word)", &|e| match (&e.new_primary, e.new_primary_after_ms) {
-            (Some(m), Some(t)) => format!("{m}, named {:.1} s after the kill", t / 1000.0),
+            (Some(m), Some(t)) => format!("{m} (seen by the client's poll {:.1} s after the kill)", t / 1000.0),
             _ => "none within 150 s".into(),
         }),
+        row("kill → promotion (servers' clock: Patroni `/history`, `lastElectionDate`)", &|e| ms(e.promoted_after_ms)),
         row("kill → first acknowledged write", &|e| ms(e.figures.first_ack_after_kill_ms)),
         row("kill → p95 back under 50 ms (1 s windows)", &|e| ms(e.figures.p95_back_under_ms)),
         row("requests / acknowledged / given up", &|e| {
@@ -95,7 +96,7 @@ fn rows(pg: &Engine, mongo: &Engine) -> Vec<Vec<String>> {
             )
         }),
         row("old primary back as standby", &|e| match (&e.old_primary_rejoined, e.old_primary_rejoined_after_ms) {
-            (Some(state), Some(t)) => format!("{state}, {:.1} s after the kill", t / 1000.0),
+            (Some(state), Some(t)) => format!("{state}, seen {:.1} s after the kill", t / 1000.0),
             _ => "not within 150 s of the kill".into(),
         }),
     ]

@@ -114,6 +114,36 @@ pub async fn mongo_status(client: &mongodb::Client) -> Result<Value> {
         .unwrap_or_default();
     let election = status.get_document("electionCandidateMetrics").ok();
     let reason = election.and_then(|e| e.get_str("lastElectionReason").ok()).map(str::to_owned);
-    let date = election.and_then(|e| e.get_datetime("lastElectionDate").ok()).map(|d| d.to_string());
-    Ok(json!({"members": members, "last_election_reason": reason, "last_election_date": date}))
+    let date = election.and_then(|e| e.get_datetime("lastElectionDate").ok());
+    Ok(json!({
+        "members": members,
+        "last_election_reason": reason,
+        "last_election_date": date.map(|d| d.to_string()),
+        "last_election_ms": date.map(|d| d.timestamp_millis()),
+    }))
+}
+
+/// When the newest timeline of Patroni's `/history` began (`[timeline, lsn, reason, timestamp,
+/// new_leader]`, the timestamp like `2026-12-07T12:27:38.526424+00:00`), in ms since 1970.
+pub fn patroni_promoted_ms(history: &Value) -> Option<i64> {
+    let text = history.as_array()?.last()?.get(3)?.as_str()?;
+    let utc = text.strip_suffix("+00:00")?;
+    orders_core::Timestamp::parse(&format!("{}Z", utc.get(..23)?)).ok().map(orders_core::Timestamp::millis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patroni_history_gives_the_newest_promotion() {
+        let history = json!([
+            [1, 76942632, "no recovery target specified", "2026-12-07T12:27:38.526424+00:00", "pg2"],
+            [2, 78443232, "no recovery target specified", "2026-12-07T12:38:01.100000+00:00", "pg3"]
+        ]);
+        let at = orders_core::Timestamp::parse("2026-12-07T12:38:01.100Z").map(orders_core::Timestamp::millis);
+        assert_eq!(patroni_promoted_ms(&history), at.ok());
+        assert_eq!(patroni_promoted_ms(&json!([])), None);
+        assert_eq!(patroni_promoted_ms(&json!([[1, 2, "x", "2026-12-07T12:38:01+02:00", "pg3"]])), None);
+    }
 }
