@@ -234,10 +234,12 @@ async fn failover(
     Ok((pg, mg))
 }
 
+/// The insert of order `id`: a generated three-item order with its id set.
 fn body(id: u64) -> Result<String> {
     let profile =
         orders_dataset::Profile { seed: 43, orders: 1, customers: 1_000, products: 1_000, items: 3, note_bytes: 0 };
-    let mut order: Value = serde_json::from_str(&super::closed_loop::new_order_body(&profile, id)?)?;
+    // The profile's order number stays small (its timestamps are computed from it); the id is set.
+    let mut order: Value = serde_json::from_str(&super::closed_loop::new_order_body(&profile, id % 1_000_000 + 1)?)?;
     order["id"] = id.into();
     Ok(order.to_string())
 }
@@ -347,4 +349,15 @@ async fn follow_mongo(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     (new, back)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_body_carries_its_own_large_id() {
+        let id = 1_000_000_000_000_000 + 123 * 100_000 + 7;
+        let body: serde_json::Value = serde_json::from_str(&super::body(id).expect("a body")).expect("JSON");
+        assert_eq!(body["id"], id);
+        assert_eq!(body["items"].as_array().map(Vec::len), Some(3));
+    }
 }
