@@ -161,6 +161,11 @@ pub struct ExperimentArgs {
     /// primary's postgres is found dead; Patroni's default 300 restarts it in place first).
     #[arg(long = "primary-start-timeout", default_value_t = 0)]
     pub primary_start_timeout: u32,
+    /// failover: weaken both engines' durability on purpose (PostgreSQL `synchronous_commit=local`:
+    /// a commit no longer waits for the synchronous standby; MongoDB `w: 1`), to see that the run
+    /// can catch an acknowledged write lost.
+    #[arg(long = "weak-durability")]
+    pub weak_durability: bool,
     /// Folder for the report and every raw file [default: results/<timestamp>-experiment-<name>].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -375,6 +380,7 @@ fn failover_plan(args: &ExperimentArgs) -> failover::Plan {
         kill_after: args.kill_after.unwrap_or(kill),
         retries: args.failover_retries,
         primary_start_timeout: args.primary_start_timeout,
+        weak_durability: args.weak_durability,
     }
 }
 

@@ -40,6 +40,8 @@ pub struct Plan {
     /// Patroni's `primary_start_timeout` for the run: 0 makes Patroni fail over at once when the
     /// primary's postgres dies (its default, 300 s, restarts it in place first).
     pub primary_start_timeout: u32,
+    /// Both engines acknowledge before the write reaches a second member (`--weak-durability`).
+    pub weak_durability: bool,
 }
 
 impl Plan {
@@ -109,7 +111,11 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, plan: Plan) -> Result<Outco
     ctx.services.stop().await;
     ctx.services = services;
     ctx.databases = databases;
-    let mut variant = super::replication::durable("replicated", "replicated: 3 members per engine");
+    let mut variant = if plan.weak_durability {
+        weak()
+    } else {
+        super::replication::durable("replicated", "replicated: 3 members per engine")
+    };
     // Every 503's cause in the services' logs (`logs/replicated/`): what the client's records
     // cannot say (which host refused, which error the driver saw).
     let causes = ("RUST_LOG", "warn,orders_http::error=debug");
@@ -131,6 +137,20 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, plan: Plan) -> Result<Outco
     }
     let (pg, mongo) = measured?;
     Ok(report::outcome(plan, &pg, &mongo))
+}
+
+/// Durability weakened on purpose on both engines, read back like the durable one: a commit that
+/// does not wait for the synchronous standby, a write acknowledged by the primary alone.
+fn weak() -> super::variant::Variant {
+    use super::variant::{mongo, pg};
+    super::variant::Variant {
+        name: "weak",
+        label: "WEAKENED on purpose: synchronous_commit=local, w:1",
+        pg_env: vec![("PG_SYNCHRONOUS_COMMIT", "local")],
+        mongo_env: vec![("MONGO_WRITE_CONCERN", "1"), ("MONGO_JOURNAL", "true")],
+        expect: vec![pg("synchronous_commit", "local"), mongo("w", "1"), mongo("j", "true")],
+        fair: true,
+    }
 }
 
 /// Where each service's settings and the service process stand before the kill.
