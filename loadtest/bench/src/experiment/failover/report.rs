@@ -110,20 +110,17 @@ pub fn outcome(plan: Plan, pg: &Engine, mongo: &Engine) -> Outcome {
         ""
     };
     let summary = format!(
-        "{weakened}{}",
-        format!(
-            "On the replicated stack, orders-pg (multi-host URL, `target_session_attrs=read-write`) and orders-mongo \
+        "{weakened}On the replicated stack, orders-pg (multi-host URL, `target_session_attrs=read-write`) and orders-mongo \
          (replica-set URI) took {} inserts/s each, open loop, for {} s; each insert carried its own id and an \
          `Idempotency-Key`, and was retried with the same key after an unknown or \"not written\" answer (back-off 100 \
          ms doubling to 1 s, at most {} retries). {} s in, each engine's primary was killed with SIGKILL at the same \
          moment (PostgreSQL: the postmaster under Patroni, Patroni kept running; MongoDB: the primary mongod, started \
          again once a new primary was elected). Patroni's `primary_start_timeout` was {} s for the run.",
-            plan.rate,
-            plan.run.as_secs_f64(),
-            plan.retries,
-            plan.kill_after.as_secs_f64(),
-            plan.primary_start_timeout
-        )
+        plan.rate,
+        plan.run.as_secs_f64(),
+        plan.retries,
+        plan.kill_after.as_secs_f64(),
+        plan.primary_start_timeout
     );
     let settings = vec![
         format!(
