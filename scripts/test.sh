@@ -142,7 +142,8 @@ bash scripts/fuzz-api.sh
 # integration binary's `replicas::`: an acknowledged write is on the synchronous standby / on a
 # majority, and /diagnostics says so) and `experiment replication --quick` (bytes shipped per
 # write, what each write waited for) against a second one started here (start 35-46 s, the
-# tests 3 s and the experiment about 2 min, stop 18 s). Last, and alone: the delay's round trips are checked to 0.1 ms. The
+# tests 3 s and the experiment about 2 min, stop 18 s), then `experiment failover --quick` (each
+# engine's primary killed under inserts: no acknowledged write lost, none twice). Last, and alone: the delay's round trips are checked to 0.1 ms. The
 # single servers keep running (`stop --only-replicas`).
 if [[ $(id -u) != 0 ]]; then
 	step "replicated stack: skipped (needs root: network namespaces, a bridge and cgroups)"
@@ -161,6 +162,13 @@ else
 		else
 			"${run_tests[@]}" --test integration -- replicas::
 			"${run_tests[@]}" --test end_to_end -- experiment_replication::
+		fi
+		# Last on this stack, since it kills each engine's primary (issue 43): the test waits for
+		# the old primaries to be standbys again, but the primaries have moved.
+		if [[ ${run_tests[0]} == cargo && ${run_tests[1]} == nextest ]]; then
+			"${run_tests[@]}" -E 'binary(end_to_end) & test(/^experiment_failover::/)'
+		else
+			"${run_tests[@]}" --test end_to_end -- experiment_failover::
 		fi
 	)
 	bash infra/local/stack.sh stop --only-replicas >/dev/null

@@ -97,7 +97,15 @@ impl PgPool {
         let manager = Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(usize::from(config.pool_size))
-            .create_timeout(Some(config.limits.pool_timeout))
+            // A request gives up on a connection at POOL_TIMEOUT_MS (`connection`), but a new
+            // connection being opened is not given up with it: after a failover it may take longer
+            // (the multi-host URL tries each member, and each standby's session is opened and
+            // closed again before the primary's), and one abandoned at every request's deadline
+            // never finishes under load (issue 43: orders-pg answered 503 for 100 s after Patroni
+            // had promoted a standby). It has the statement timeout to finish; the wait for a free
+            // slot stays bounded by POOL_TIMEOUT_MS.
+            .wait_timeout(Some(config.limits.pool_timeout))
+            .create_timeout(Some(config.limits.statement_timeout.max(config.limits.pool_timeout)))
             .recycle_timeout(Some(config.limits.pool_timeout))
             .runtime(Runtime::Tokio1)
             .build()
@@ -111,9 +119,14 @@ impl PgPool {
 
     /// A pooled connection within `POOL_TIMEOUT_MS`, counting both the wait for a free one and
     /// opening a new one.
+    /// The pool's own `get` runs in a task of its own, so a connection it is opening when the
+    /// request gives up is finished and kept in the pool (an `Object` dropped goes back to it).
     pub async fn connection(&self) -> Result<Object, StoreError> {
-        match tokio::time::timeout(self.config.limits.pool_timeout, self.pool.get()).await {
-            Ok(result) => result.map_err(from_pool),
+        let pool = self.pool.clone();
+        let get = tokio::spawn(async move { pool.get().await });
+        match tokio::time::timeout(self.config.limits.pool_timeout, get).await {
+            Ok(Ok(result)) => result.map_err(from_pool),
+            Ok(Err(join)) => Err(StoreError::Internal(format!("the pool's task failed: {join}"))),
             Err(_) => Err(StoreError::Busy(format!(
                 "no database connection within POOL_TIMEOUT_MS ({} ms)",
                 self.config.limits.pool_timeout.as_millis()

@@ -175,6 +175,11 @@ impl Service {
         Ok(())
     }
 
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref()?.id()
+    }
+
     /// The exit status if it has already stopped (it should not have).
     pub fn exited(&mut self) -> Option<String> {
         let status = self.child.as_mut()?.try_wait().ok()??;

@@ -1,7 +1,8 @@
-//! `orders-bench experiment gin|doc-size|durability|budget|replication`: one command per published
+//! `orders-bench experiment gin|doc-size|durability|budget|replication|failover`: one command per published
 //! finding (gin: S1 F1; doc-size: S2 F2, S4, S1 F3; durability: S2 F4), each row beside the study's
 //! own figure (docs/studies.md); `budget`, the regime the others run in; `replication`, the stack's
-//! replicas against its single servers (issue 42).
+//! replicas against its single servers (issue 42); `failover`, each engine's primary killed under
+//! inserts (issue 43).
 //!
 //! On the local stack it starts what it needs and stops what it started, like `demo`, under the
 //! demo's equal budgets (`crate::budget::local`); against deployed services (`--pg-url`,
@@ -17,6 +18,7 @@ mod compare;
 mod doc_size;
 mod durability;
 pub mod engine;
+mod failover;
 mod figures;
 mod gin;
 mod hybrid_catalog;
@@ -62,6 +64,8 @@ pub enum Name {
     Budget,
     /// Issue 42: bytes shipped and the durable write's cost on 3 members per engine vs single servers.
     Replication,
+    /// Issue 43: each engine's primary killed under constant-rate inserts: the gap, lost writes, duplicates.
+    Failover,
 }
 
 impl Name {
@@ -72,6 +76,7 @@ impl Name {
             Self::Durability => "durability",
             Self::Budget => "budget",
             Self::Replication => "replication",
+            Self::Failover => "failover",
         }
     }
 
@@ -82,7 +87,9 @@ impl Name {
     pub fn default_targets(self) -> &'static [Target] {
         match self {
             Self::DocSize => &Target::ALL,
-            Self::Gin | Self::Durability | Self::Budget | Self::Replication => &[Target::Pg, Target::Mongo],
+            Self::Gin | Self::Durability | Self::Budget | Self::Replication | Self::Failover => {
+                &[Target::Pg, Target::Mongo]
+            }
         }
     }
 }
@@ -138,6 +145,27 @@ pub struct ExperimentArgs {
     /// budget: both services' pool sizes to repeat it with [default: the demo's 16].
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(budget::POOL_CHOICES))]
     pub pools: Vec<String>,
+    /// failover: inserts per second offered to each service [default: 100].
+    #[arg(long = "failover-rate", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=2000))]
+    pub failover_rate: u32,
+    /// failover: how long the inserts arrive [default: 40 s; 30 s with --quick].
+    #[arg(long = "failover-seconds", value_parser = orders_loadgen::duration::parse)]
+    pub failover_seconds: Option<std::time::Duration>,
+    /// failover: when both primaries are killed, from the first insert [default: 10 s; 5 s with --quick].
+    #[arg(long = "kill-after", value_parser = orders_loadgen::duration::parse)]
+    pub kill_after: Option<std::time::Duration>,
+    /// failover: retries per insert at most (back-off 100 ms doubling to 1 s) [default: 40].
+    #[arg(long = "failover-retries", default_value_t = 40, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub failover_retries: u32,
+    /// failover: Patroni's `primary_start_timeout` during the run (0: fail over as soon as the
+    /// primary's postgres is found dead; Patroni's default 300 restarts it in place first).
+    #[arg(long = "primary-start-timeout", default_value_t = 0)]
+    pub primary_start_timeout: u32,
+    /// failover: weaken both engines' durability on purpose (PostgreSQL `synchronous_commit=local`:
+    /// a commit no longer waits for the synchronous standby; MongoDB `w: 1`), to see that the run
+    /// can catch an acknowledged write lost.
+    #[arg(long = "weak-durability")]
+    pub weak_durability: bool,
     /// Folder for the report and every raw file [default: results/<timestamp>-experiment-<name>].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -343,6 +371,19 @@ pub async fn run(args: ExperimentArgs) -> Result<()> {
     Ok(())
 }
 
+fn failover_plan(args: &ExperimentArgs) -> failover::Plan {
+    let secs = std::time::Duration::from_secs;
+    let (run, kill) = if args.quick { (secs(30), secs(5)) } else { (secs(40), secs(10)) };
+    failover::Plan {
+        rate: args.failover_rate,
+        run: args.failover_seconds.unwrap_or(run),
+        kill_after: args.kill_after.unwrap_or(kill),
+        retries: args.failover_retries,
+        primary_start_timeout: args.primary_start_timeout,
+        weak_durability: args.weak_durability,
+    }
+}
+
 /// Local stack, services and databases, or the deployed ones; then the experiment.
 async fn body(
     args: &ExperimentArgs,
@@ -443,6 +484,11 @@ async fn body(
             let budget = crate::budget::demo_default(crate::procstat::cores(), crate::budget::machine_memory())
                 .overridden_by(&args.budget);
             replication::run(ctx, &args.sizes, &budget.stack_args()).await
+        }
+        Name::Failover => {
+            let budget = crate::budget::demo_default(crate::procstat::cores(), crate::budget::machine_memory())
+                .overridden_by(&args.budget);
+            failover::run(ctx, failover_plan(args), &budget.stack_args()).await
         }
         Name::Budget => {
             let memory = crate::budget::demo_default(crate::procstat::cores(), crate::budget::machine_memory())

@@ -79,6 +79,17 @@ struct ResultFile<'a> {
 
 fn our_setup(ctx: &Ctx) -> String {
     let machine = Machine::this();
+    if ctx.name == super::Name::Failover {
+        // No data set, staircase or closed loop: its own load is in its summary.
+        return format!(
+            "**Ours**: PostgreSQL {} / MongoDB {}, both services and the load generator on this machine ({} cores, \
+             {}), the replicated stack's members on it too, each in its own budget.",
+            ctx.versions.postgres.as_deref().unwrap_or("?"),
+            ctx.versions.mongodb.as_deref().unwrap_or("?"),
+            machine.cores,
+            machine.os
+        );
+    }
     let scale = &ctx.scale;
     let staircase = scale.staircase.map_or("placed around a short closed loop per round".to_owned(), |s| {
         format!("{}..{} by {} req/s per target", s.start, s.max, s.step)

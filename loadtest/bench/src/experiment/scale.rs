@@ -77,6 +77,8 @@ impl Scale {
             (Name::Budget, Size::Default) => {
                 Scale { calibrate_seconds: secs(3), ..Scale::new(size, 100_000, 2, secs(4), None) }
             }
+            // failover drives its own open loop (`failover::Plan`); no data set, no staircase.
+            (Name::Failover, Size::Default) => Scale::new(size, 200, 1, secs(1), tiny),
             (Name::Replication, Size::Default) => {
                 Scale { closed_seconds: secs(4), ..Scale::new(size, 1_000, 1, secs(2), None) }
             }

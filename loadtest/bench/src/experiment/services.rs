@@ -142,6 +142,14 @@ impl Services {
         }
     }
 
+    /// The local services' process ids (none for deployed ones).
+    pub fn pids(&self) -> Vec<(Target, Option<u32>)> {
+        match self {
+            Self::Local(local) => local.running.iter().map(|(t, s)| (*t, s.pid())).collect(),
+            Self::Deployed(_) => Vec::new(),
+        }
+    }
+
     pub fn is_local(&self) -> bool {
         matches!(self, Self::Local(_))
     }

@@ -10,6 +10,7 @@ mod support;
 mod demo_custom_mix;
 mod demo_quick;
 mod experiment_deployed;
+mod experiment_failover;
 mod experiment_quick;
 mod experiment_replication;
 mod fleet_round;

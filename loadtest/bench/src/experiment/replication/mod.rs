@@ -6,7 +6,7 @@
 //! (`counters`, `window`), then the staircase of a round; every row says what each engine's write
 //! waited for, read back from the servers (`cluster`). Both engines are driven at the same moment.
 
-mod cluster;
+pub(super) mod cluster;
 mod counters;
 mod tables;
 mod window;
@@ -34,7 +34,7 @@ const SIZES: [DocSize; 2] = [doc_size::SIZES[0], doc_size::SIZES[2]];
 
 /// Both engines' durable defaults, spelled out and read back: `synchronous_commit=on` (with
 /// Patroni's synchronous standby, a commit waits for it), `w: majority, j: true`.
-fn durable(name: &'static str, label: &'static str) -> Variant {
+pub(super) fn durable(name: &'static str, label: &'static str) -> Variant {
     Variant {
         name,
         label,
