@@ -138,7 +138,7 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
         assert!(report.contains(finding), "{finding} in {report}");
     }
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
-    assert_eq!(html.matches("<svg").count(), 9, "charts inline");
+    assert_eq!(html.matches("<svg").count(), 10, "charts inline");
     assert!(String::from_utf8_lossy(&output.stdout).contains("| read |"), "the table is printed");
 
     let left = marked_processes(&format!("ORDERS_BENCH_DEMO={}", out.display()));
