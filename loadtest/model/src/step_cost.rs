@@ -4,22 +4,8 @@
 
 use crate::result::RoundResult;
 use crate::stats::median;
-use serde::{Deserialize, Serialize};
 
-/// One database at one step, the median over the repeats.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Cost {
-    pub cpu_us_per_request: Option<f64>,
-    /// Cores used (none without a CPU reading).
-    pub cores: Option<f64>,
-    /// `cores` ÷ the budget's cores (none without a budget).
-    pub budget_share: Option<f64>,
-    /// The share of quota periods the kernel throttled (none without a budget).
-    pub throttled_share: Option<f64>,
-    /// Context switches of its threads per request: waits it chose, and preemptions.
-    pub voluntary_per_request: Option<f64>,
-    pub involuntary_per_request: Option<f64>,
-}
+pub use crate::regime::Cost;
 
 /// Every offered rate of `round`, lowest first.
 pub fn rates(round: &RoundResult) -> Vec<u32> {
