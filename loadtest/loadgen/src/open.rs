@@ -1,18 +1,13 @@
 //! The open-loop schedule: step `k` of the staircase sends `rate × seconds` iterations, the `j`-th
-//! at `from + j / rate` after the origin, whatever happened to earlier ones. At each of those
-//! moments one request is made and sent to every target, unless that target already has its cap
-//! of requests in flight (`rate × budget`, like k6's VU budget): then the iteration is dropped and
-//! counted. A request's latency runs from its intended send time to the end of its answer, so a
-//! generator that falls behind (schedule lag, also recorded) or a queue in front of a service
-//! shows in the figures instead of hiding in a later send (coordinated omission).
+//! at `from + j / rate` after the origin, whatever happened to earlier ones. Each sends one request
+//! to every target unless that target has its cap in flight (`rate × budget`, like k6's VU
+//! budget): then the iteration is dropped and counted. Latency runs from the intended send time to
+//! the answer's end, so a generator that falls behind or a queue before a service shows in the
+//! figures (no coordinated omission).
 //!
-//! It runs on the generator's one thread with no async runtime: the connections are plain
-//! non-blocking sockets on one epoll (`wire`). Between sends less than `BLOCKING_GAP` apart the
-//! thread sleeps and then reads every answer that came meanwhile (the kernel timestamps their
-//! arrival); longer gaps are spent waiting on the epoll. Above one iteration per `SLOT` (4 ms),
-//! those due within one slot leave together at its start: one wake-up per slot, latency still
-//! from the slot's intended time. What each choice costs and buys, measured: loadtest/README.md,
-//! "`orders-bench load`".
+//! One thread, no async runtime: plain non-blocking sockets on one poll (`wire`). Short gaps are
+//! slept, longer ones waited on the poll; above one iteration per `SLOT`, those due within a slot
+//! leave together. Measurements: loadtest/README.md, "`orders-bench load`".
 
 use super::conn::AGENT;
 use super::control::Control;

@@ -1,16 +1,12 @@
-//! The open loop's HTTP/1.1 connections to every target: non-blocking sockets on one `mio::Poll`
-//! (Linux's epoll), written and read by the loop itself, with no runtime, task or waker per
-//! request (those were about a third of the generator's CPU per request; the kernel's socket work
-//! is the rest). Like k6's VUs, a request never shares a connection with another in flight (no
-//! pipelining): an idle connection is reused, else a new one is opened (without blocking: a target
-//! whose listen queue is full must not stall the schedule), and a couple of spare ones are kept
-//! open ahead of need. An answer is timed by the kernel's timestamp of its last bytes (`stamp`), so
-//! it may wait in the socket until the loop next looks.
+//! The open loop's HTTP/1.1 connections to every target: non-blocking sockets on one `mio::Poll`,
+//! written and read by the loop itself, with no runtime, task or waker per request. Like k6's VUs,
+//! a request never shares a connection with another in flight: an idle one is reused, else a new
+//! one is opened without blocking, and a couple of spares are kept ahead of need. An answer is
+//! timed by the kernel's timestamp of its last bytes (`stamp`).
 //!
 //! mio registers sockets edge-triggered: every read goes on until the kernel has nothing more or
 //! the answer is whole, and an answer that ends exactly where a full buffer ends closes its
-//! connection (bytes behind it would never be reported again). mio replaced a hand-written epoll
-//! wrapper at no measurable cost (docs/decisions.md).
+//! connection (bytes behind it would never be reported again). Why mio: docs/decisions.md.
 
 use super::http1::{self, Parsed};
 use super::stamp::{self, Clock};

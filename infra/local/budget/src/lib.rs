@@ -3,17 +3,13 @@
 //! are and what their files mean.
 //!
 //! - [`mounts`]: where the hierarchies are mounted (`/proc/self/mountinfo`).
-//! - [`placement`]: where a process is accounted (`/proc/<pid>/cgroup`) and what its cgroup has
-//!   used and may use: CPU time, throttling, the quota, memory and its limit. The bench reads its
-//!   CPU and memory figures through it; `orders-budget show` prints it for `stack.sh`.
-//! - [`method`]: how budgets can be set on this machine (cgroup v1 or v2 as root, a systemd user
-//!   scope, or not at all, and why).
-//! - [`apply`]: a budget made, a process tree moved into it or out of it, a command started in it,
-//!   the budget removed.
+//! - [`placement`]: where a process is accounted and what its cgroup used and may use (CPU,
+//!   throttling, quota, memory); the bench and `orders-budget show` read it.
+//! - [`method`]: how budgets can be set here (cgroup v1 or v2 as root, a systemd user scope, or not).
+//! - [`apply`]: a budget made, a process tree moved in or out, a command started in it, removed.
 //!
-//! The binary `orders-budget` is what `infra/local/budget.sh` calls (stack.sh starts every
-//! database server through it); it has no dependencies beyond the standard library, so the stack
-//! builds it in seconds before anything else (why not the `cgroups-rs` crate: docs/decisions.md).
+//! The binary `orders-budget` is what `infra/local/budget.sh` calls; it uses the standard library
+//! only, so the stack builds it in seconds (why not `cgroups-rs`: docs/decisions.md).
 
 pub mod apply;
 pub mod method;

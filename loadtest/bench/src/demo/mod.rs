@@ -1,20 +1,14 @@
 //! `orders-bench demo`: the whole comparison on this machine in one command. It starts the local
-//! stack if it is not running, builds and starts both services on free ports over a database of
-//! their own (`orders_demo` in both servers), runs the `read`, `insert`, `status` and `shop`
-//! rounds or a person's own mixes (`workload`; reloading the data before every repeat), writes the combined report and stops
-//! everything it started, also on an error or Ctrl-C: the services, k6, and the stack if it was
-//! not running before. About twelve minutes on two cores; `--quick` takes under three. With
-//! `--targets pg,mongo,pgh` the hybrid layout runs as a third target, on the stack's second
-//! PostgreSQL server (`targets`).
+//! stack if it is not running, builds and starts the services on free ports over a database of
+//! their own, checks the budget's regime (`regime`), runs the named rounds or a person's own mixes
+//! (`workload`), each repeat from the same data, writes the combined report, and stops everything
+//! it started, also on an error or Ctrl-C. `--targets pg,mongo,pgh` adds the hybrid layout
+//! (`targets`).
 //!
-//! The databases run under equal resource budgets (`crate::budget::local`, shared with
-//! `experiment`: by default an eighth of the cores and a quarter of the memory each, printed at the
-//! start): given to `stack.sh start` when the demo starts the stack, applied with `stack.sh budget`
-//! to a running stack and put back afterwards. Where budgets are not available, it says so and the
-//! report says "no budgets".
-//!
-//! Every process it starts carries `ORDERS_BENCH_DEMO=<report folder>` in its environment, so a
-//! test (or a person) can check that none is left.
+//! The databases run under equal budgets (`crate::budget::local`, shared with `experiment`), put
+//! back afterwards; where none can be set, the report says "no budgets". Every process it starts
+//! carries `ORDERS_BENCH_DEMO=<report folder>` in its environment, so a test (or a person) can
+//! check that none is left.
 
 mod profile;
 mod progress;

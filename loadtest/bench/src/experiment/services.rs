@@ -1,15 +1,11 @@
 //! The services an experiment drives (one per target: orders-pg, orders-mongo and, when selected,
 //! orders-pg-hybrid), and how a variant's settings reach them.
 //!
-//! - **Local** (the default): the demo's service handling (`demo::services`): the release
-//!   binaries on free loopback ports over the experiment's own databases, restarted with the
-//!   variant's environment whenever the variant changes (the services recover from an overload
-//!   by themselves: bounded pool waits, database-side deadlines). A variant's PostgreSQL settings
-//!   go to both PostgreSQL services.
-//! - **Deployed** (`--pg-url`, `--mongo-url`, `--pgh-url`): services the runner cannot restart.
-//!   With `--apply CMD` each variant runs `CMD` with `{}` replaced by its settings (`NAME=value
-//!   ...`), e.g. `infra/do/do.sh toggle {}`, then waits for all to be ready; without it only the
-//!   variant the services already run is measured, and the others are skipped, saying so.
+//! - **Local** (the default): the demo's services (`demo::services`) on free loopback ports over
+//!   the experiment's databases, restarted with the variant's environment when the variant changes.
+//! - **Deployed** (`--pg-url`, `--mongo-url`, `--pgh-url`): services the runner cannot restart;
+//!   `--apply CMD` runs `CMD` with `{}` replaced by a variant's settings (e.g. `infra/do/do.sh
+//!   toggle {}`); without it only the variant the services already run is measured.
 //!
 //! Either way the variant's settings are read back from `/diagnostics` before it is measured.
 
