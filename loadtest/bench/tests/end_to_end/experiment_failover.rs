@@ -9,19 +9,7 @@
 use crate::support;
 
 use serde_json::Value;
-use std::process::Command;
-use support::{describe, drop_databases, ensure_services, marked_processes, read_json, repo, stack_running};
-
-fn replicas_running() -> bool {
-    let set = std::env::var("REPLICA_DATABASE_URL").is_ok_and(|url| !url.is_empty());
-    if !set {
-        eprintln!(
-            "SKIPPED: REPLICA_DATABASE_URL is not set; start the replicas (as root: infra/local/stack.sh start \
-             --replicas 3 --only-replicas) and eval \"$(infra/local/stack.sh env)\""
-        );
-    }
-    set
-}
+use support::{read_json, replicas_running};
 
 fn count(e: &Value, path: &[&str]) -> u64 {
     let v = path.iter().fold(e, |v, k| &v[*k]);
@@ -55,28 +43,7 @@ async fn a_primary_killed_under_inserts_loses_no_acknowledged_write_and_writes_n
     if !replicas_running() {
         return;
     }
-    assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
-    ensure_services(&["orders-pg", "orders-mongo"]);
-    let out = support::scratch_dir("experiment_failover");
-    let db = format!("exp_test_{}_failover", std::process::id());
-    let output = tokio::task::spawn_blocking({
-        let (out, db) = (out.clone(), db.clone());
-        move || {
-            Command::new(env!("CARGO_BIN_EXE_orders-bench"))
-                .args(["experiment", "failover", "--quick", "--no-build", "--db-name", &db, "--out"])
-                .arg(&out)
-                .current_dir(repo())
-                .output()
-                .expect("run orders-bench experiment failover")
-        }
-    })
-    .await
-    .expect("join");
-    drop_databases(&db).await;
-    assert!(output.status.success(), "{}", describe(&output));
-    let left = marked_processes(&format!("ORDERS_BENCH_EXPERIMENT={}", out.display()));
-    assert!(left.is_empty(), "processes the experiment started are still running: {left:#?}");
-    assert!(replicas_running() && stack_running(), "what ran before the experiment runs after it");
+    let out = support::replicated_experiment("failover").await;
     let result = read_json(&out.join("result.json"));
     assert_eq!(result["experiment"].as_str(), Some("failover"));
     let engines = result["variants"]["engines"].as_array().expect("engines");

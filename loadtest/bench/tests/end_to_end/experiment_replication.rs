@@ -10,19 +10,7 @@
 use crate::support;
 
 use serde_json::Value;
-use std::process::Command;
-use support::{describe, drop_databases, ensure_services, marked_processes, read_json, repo, stack_running};
-
-fn replicas_running() -> bool {
-    let set = std::env::var("REPLICA_DATABASE_URL").is_ok_and(|url| !url.is_empty());
-    if !set {
-        eprintln!(
-            "SKIPPED: REPLICA_DATABASE_URL is not set; start the replicas (as root: infra/local/stack.sh start \
-             --replicas 3 --only-replicas) and eval \"$(infra/local/stack.sh env)\""
-        );
-    }
-    set
-}
+use support::{read_json, replicas_running};
 
 fn number(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))
@@ -75,28 +63,7 @@ async fn replication_ships_bytes_per_write_and_every_row_says_what_each_write_wa
     if !replicas_running() {
         return;
     }
-    assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
-    ensure_services(&["orders-pg", "orders-mongo"]);
-    let out = support::scratch_dir("experiment_replication");
-    let db = format!("exp_test_{}_replication", std::process::id());
-    let output = tokio::task::spawn_blocking({
-        let (out, db) = (out.clone(), db.clone());
-        move || {
-            Command::new(env!("CARGO_BIN_EXE_orders-bench"))
-                .args(["experiment", "replication", "--quick", "--no-build", "--db-name", &db, "--out"])
-                .arg(&out)
-                .current_dir(repo())
-                .output()
-                .expect("run orders-bench experiment replication")
-        }
-    })
-    .await
-    .expect("join");
-    drop_databases(&db).await;
-    assert!(output.status.success(), "{}", describe(&output));
-    let left = marked_processes(&format!("ORDERS_BENCH_EXPERIMENT={}", out.display()));
-    assert!(left.is_empty(), "processes the experiment started are still running: {left:#?}");
-    assert!(replicas_running() && stack_running(), "what ran before the experiment runs after it");
+    let out = support::replicated_experiment("replication").await;
     let result = read_json(&out.join("result.json"));
     assert_eq!(
         (result["schema"].as_str(), result["experiment"].as_str()),

@@ -209,3 +209,43 @@ pub fn k6_binary() -> Option<PathBuf> {
 }
 
 pub mod stub;
+
+/// Whether the replicated stack's URLs are set (as scripts/test.sh sets them); says SKIPPED if not.
+pub fn replicas_running() -> bool {
+    let set = std::env::var("REPLICA_DATABASE_URL").is_ok_and(|url| !url.is_empty());
+    if !set {
+        eprintln!(
+            "SKIPPED: REPLICA_DATABASE_URL is not set; start the replicas (as root: infra/local/stack.sh start \
+             --replicas 3 --only-replicas) and eval \"$(infra/local/stack.sh env)\""
+        );
+    }
+    set
+}
+
+/// `orders-bench experiment NAME --quick` on the replicated stack, in a database of its own that is
+/// dropped after; checks it succeeded, left no process and left the stacks running. Its folder.
+pub async fn replicated_experiment(name: &str) -> PathBuf {
+    assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
+    ensure_services(&["orders-pg", "orders-mongo"]);
+    let out = scratch_dir(&format!("experiment_{name}"));
+    let db = format!("exp_test_{}_{name}", std::process::id());
+    let output = tokio::task::spawn_blocking({
+        let (out, db, name) = (out.clone(), db.clone(), name.to_owned());
+        move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_orders-bench"))
+                .args(["experiment", &name, "--quick", "--no-build", "--db-name", &db, "--out"])
+                .arg(&out)
+                .current_dir(repo())
+                .output()
+                .expect("run orders-bench experiment")
+        }
+    })
+    .await
+    .expect("join");
+    drop_databases(&db).await;
+    assert!(output.status.success(), "{}", describe(&output));
+    let left = marked_processes(&format!("ORDERS_BENCH_EXPERIMENT={}", out.display()));
+    assert!(left.is_empty(), "processes the experiment started are still running: {left:#?}");
+    assert!(replicas_running() && stack_running(), "what ran before the experiment runs after it");
+    out
+}
