@@ -23,6 +23,8 @@ pub struct ProcStat {
     pub own_ticks: u64,
     /// cutime + cstime: children it has waited for, with their own reaped children.
     pub reaped_children_ticks: u64,
+    /// Its nice value: above 0, background work that yields to the measured run.
+    pub nice: i64,
 }
 
 /// Parses one `/proc/<pid>/stat` line. The command name sits in parentheses and may contain
@@ -36,6 +38,7 @@ pub fn parse_stat(line: &str) -> Option<ProcStat> {
         ppid: u32::try_from(field(4)?).ok()?,
         own_ticks: field(14)? + field(15)?,
         reaped_children_ticks: field(16)? + field(17)?,
+        nice: fields.get(19 - 3)?.parse().ok()?,
     })
 }
 
@@ -46,6 +49,22 @@ pub fn stat(pid: u32) -> Option<ProcStat> {
 fn all_pids() -> Vec<u32> {
     let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
     entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
+}
+
+/// CPU seconds used so far by every process at normal priority or above, plus what each has
+/// reaped: the machine's busy time counted process by process. The kernel's per-process times are
+/// scaled to the time each task really ran, while `/proc/stat` samples whoever runs at each tick
+/// and, on a tickless virtual machine, can miss short bursts of work almost entirely
+/// (docs/fairness.md, "Other processes"). A process that exits between two readings is still
+/// counted through its parent; one whose parent died first is lost.
+pub fn processes_cpu_seconds() -> Option<f64> {
+    let ticks: u64 = all_pids()
+        .into_iter()
+        .filter_map(stat)
+        .filter(|s| s.nice <= 0)
+        .map(|s| s.own_ticks + s.reaped_children_ticks)
+        .sum();
+    (ticks > 0).then_some(ticks as f64 / TICKS_PER_SECOND)
 }
 
 /// `root` and every live descendant (the walk the budgets move process trees with).
@@ -223,7 +242,9 @@ mod tests {
     #[test]
     fn stat_fields_are_counted_from_the_last_parenthesis() {
         let line = "4242 (postgres: x (y)) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 1 2 3";
-        assert_eq!(parse_stat(line), Some(ProcStat { ppid: 17, own_ticks: 300, reaped_children_ticks: 10 }));
+        assert_eq!(parse_stat(line), Some(ProcStat { ppid: 17, own_ticks: 300, reaped_children_ticks: 10, nice: 0 }));
+        let niced = "77 (rustc) R 1 77 77 0 -1 0 0 0 0 0 900 100 0 0 39 19 1 0 1 2 3";
+        assert_eq!(parse_stat(niced).map(|s| s.nice), Some(19));
         assert_eq!(parse_stat("garbage"), None);
     }
 
@@ -251,5 +272,17 @@ mod tests {
         assert_eq!(listening_pid(port), Some(std::process::id()));
         assert!(tree_cpu_seconds(std::process::id()).is_some());
         assert!(machine_cpu().is_some_and(|m| m.total_seconds >= m.busy_seconds));
+    }
+
+    #[test]
+    fn the_process_by_process_count_sees_work_this_process_does() {
+        let before = processes_cpu_seconds().expect("processes");
+        let spin = std::time::Instant::now();
+        let mut x = 0u64;
+        while spin.elapsed() < std::time::Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let after = processes_cpu_seconds().expect("processes");
+        assert!(after - before >= 0.2, "300 ms of spinning counted as {:.2} s", after - before);
     }
 }

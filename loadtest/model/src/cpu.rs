@@ -66,7 +66,8 @@ pub struct ComponentCpu {
 pub struct StepCpu {
     pub step: usize,
     pub rate: u32,
-    /// Busy cores of the whole machine (`/proc/stat`), everything on it included.
+    /// Busy cores of the whole machine, everything on it included: the larger of `/proc/stat`'s
+    /// count and the processes' times added up.
     pub machine_busy_cores: Option<f64>,
     /// The measured components' cores added up (can exceed `machine_busy_cores` only when the two
     /// sources disagree; `limit` then uses the larger).

@@ -1,5 +1,6 @@
 //! How sure the answer for one mix is. A repeat that stalls of the shared machine stopped before
-//! either database failed is left out (it measured neither). Each target's repeats must lie within
+//! either database failed, or in which other processes took a share of the machine
+//! (`RepeatResult::left_out`), is left out (it measured neither database). Each target's repeats must lie within
 //! `TOLERANCE` of their median (else the row is **unstable**, and says whose repeats spread how far
 //! and whether the machine's speed moved them). The winner is judged **repeat by repeat**: within a
 //! repeat every target ran at the same moment on the same machine, so whatever made the machine
@@ -331,7 +332,7 @@ fn thin_words(leader: &TargetInfo, other: &TargetInfo, ratios: &[f64], least: f6
 }
 
 pub fn judge(round: &RoundResult) -> MixVerdict {
-    let counted: Vec<&RepeatResult> = round.repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
+    let counted: Vec<&RepeatResult> = round.repeats.iter().filter(|r| r.counted()).collect();
     let targets = round.targets();
     let rate_runs = per_repeat(&counted, &targets, max_rate);
     let compared = compared_rates(&counted, &targets, &round.plan);
@@ -339,13 +340,10 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
     let rates = by_target(&targets, &rate_runs);
     let capacities = by_target(&targets, &capacity_runs);
     let mut reasons = Vec::new();
-    let spoiled: Vec<String> =
-        round.repeats.iter().filter(|r| r.spoiled_by_stalls()).map(|r| r.index.to_string()).collect();
-    if !spoiled.is_empty() {
-        reasons.push(format!(
-            "repeat {} left out: stalls of the shared machine stopped it before either database failed",
-            spoiled.join(", ")
-        ));
+    for repeat in &round.repeats {
+        if let Some(why) = repeat.left_out() {
+            reasons.push(format!("repeat {} left out: {why}", repeat.index));
+        }
     }
     let mut spreading = Vec::new();
     for (target, runs) in &rates {
@@ -461,7 +459,8 @@ pub fn judge(round: &RoundResult) -> MixVerdict {
             paired.push((other.clone(), ratios));
         }
     }
-    let database_limited = not_by_database.is_empty();
+    // With every repeat left out, nothing says a database set the rates.
+    let database_limited = not_by_database.is_empty() && !counted.is_empty();
     MixVerdict { winner, database_limited, stable, reasons, rates, capacities, paired, doubt }
 }
 

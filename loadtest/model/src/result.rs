@@ -199,7 +199,43 @@ pub struct RepeatResult {
     pub fleet: Option<crate::fleet::FleetReport>,
 }
 
+/// The most cores other processes (anything but the databases, the services, the load generator
+/// and the runner) may take in a step the verdict judges before the repeat is left out: a build
+/// or a test suite beside the run takes one core or more, a quiet machine a few hundredths.
+pub const OTHERS_MAX_CORES: f64 = 0.25;
+
 impl RepeatResult {
+    /// Whether the maximum rates and the verdict count this repeat.
+    pub fn counted(&self) -> bool {
+        self.left_out().is_none()
+    }
+
+    /// Why the maximum rates and the verdict leave this repeat out, if they do.
+    pub fn left_out(&self) -> Option<String> {
+        if self.spoiled_by_stalls() {
+            return Some("stalls of the shared machine stopped it before either database failed".to_owned());
+        }
+        let (rate, cores) = self.disturbed()?;
+        Some(format!(
+            "other processes took {cores:.2} cores of the machine at {rate} req/s (more than {OTHERS_MAX_CORES})"
+        ))
+    }
+
+    /// The step the verdict judges in which other processes took the most cores, as its rate and
+    /// those cores, when that is more than `OTHERS_MAX_CORES`. The judged steps run up to the one
+    /// where the last target failed (all of them when a target never failed).
+    pub fn disturbed(&self) -> Option<(u32, f64)> {
+        let failed: Option<Vec<u32>> = self.targets.values().map(|t| t.max_rate.first_failed_rate).collect();
+        let last_judged = failed.and_then(|rates| rates.into_iter().max()).unwrap_or(u32::MAX);
+        self.cpu
+            .steps
+            .iter()
+            .filter(|s| s.rate <= last_judged)
+            .filter_map(|s| Some((s.rate, (s.machine_busy_cores? - s.components_cores?).max(0.0))))
+            .filter(|(_, others)| *others > OTHERS_MAX_CORES)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
     /// The run stopped early although no target failed a step the verdict counts: the steps that
     /// stopped it were stalls of the shared machine (every target slow at once), so the repeat
     /// measured neither database's limit.
@@ -265,6 +301,68 @@ pub fn read(path: &Path) -> Result<(PathBuf, Vec<RoundResult>), FileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::{CpuReport, StepCpu};
+    use crate::verdict::MaxRate;
+
+    /// A repeat whose targets first failed at `failed` (`None`: never), with the machine and the
+    /// measured components busy as in `steps` (rate, machine cores, components' cores).
+    fn repeat(failed: [Option<u32>; 2], steps: &[(u32, f64, f64)]) -> RepeatResult {
+        let target = |first_failed_rate| TargetResult {
+            steps: Vec::new(),
+            max_rate: MaxRate { rate: 100, first_failed_rate },
+            requests: 0,
+            failures: 0,
+            dropped_iterations: 0,
+            latency_ms: Default::default(),
+            endpoints: BTreeMap::new(),
+            retired: None,
+        };
+        let steps = steps
+            .iter()
+            .enumerate()
+            .map(|(step, (rate, machine, parts))| StepCpu {
+                step,
+                rate: *rate,
+                machine_busy_cores: Some(*machine),
+                components_cores: Some(*parts),
+                cores: BTreeMap::new(),
+                databases: BTreeMap::new(),
+                generator: None,
+            })
+            .collect();
+        RepeatResult {
+            index: 2,
+            reseeded: true,
+            started_at: String::new(),
+            fairness: crate::fairness::Fairness { ok: true, checks: Vec::new() },
+            start: None,
+            run_seconds: 30.0,
+            stopped_early: false,
+            targets: BTreeMap::from([("a".into(), target(failed[0])), ("b".into(), target(failed[1]))]),
+            explain: Default::default(),
+            cpu: CpuReport { steps, ..CpuReport::default() },
+            files: BTreeMap::new(),
+            notes: Vec::new(),
+            load_generator: None,
+            fleet: None,
+        }
+    }
+
+    #[test]
+    fn a_repeat_in_which_other_processes_took_a_share_of_the_machine_is_left_out() {
+        let quiet = repeat([Some(300), Some(400)], &[(200, 0.50, 0.48), (300, 0.70, 0.69), (400, 0.9, 0.9)]);
+        assert!(quiet.counted(), "{:?}", quiet.left_out());
+        let busy = repeat([Some(300), Some(400)], &[(200, 0.50, 0.48), (300, 1.70, 0.69), (400, 0.9, 0.9)]);
+        assert_eq!(busy.disturbed(), Some((300, 1.01)));
+        assert!(!busy.counted());
+        assert!(busy.left_out().is_some_and(|why| why.contains("1.01 cores") && why.contains("300 req/s")));
+        // Only the steps the verdict judges count: after the last target failed, nothing does.
+        let after = repeat([Some(300), Some(300)], &[(200, 0.5, 0.5), (300, 0.7, 0.7), (400, 1.9, 0.5)]);
+        assert!(after.counted(), "{:?}", after.left_out());
+        // ... unless a target never failed: then every step was judged.
+        let never = repeat([Some(300), None], &[(200, 0.5, 0.5), (300, 0.7, 0.7), (400, 1.9, 0.5)]);
+        assert_eq!(never.disturbed().map(|(rate, _)| rate), Some(400));
+    }
 
     #[test]
     fn version_1_files_still_read_and_unknown_versions_do_not() {

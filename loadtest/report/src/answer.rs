@@ -135,9 +135,20 @@ fn stops(round: &RoundResult) -> String {
     }
 }
 
+/// The first repeat's reason when no repeat of `round` counts.
+fn every_repeat_left_out(round: &RoundResult) -> Option<String> {
+    if round.repeats.iter().any(|r| r.counted()) {
+        return None;
+    }
+    round.repeats.first()?.left_out().map(|why| format!("repeat {}: {why}", round.repeats[0].index))
+}
+
 fn sentence(round: &RoundResult) -> String {
     let verdict = mix_verdict::judge(round);
     let name = mix_name(round);
+    if let Some(why) = every_repeat_left_out(round) {
+        return format!("**{name}**: not measured: every repeat was left out ({why}).");
+    }
     let Some(leader) = leader(&verdict).filter(|_| verdict.rates.len() >= 2) else {
         let rates: Vec<String> = verdict
             .rates
@@ -162,4 +173,35 @@ fn sentence(round: &RoundResult) -> String {
         format!("; **unstable**: repeats spread more than ±{:.0}% around their median", TOLERANCE * 100.0)
     };
     format!("**{name}**: {answer}; {}{unstable}.", stops(round))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use orders_bench_model::cpu::StepCpu;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_mix_whose_every_repeat_was_left_out_says_so_and_names_no_winner() {
+        let mut round = crate::fixtures::round("read", "read", "2026-12-07T15:00:00Z", &[(3000, 1000), (3100, 1000)]);
+        let counted = &sentences(&[&round])[0];
+        assert!(counted.contains("PostgreSQL") && !counted.contains("not measured"), "{counted}");
+        for repeat in &mut round.repeats {
+            repeat.cpu.steps = vec![StepCpu {
+                step: 0,
+                rate: 1000,
+                machine_busy_cores: Some(1.9),
+                components_cores: Some(0.6),
+                cores: BTreeMap::new(),
+                databases: BTreeMap::new(),
+                generator: None,
+            }];
+        }
+        let sentence = &sentences(&[&round])[0];
+        assert!(sentence.starts_with("**Reads**: not measured: every repeat was left out"), "{sentence}");
+        assert!(sentence.contains("other processes took 1.30 cores"), "{sentence}");
+        let verdict = mix_verdict::judge(&round);
+        assert_eq!(verdict.winner, None);
+        assert!(!verdict.database_limited, "nothing says a database set the rates");
+    }
 }

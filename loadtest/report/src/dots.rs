@@ -95,7 +95,7 @@ fn dots(round: &RoundResult, target: &str) -> Vec<Dot> {
                 rate: f64::from(t.max_rate.rate),
                 repeat: r.index,
                 never_failed: t.max_rate.first_failed_rate.is_none(),
-                left_out: r.spoiled_by_stalls(),
+                left_out: !r.counted(),
             })
         })
         .collect()
@@ -187,8 +187,12 @@ fn legend(svg: &mut String, targets: &[orders_bench_model::target::TargetInfo], 
         y + 3.0,
         x + 6.0
     );
-    if rounds.iter().any(|r| r.repeats.iter().any(|r| r.spoiled_by_stalls())) {
-        let _ = write!(svg, r##"<text x="{:.1}" y="{y}" fill="#777">faint: left out (stalls)</text>"##, x + 70.0);
+    if rounds.iter().any(|r| r.repeats.iter().any(|r| !r.counted())) {
+        let _ = write!(
+            svg,
+            r##"<text x="{:.1}" y="{y}" fill="#777">faint: left out (stalls, or other processes)</text>"##,
+            x + 70.0
+        );
     }
 }
 

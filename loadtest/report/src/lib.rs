@@ -16,6 +16,8 @@ pub mod doc;
 mod dots;
 mod evidence;
 pub mod findings;
+#[cfg(test)]
+mod fixtures;
 mod fleet;
 pub mod format;
 mod headline;

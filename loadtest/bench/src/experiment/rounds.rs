@@ -183,7 +183,7 @@ fn merge(runs: Vec<RoundResult>) -> Result<RoundResult> {
     merged.fairness_overridden = merged.repeats.iter().any(|r| !r.fairness.ok);
     let mut max_rate = BTreeMap::new();
     for target in Target::ALL {
-        let counted = merged.repeats.iter().filter(|r| !r.spoiled_by_stalls());
+        let counted = merged.repeats.iter().filter(|r| r.counted());
         let rates: Vec<_> = counted.filter_map(|r| r.targets.get(target.name())).map(|t| t.max_rate).collect();
         if let Some(summary) = verdict::summarize(&rates) {
             max_rate.insert(target.name().to_owned(), summary);

@@ -375,8 +375,9 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
     }
     let mut max_rate = BTreeMap::new();
     for name in setup.targets.names() {
-        // A repeat that stalls of the machine stopped before either target failed measured neither.
-        let counted = repeats.iter().filter(|r| !r.spoiled_by_stalls());
+        // A repeat that stalls of the machine stopped before either target failed measured neither,
+        // nor did one in which other processes took a share of the machine.
+        let counted = repeats.iter().filter(|r| r.counted());
         let rates: Vec<_> = counted.filter_map(|r| r.targets.get(&name)).map(|t| t.max_rate).collect();
         if let Some(summary) = orders_loadgen::verdict::summarize(&rates) {
             max_rate.insert(name, summary);
@@ -435,14 +436,11 @@ fn needs_another(
     if spec.deadline.is_some_and(|deadline| std::time::Instant::now() + pace > deadline) {
         return None;
     }
-    let counted: Vec<&RepeatResult> = repeats.iter().filter(|r| !r.spoiled_by_stalls()).collect();
+    let counted: Vec<&RepeatResult> = repeats.iter().filter(|r| r.counted()).collect();
     if (counted.len() as u32) < spec.repeats {
-        let spoiled: Vec<String> =
-            repeats.iter().filter(|r| r.spoiled_by_stalls()).map(|r| r.index.to_string()).collect();
-        return Some(format!(
-            "stalls of the shared machine stopped repeat {} before either database failed",
-            spoiled.join(", ")
-        ));
+        let left_out: Vec<String> =
+            repeats.iter().filter_map(|r| Some(format!("repeat {} left out: {}", r.index, r.left_out()?))).collect();
+        return Some(left_out.join("; "));
     }
     let targets = targets.info();
     orders_bench_model::mix_verdict::comparison_unsettled(&counted, &targets, &spec.plan)
