@@ -4,7 +4,9 @@
 //!
 //! `result` is the file and its rounds and repeats; `verdict`, `explain`, `fairness`, `start`,
 //! `cpu` (with the databases' `budget`), `generator` and `fleet` the parts of a repeat; `plans`
-//! the planner's evidence for finding F1. `limit`, `capacity` and `mix_verdict` are the rules that turn
+//! the planner's evidence for finding F1. `summary` is what both load generators write and `live`
+//! what they show while running: `verdict` judges them (the pass mark, the rate search, the stall
+//! model), so every verdict is one crate's. `limit`, `capacity` and `mix_verdict` are the rules that turn
 //! figures into words and an answer (what limited a target where it first failed, a second
 //! estimate from the databases' CPU, a winner only beyond the spread): they read nothing but the
 //! model. `target` names the systems under test; `seconds` writes a `Duration` as the files' seconds;
@@ -19,6 +21,7 @@ pub mod fairness;
 pub mod fleet;
 pub mod generator;
 pub mod limit;
+pub mod live;
 pub mod mix_verdict;
 pub mod plans;
 pub mod regime;
@@ -27,5 +30,6 @@ pub mod seconds;
 pub mod start;
 pub mod stats;
 pub mod step_cost;
+pub mod summary;
 pub mod target;
 pub mod verdict;

@@ -378,7 +378,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         // A repeat that stalls of the machine stopped before either target failed measured neither.
         let counted = repeats.iter().filter(|r| !r.spoiled_by_stalls());
         let rates: Vec<_> = counted.filter_map(|r| r.targets.get(&name)).map(|t| t.max_rate).collect();
-        if let Some(summary) = orders_loadgen::verdict::summarize(&rates) {
+        if let Some(summary) = orders_bench_model::verdict::summarize(&rates) {
             max_rate.insert(name, summary);
         }
     }
