@@ -9,9 +9,8 @@
 //!   "steps":{"2":{"count":2391,"p95_ms":3.1,"failed_rate":0.0,"windows":{"count":[..],"slow":[..]}}}}}}
 //! ```
 //!
-//! `apply` folds such a line into the runner's `LiveView` (the model's, beside the stall test that
-//! reads it): the one live view of both generators (the runner reads k6's REST API into the same
-//! type).
+//! `apply` folds such a line into the runner's `LiveView` (the model's, beside the stall test),
+//! which the runner fills from k6's REST API too.
 
 use super::record::Recorder;
 use crate::summary::Windows;
