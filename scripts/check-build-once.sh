@@ -5,7 +5,7 @@
 # recompiles every dependency whose features differ between the two selections (about twenty
 # crates when the demo asked for the services alone). This compares the features both selections
 # resolve (`cargo tree`, no compiling, about a second) and fails when they differ. The package list
-# is BUILD_PACKAGES in loadtest/bench/src/demo/services.rs.
+# is BUILD_PACKAGES in loadtest/bench/src/scaffold/services.rs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -20,7 +20,7 @@ demo="$(resolved -p orders-bench -p orders-pg -p orders-mongo -p orders-pg-hybri
 if [[ "$first" != "$demo" ]]; then
 	echo "check-build-once: the demo's build resolves other features than 'cargo run -p orders-bench':" >&2
 	diff <(printf '%s\n' "$first") <(printf '%s\n' "$demo") >&2 || true
-	echo "so it would compile the crates above again; see BUILD_PACKAGES in loadtest/bench/src/demo/services.rs" >&2
+	echo "so it would compile the crates above again; see BUILD_PACKAGES in loadtest/bench/src/scaffold/services.rs" >&2
 	exit 1
 fi
 echo "check-build-once: the demo's build needs nothing that 'cargo run -p orders-bench' has not compiled ($(wc -l <<<"$first") packages, same features)"

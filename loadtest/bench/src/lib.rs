@@ -3,7 +3,8 @@
 //! drives both services with a load generator (`orders-loadgen`'s, or k6 through `k6`) up a
 //! staircase, repeated, each repeat from a `fresh` start, judged by the generator's verdicts and
 //! recorded in the result model (`orders-bench-model`), which the report (`orders-bench-report`)
-//! renders; `demo` and `experiment` run whole comparisons on this machine; `fleet` spreads a
+//! renders; `demo` and `experiment` run whole comparisons on this machine (started and stopped by
+//! `scaffold`); `fleet` spreads a
 //! round over several load machines (`agent` on each follower).
 //!
 //! Around them: `stack` controls the local stack (`infra/local/stack.sh`), `budget` (with
@@ -26,5 +27,6 @@ pub mod procstat;
 pub mod repo;
 pub mod reports;
 pub mod round;
+pub mod scaffold;
 pub mod seed;
 pub mod stack;

@@ -2,7 +2,7 @@
 //! own (`orders-bench load` is its command line). Open loop by default (a staircase of arrival
 //! rates, or one constant rate, like `loadtest/k6/orders.js`), with the same mixes
 //! (`loadtest/mixes.json`, `mixes`), ids, bodies and expected statuses, and the same summary JSON
-//! (`summary`: the format both generators write, and what the runner reads back); a closed loop
+//! (`summary`: the format both generators write, typed in the model); a closed loop
 //! with `--clients N` (`closed`: study S2's way of measuring, and what the experiments and the
 //! pool warm-up run). The open loop runs on one thread with no async runtime (`open`, over `wire`'s
 //! sockets on one epoll), so its CPU per request stays a small fraction of what a database needs;
@@ -10,12 +10,11 @@
 //!
 //! While it runs it prints live figures (`live`: the one live view of both generators, which the
 //! runner fills from k6's REST API too) and takes `stop` or `retire NAME` on stdin, or
-//! SIGINT/SIGTERM (`control`); stopped early, it still writes its summary. Afterwards `verdict`
-//! judges a summary's steps against the pass mark and `stall` tells a stall of the shared machine
-//! from a target's limit, for either generator's summary. `flags` holds the staircase and pass-mark
-//! flags the runner's `round` shares. It knows nothing of databases or of the runner: it depends on
-//! the data set (`orders-dataset`, for ids and bodies) and the result model
-//! (`orders-bench-model`, for the pass mark and the verdicts it fills).
+//! SIGINT/SIGTERM (`control`); stopped early, it still writes its summary, which the model's
+//! `verdict` judges. `flags` holds the staircase and pass-mark flags the runner's `round` shares.
+//! It knows nothing of databases or of the runner: it depends on the data set (`orders-dataset`,
+//! for ids and bodies) and the result model (`orders-bench-model`: the summary's and the live
+//! view's types, the pass mark).
 
 mod closed;
 mod conn;
@@ -30,11 +29,9 @@ mod priority;
 pub mod prometheus;
 mod record;
 mod request;
-pub mod stall;
 mod stamp;
 pub mod summary;
 mod tasks;
-pub mod verdict;
 mod wire;
 
 use crate::flags::{PassMarkArgs, StaircaseArgs};

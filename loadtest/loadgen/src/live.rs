@@ -9,39 +9,13 @@
 //!   "steps":{"2":{"count":2391,"p95_ms":3.1,"failed_rate":0.0,"windows":{"count":[..],"slow":[..]}}}}}}
 //! ```
 //!
-//! `apply` folds such a line into the runner's `LiveView`: the one live view of both generators
-//! (the runner reads k6's REST API into the same type).
+//! `apply` folds such a line into the runner's `LiveView` (the model's, beside the stall test),
+//! which the runner fills from k6's REST API too.
 
 use super::record::Recorder;
 use crate::summary::Windows;
+pub use orders_bench_model::live::{LiveStep, LiveView};
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
-
-/// What k6 has counted so far for one target in one step. Requests still running are not in it.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct LiveStep {
-    pub count: u64,
-    pub p95_ms: Option<f64>,
-    pub failed_rate: f64,
-}
-
-/// All targets' live figures: steps by index, and k6's dropped iterations so far. The native
-/// generator also sends each step's short windows and its own lag per window, for telling a
-/// stall of the machine from a failure (`stall`); k6 leaves them empty.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LiveView {
-    pub steps: BTreeMap<String, BTreeMap<usize, LiveStep>>,
-    pub dropped: BTreeMap<String, u64>,
-    pub windows: BTreeMap<String, BTreeMap<usize, Windows>>,
-    pub lag_ms: BTreeMap<usize, Vec<f64>>,
-}
-
-impl LiveView {
-    /// The highest step any target has started requests in.
-    pub fn current_step(&self) -> Option<usize> {
-        self.steps.values().filter_map(|steps| steps.iter().filter(|(_, s)| s.count > 0).map(|(i, _)| *i).max()).max()
-    }
-}
 
 /// The progress line for the changes since the last one (and forgets them).
 pub fn line(recorder: &mut Recorder, names: &[String], seconds: f64) -> String {

@@ -2,8 +2,8 @@
 //! stack if it is not running, builds and starts the services on free ports over a database of
 //! their own, checks the budget's regime (`regime`), runs the named rounds or a person's own mixes
 //! (`workload`), each repeat from the same data, writes the combined report, and stops everything
-//! it started, also on an error or Ctrl-C. `--targets pg,mongo,pgh` adds the hybrid layout
-//! (`targets`).
+//! it started, also on an error or Ctrl-C (the start-up and clean-up are `crate::scaffold`'s,
+//! shared with `experiment`). `--targets pg,mongo,pgh` adds the hybrid layout (`targets`).
 //!
 //! The databases run under equal budgets (`crate::budget::local`, shared with `experiment`), put
 //! back afterwards; where none can be set, the report says "no budgets". Every process it starts
@@ -13,19 +13,18 @@
 mod profile;
 mod progress;
 mod regime;
-pub mod services;
 pub mod targets;
 pub mod workload;
 
-use crate::budget::{self, BudgetArgs};
-use crate::databases::Databases;
+use crate::budget::BudgetArgs;
 use crate::round::{self, RoundSpec, Setup};
+use crate::scaffold::services::{self, Service};
+use crate::scaffold::{self, LocalStack, Started};
 use crate::seed::{SeedArgs, Selection};
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use orders_bench_model::result::{RatePlan, RoundResult};
 use profile::{Profile, Staircase};
-use services::Service;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -133,31 +132,6 @@ async fn staircase(profile: &Profile, spec: &RoundSpec, setup: &Setup, dir: &Pat
     Ok(plan)
 }
 
-/// What the demo has started and must stop.
-struct Started {
-    /// The local stack it started, or the budget it applied to a running one.
-    session: budget::local::Session,
-    services: Vec<Service>,
-}
-
-impl Started {
-    async fn stop(&mut self) {
-        for service in &mut self.services {
-            service.stop().await;
-        }
-        self.session.end().await;
-    }
-}
-
-async fn shutdown_signal() -> Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("SIGTERM")?;
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-    Ok(())
-}
-
 pub async fn run(args: DemoArgs) -> Result<()> {
     let began = Instant::now();
     // Before anything starts: a bad mix or shape stops the demo here.
@@ -169,14 +143,9 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     );
     std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
     let marker = (MARKER.to_owned(), out.display().to_string());
-    let mut started = Started { session: budget::local::Session::new("demo"), services: Vec::new() };
-    let outcome = tokio::select! {
-        outcome = body(&args, &plan, &repo, &out, &marker, &mut started) => outcome,
-        _ = shutdown_signal() => Err(anyhow!("interrupted")),
-    };
-    eprintln!("demo: stopping what it started");
-    started.stop().await;
-    let table = outcome?;
+    let table =
+        scaffold::run("demo", Vec::new(), async |started| body(&args, &plan, &repo, &out, &marker, started).await)
+            .await?;
     println!("\n{table}");
     println!(
         "demo finished in {:.0} s; report: {} (and report.html, result.json, charts/)",
@@ -195,28 +164,18 @@ async fn body(
     repo: &Path,
     out: &Path,
     marker: &(String, String),
-    started: &mut Started,
+    started: &mut Started<Vec<Service>>,
 ) -> Result<String> {
-    if !args.db_name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        bail!("--db-name: letters, digits and _ only");
-    }
+    scaffold::check_db_name(&args.db_name)?;
     targets::check(&args.targets)?;
     let profile = args.profile();
     let deadline = Instant::now() + profile.time_budget;
-    let stack = crate::stack::Stack::new(repo, marker.clone());
-    let budget_note = started.session.begin(&stack, &args.budget).await?;
-    let env = stack.env().await?;
-    let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
-    let database_url = with_database(&need("DATABASE_URL")?, &args.db_name);
-    let mongodb_uri = need("MONGODB_URI")?;
+    let LocalStack { stack, env, budget_note, mut databases } =
+        started.local_stack(repo, marker, &args.budget, &args.db_name).await?;
     // The demo drives with the native generator; k6 is only looked up for the record.
     let k6 = crate::k6::binary(env.get("K6").map(Path::new).filter(|p| p.is_file()), Some(repo)).unwrap_or_default();
-    let others = targets::other_databases(&args.targets, &env, &args.db_name)?;
-    let databases = Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), others };
-    let backends = crate::backend::all(&databases);
-    for backend in &backends {
-        backend.create_database().await?;
-    }
+    databases.others = targets::other_databases(&args.targets, &env, &args.db_name)?;
+    let backends = scaffold::create_databases(&databases).await?;
 
     let bin_dir = args.binaries.folder(repo).await?;
     let threads = started.session.service_threads();
@@ -224,25 +183,13 @@ async fn body(
     for backend in &backends {
         let info = backend.info();
         let env = services::local_env(backend.as_ref(), &threads, marker);
-        let (binary, log) =
-            (services::binary(&bin_dir, &info.service)?, out.join("logs").join(format!("{}.log", info.service)));
-        let service = Service::start(&info.service, &binary, &env, log)?;
+        let service = services::start_in(&bin_dir, &out.join("logs"), &info.service, &env)?;
         urls.push((info.name, service.url.clone()));
         started.services.push(service);
     }
     let targets = crate::backend::Targets::new(&databases, &urls)?;
     let client = crate::diagnostics::Client::new(&targets)?;
-    if let Err(error) = client.wait_ready(Duration::from_secs(60)).await {
-        let logs: Vec<String> = started
-            .services
-            .iter_mut()
-            .map(|s| {
-                let state = s.exited().unwrap_or_else(|| "running".into());
-                format!("{} ({state}):\n{}", s.name, s.log_tail())
-            })
-            .collect();
-        bail!("{error:#}\n{}", logs.join("\n"));
-    }
+    services::wait_ready(&client, &mut started.services).await?;
     let up: Vec<String> = started.services.iter().map(|s| format!("{} {}", s.name, s.url)).collect();
     eprintln!("demo: services up: {}; logs in {}", up.join(", "), out.join("logs").display());
 

@@ -486,7 +486,7 @@ mod tests {
 
     fn inserts(runs: &[u32], cpu_per_1k: f64) -> RoundFigures {
         let mut f = figures(None, None);
-        f.pg = orders_loadgen::verdict::summarize(
+        f.pg = orders_bench_model::verdict::summarize(
             &runs
                 .iter()
                 .map(|&rate| orders_bench_model::verdict::MaxRate { rate, first_failed_rate: Some(rate + 100) })

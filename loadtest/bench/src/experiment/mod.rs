@@ -4,8 +4,8 @@
 //! replicas against its single servers (issue 42); `failover`, each engine's primary killed under
 //! inserts (issue 43).
 //!
-//! On the local stack it starts what it needs and stops what it started, like `demo`, under the
-//! demo's equal budgets (`crate::budget::local`); against deployed services (`--pg-url`,
+//! On the local stack it starts what it needs and stops what it started with `demo`'s scaffold
+//! (`crate::scaffold`), under the demo's equal budgets (`crate::budget::local`); against deployed services (`--pg-url`,
 //! `--mongo-url`, `--pgh-url`) it changes variants with `--apply CMD` or measures only the variant
 //! they run. `--targets` says which services run (`engine::Selection`). Every round is a
 //! `round::run_round` after a reload of the data, driven by the native generator; the folder gets
@@ -36,10 +36,11 @@ use crate::backend::hybrid::NAME as HYBRID;
 use crate::backend::mongo::snapshot::MongoSnapshot;
 use crate::backend::postgres::snapshot::PgSnapshot;
 use crate::budget::BudgetArgs;
-use crate::budget::local::{self, Session};
+use crate::budget::local;
 use crate::databases::Databases;
+use crate::scaffold::{self, LocalStack, Started};
 use crate::stack::Stack;
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use engine::{Selection, Target, own_server};
 pub use scale::{Scale, Size, Staircase};
@@ -198,7 +199,7 @@ pub struct ExperimentArgs {
     pub db_name: String,
     /// Local: where the service binaries come from.
     #[command(flatten)]
-    pub binaries: crate::demo::services::Binaries,
+    pub binaries: crate::scaffold::services::Binaries,
     /// Local: equal budgets for the two databases, as the demo's [default: an eighth of the cores
     /// and a quarter of the memory each, at least 0.1 CPU and 1 GiB, at most 4 GiB; `none` runs
     /// without]. Refused with deployed services.
@@ -331,13 +332,13 @@ impl Ctx {
     }
 }
 
-async fn shutdown_signal() -> Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("SIGTERM")?;
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// The experiment's services, once it has them, are what it stops (with the stack).
+impl scaffold::Stop for Option<Ctx> {
+    async fn stop(&mut self) {
+        if let Some(ctx) = self.as_mut() {
+            ctx.services.stop().await;
+        }
     }
-    Ok(())
 }
 
 pub async fn run(args: ExperimentArgs) -> Result<()> {
@@ -349,18 +350,8 @@ pub async fn run(args: ExperimentArgs) -> Result<()> {
     }));
     std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
     let marker = (MARKER.to_owned(), out.display().to_string());
-    let mut session = Session::new("experiment");
-    let mut ctx: Option<Ctx> = None;
-    let outcome = tokio::select! {
-        outcome = body(&args, &repo, &out, &marker, &mut session, &mut ctx) => outcome,
-        _ = shutdown_signal() => Err(anyhow!("interrupted")),
-    };
-    eprintln!("experiment: stopping what it started");
-    if let Some(ctx) = ctx.as_mut() {
-        ctx.services.stop().await;
-    }
-    session.end().await;
-    let table = outcome?;
+    let table =
+        scaffold::run("experiment", None, async |started| body(&args, &repo, &out, &marker, started).await).await?;
     println!("\n{table}");
     println!(
         "experiment {} finished in {:.0} s; report: {} (and report.html, result.json, charts/)",
@@ -390,12 +381,9 @@ async fn body(
     repo: &Path,
     out: &Path,
     marker: &(String, String),
-    session: &mut Session,
-    slot: &mut Option<Ctx>,
+    started: &mut Started<Option<Ctx>>,
 ) -> Result<String> {
-    if !args.db_name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        bail!("--db-name: letters, digits and _ only");
-    }
+    scaffold::check_db_name(&args.db_name)?;
     let started_at = orders_core::Timestamp::now().to_string();
     let mut selection = Selection::parse(&args.targets, args.name.default_targets())?;
     let mut notes = Vec::new();
@@ -417,36 +405,27 @@ async fn body(
             (Services::Deployed(Deployed::new(Urls(urls), args.apply.clone())), databases, None, None, hybrid)
         }
         _ => {
-            let stack = Stack::new(repo, marker.clone());
-            let budget_note = session.begin(&stack, &args.budget).await?;
-            let env = stack.env().await?;
-            let need = |name: &str| env.get(name).cloned().with_context(|| format!("stack.sh env printed no {name}"));
-            let database_url = crate::databases::with_database(&need("DATABASE_URL")?, &args.db_name);
-            let mongodb_uri = need("MONGODB_URI")?;
+            let LocalStack { stack, env, budget_note, mut databases } =
+                started.local_stack(repo, marker, &args.budget, &args.db_name).await?;
             // The demo's rule for where the hybrid's database goes: the stack's hybrid server.
             let hybrid = crate::demo::targets::other_databases(&[HYBRID.into()], &env, &args.db_name)
                 .map_err(|error| format!("{error:#}"))
-                .and_then(|others| own_server(&database_url, others.first().map(|(_, url)| url.as_str())));
-            let mut databases =
-                Databases { database_url, mongodb_uri, mongodb_db: args.db_name.clone(), ..Databases::default() };
+                .and_then(|others| own_server(&databases.database_url, others.first().map(|(_, url)| url.as_str())));
             if selection.includes(Target::Pgh) {
                 match &hybrid {
                     Ok(url) => databases.others.push((HYBRID.into(), url.clone())),
                     Err(why) => selection.leave_out_hybrid(why, &mut notes)?,
                 }
             }
-            let backends = crate::backend::all(&databases);
-            for backend in &backends {
-                backend.create_database().await?;
-            }
+            let backends = scaffold::create_databases(&databases).await?;
             let bin_dir = args.binaries.folder(repo).await?;
-            let threads = session.service_threads();
+            let threads = started.session.service_threads();
             let envs = selection
                 .targets
                 .iter()
                 .map(|target| {
                     let backend = backends.iter().find(|b| b.info().name == target.name());
-                    let env = backend.map(|b| crate::demo::services::local_env(b.as_ref(), &threads, marker));
+                    let env = backend.map(|b| scaffold::services::local_env(b.as_ref(), &threads, marker));
                     (*target, env.unwrap_or_default())
                 })
                 .collect();
@@ -457,7 +436,7 @@ async fn body(
     if !selection.includes(Target::Pgh) {
         databases.others.retain(|(name, _)| name != HYBRID);
     }
-    let ctx = slot.insert(Ctx {
+    let ctx = started.services.insert(Ctx {
         name: args.name,
         scale: Scale::of(args.name, args),
         out: out.to_path_buf(),

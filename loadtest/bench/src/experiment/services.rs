@@ -1,8 +1,9 @@
 //! The services an experiment drives (one per target: orders-pg, orders-mongo and, when selected,
 //! orders-pg-hybrid), and how a variant's settings reach them.
 //!
-//! - **Local** (the default): the demo's services (`demo::services`) on free loopback ports over
-//!   the experiment's databases, restarted with the variant's environment when the variant changes.
+//! - **Local** (the default): the services as `crate::scaffold::services` runs them, on free
+//!   loopback ports over the experiment's databases, restarted with the variant's environment when
+//!   the variant changes.
 //! - **Deployed** (`--pg-url`, `--mongo-url`, `--pgh-url`): services the runner cannot restart;
 //!   `--apply CMD` runs `CMD` with `{}` replaced by a variant's settings (e.g. `infra/do/do.sh
 //!   toggle {}`); without it only the variant the services already run is measured.
@@ -10,9 +11,9 @@
 //! Either way the variant's settings are read back from `/diagnostics` before it is measured.
 
 use super::variant::Variant;
-use crate::demo::services::{self, Service};
 use crate::diagnostics::{self, Client};
 use crate::experiment::engine::Target;
+use crate::scaffold::services::{self, Service};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -165,25 +166,12 @@ impl Local {
         }
         self.stop().await;
         for (target, env) in &self.envs {
-            let name = target.service();
-            let binary = services::binary(&self.bin_dir, name)?;
-            let log = self.logs.join(format!("{name}.log"));
             let env = with_variant(env, variant.env_for(*target));
-            self.running.push((*target, Service::start(name, &binary, &env, log)?));
+            self.running.push((*target, services::start_in(&self.bin_dir, &self.logs, target.service(), &env)?));
         }
         let urls = self.urls();
         let client = diagnostics::Client::for_services(urls.services())?;
-        if let Err(error) = client.wait_ready(Duration::from_secs(60)).await {
-            let logs: Vec<String> = self
-                .running
-                .iter_mut()
-                .map(|(_, s)| {
-                    let state = s.exited().unwrap_or_else(|| "running".into());
-                    format!("{} ({state}):\n{}", s.name, s.log_tail())
-                })
-                .collect();
-            bail!("{error:#}\n{}", logs.join("\n"));
-        }
+        services::wait_ready(&client, self.running.iter_mut().map(|(_, s)| s)).await?;
         self.current = Some(variant.name);
         let listening: Vec<String> = urls.0.iter().map(|(t, url)| format!("{} {url}", t.service())).collect();
         eprintln!("experiment: variant {}: {}", variant.name, listening.join(", "));

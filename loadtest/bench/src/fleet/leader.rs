@@ -10,8 +10,8 @@ use super::{FleetReport, LoadCpu, RunReport, RunRequest, RunState, SCRIPT_VARIAB
 use crate::k6::{self, merge};
 use anyhow::{Context, Result, bail};
 use orders_bench_model::cpu::{CpuReport, Role};
+use orders_bench_model::verdict::drops_by_target;
 use orders_loadgen::summary::Summary;
-use orders_loadgen::verdict::drops_by_target;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -6,8 +6,8 @@
 use super::{LoadCpu, RunReport, RunRequest, StepLoadCpu};
 use crate::{k6, procstat};
 use anyhow::{Context, Result, bail};
+use orders_bench_model::verdict::drops_by_target;
 use orders_loadgen::summary::Summary;
-use orders_loadgen::verdict::drops_by_target;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

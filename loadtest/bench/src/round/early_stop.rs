@@ -2,15 +2,15 @@
 //! target has failed three steps in a row (`EarlyStop::observe`), and which targets to retire before
 //! that (`EarlyStop::to_retire`). A step counts as failed by its own figures so far, or by the
 //! iterations dropped while it ran, and only when no stall of the shared machine explains it
-//! (`orders_loadgen::stall::explains_live`).
+//! (`orders_bench_model::verdict::stall::explains_live`).
 
 use orders_bench_model::verdict::PassMark;
+use orders_bench_model::verdict::stall;
 use orders_loadgen::live::LiveView;
-use orders_loadgen::stall;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether step `i` of `target` failed by its own figures so far (p95 or failed share at or above
-/// the mark) and no stall of the whole machine explains it (`orders_loadgen::stall`).
+/// the mark) and no stall of the whole machine explains it (`orders_bench_model::verdict::stall`).
 fn step_failed(view: &LiveView, target: &str, i: usize, mark: &PassMark) -> bool {
     view.steps.get(target).and_then(|s| s.get(&i)).is_some_and(|s| {
         s.count > 0

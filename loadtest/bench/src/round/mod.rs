@@ -379,7 +379,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         // nor did one in which other processes took a share of the machine.
         let counted = repeats.iter().filter(|r| r.counted());
         let rates: Vec<_> = counted.filter_map(|r| r.targets.get(&name)).map(|t| t.max_rate).collect();
-        if let Some(summary) = orders_loadgen::verdict::summarize(&rates) {
+        if let Some(summary) = orders_bench_model::verdict::summarize(&rates) {
             max_rate.insert(name, summary);
         }
     }

@@ -1,8 +1,14 @@
 //! The verdicts of a run as `result.json` records them: the pass mark, each step of each target
 //! (with the stall of the shared machine the review found in it, if any), the maximum passing rate
-//! of a run and its summary over the repeats. How they are reached is `orders_loadgen::verdict`
-//! and `orders_loadgen::stall`.
+//! of a run and its summary over the repeats; and how they are reached from a generator's summary
+//! (`judge`: the pass mark and the rate search; `stall`: a stall of the shared machine told from a
+//! target's limit). Types and rules sit together so that one crate owns the verdict; the answer
+//! over a round's repeats is `mix_verdict`.
 
+mod judge;
+pub mod stall;
+
+pub use judge::{drops_by_target, drops_per_step, judge_step, judge_target, max_passing_rate, summarize};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -1,8 +1,8 @@
-//! The services as the demo runs them: the release binaries (built with cargo together with
-//! `orders-bench` itself, so nothing is compiled twice; or taken from a folder), each started on a
-//! free loopback port in its own process group with its log in the demo folder, and stopped with
-//! SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped without being stopped is
-//! killed, so an error or a Ctrl-C never leaves one running.
+//! The services as `demo` and `experiment` run them: the release binaries (built with cargo
+//! together with `orders-bench` itself, so nothing is compiled twice; or taken from a folder), each
+//! started on a free loopback port in its own process group with its log in the run's folder, and
+//! stopped with SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped without being
+//! stopped is killed, so an error or a Ctrl-C never leaves one running.
 
 use crate::experiment::engine::Target;
 use anyhow::{Context, Result, bail};
@@ -120,6 +120,31 @@ pub fn local_env(backend: &dyn crate::backend::Backend, threads: &str, marker: &
     let mut env = backend.service_env();
     env.extend([("WORKER_THREADS".to_owned(), threads.to_owned()), marker.clone()]);
     env
+}
+
+/// Starts the service `name` from `bin_dir` with `env`, its log `logs/<name>.log`.
+pub fn start_in(bin_dir: &Path, logs: &Path, name: &str, env: &[(String, String)]) -> Result<Service> {
+    let binary = binary(bin_dir, name)?;
+    Service::start(name, &binary, env, logs.join(format!("{name}.log")))
+}
+
+/// Waits until `client`'s services are ready (a minute at most); if they are not, the error
+/// carries each service's state and the tail of its log.
+pub async fn wait_ready<'a>(
+    client: &crate::diagnostics::Client,
+    services: impl IntoIterator<Item = &'a mut Service>,
+) -> Result<()> {
+    if let Err(error) = client.wait_ready(Duration::from_secs(60)).await {
+        let logs: Vec<String> = services
+            .into_iter()
+            .map(|s| {
+                let state = s.exited().unwrap_or_else(|| "running".into());
+                format!("{} ({state}):\n{}", s.name, s.log_tail())
+            })
+            .collect();
+        bail!("{error:#}\n{}", logs.join("\n"));
+    }
+    Ok(())
 }
 
 pub struct Service {

@@ -1,23 +1,14 @@
-//! The pass mark and the rate search. A step passes for a target when its p95 is under the mark,
-//! its failed share is under the limit and it dropped no iteration. The **maximum passing rate**
-//! of a target is the highest step rate that passed *with every lower step passing too*: the first
-//! failing step ends the search, so a lucky pass above a failure does not count. A round that never
-//! failed reports its top rate as a lower bound (`≥`), one that failed at its first step reports
-//! "below the first rate". With repeats, the median of the repeats' maxima and their range.
-//!
-//! Dropped iterations per step: k6 counts them per target only, so the runner reads k6's running
-//! count every half second while it runs and gives each step the drops seen during it (the rest of
-//! k6's final total goes to the last step that ran). Without those readings a step's drops are its
-//! shortfall (offered minus requests started in it) beyond 2% (requests started late on a busy
-//! machine carry the next step's tag); a target k6 saw drop nothing dropped nothing anywhere. The
-//! native generator counts drops per step itself, and those counts are used as they are.
-//!
-//! A step that failed because the shared machine stalled, not because of its target, is recognised
-//! afterwards (`stall`): discounted (it passes) or inconclusive (the search steps over it);
-//! `StepResult::stall` says what was found.
+//! The pass mark and the rate search on a generator's summary. A step passes for a target when its
+//! p95 is under the mark, its failed share under the limit and it dropped no iteration; the
+//! **maximum passing rate** is the highest step rate that passed with every lower step passing
+//! too (a lucky pass above a failure does not count; `≥` when nothing failed, "below the first
+//! rate" when the first step failed); with repeats, the median of the maxima and their range.
+//! Dropped iterations per step come from the native generator's own counts, or from k6's running
+//! count (its shortfall without one). A step failed by a stall of the shared machine is recognised
+//! afterwards (`super::stall`). The full rules: docs/fairness.md, "How a step is judged".
 
+use super::{MaxRate, PassMark, RateSummary, StepResult};
 use crate::summary::{StepSummary, Summary, TargetSummary};
-use orders_bench_model::verdict::{MaxRate, PassMark, RateSummary, StepResult};
 use std::collections::BTreeMap;
 
 /// Requests started late enough to carry the next step's tag, not dropped.
@@ -270,7 +261,7 @@ mod tests {
     #[test]
     fn a_step_a_stall_left_inconclusive_is_stepped_over() {
         let mut steps = results(&[true, false, true, false]);
-        steps[1].stall = Some(orders_bench_model::verdict::Stall {
+        steps[1].stall = Some(crate::verdict::Stall {
             windows: 8,
             seconds: 0.8,
             at_s: vec![],
@@ -280,7 +271,7 @@ mod tests {
             dropped: 0,
             slow_share_outside: 0.01,
             passes_outside: true,
-            outcome: orders_bench_model::verdict::Outcome::Inconclusive,
+            outcome: crate::verdict::Outcome::Inconclusive,
             note: String::new(),
         });
         assert_eq!(max_passing_rate(&steps), MaxRate { rate: 300, first_failed_rate: Some(400) });

@@ -1,31 +1,18 @@
-//! Telling a stall of the shared machine from a target's limit. The native generator counts every
-//! step in short windows (100 ms by intended send time): requests, slow ones (at or above the p95
-//! mark), failures and drops per target, and its own worst schedule lag. A window is **stalled**
-//! when the generator itself could not send on time (lag of at least half the p95 mark) or when
-//! every target was slow in it at once (at least a quarter of each one's requests): one database
-//! reaching its limit slows its own target, not the other one and not the generator. A target slow
-//! in most windows of the step is past its limit there and says nothing about stalls; it is left
-//! out of that test (and with fewer than two targets left, only the generator's lag counts).
-//!
-//! A step that failed with stalled windows is judged again without them. If what is left fails
-//! too, the failure stands (`Confirmed`). If what is left passes (under 5% slow, the p95 mark;
-//! failures and drops under their limits), the stall alone failed the step:
-//!
-//! - stalled windows covering at most a tenth of the step: the stall is **discounted** and the
-//!   step passes;
-//! - more than that: too little of the step is left to call it a pass, so the step is
-//!   **inconclusive**: the rate search steps over it (neither pass nor fail) and the run goes on,
-//!   at most `MAX_INCONCLUSIVE` times per target and run; after that it counts as failed.
-//!
-//! The live view gets the same test (`explains_live`), so a run is not stopped early on a stall.
-//! Summaries without windows (k6) are left as they are. Stalls of one target alone are reviewed
-//! after these, once every step's verdict is known (`own`).
+//! Telling a stall of the shared machine from a target's limit, on the short windows (100 ms by
+//! intended send time) the native generator counts in every step. A window is **stalled** when the
+//! generator itself could not send on time or every target was slow in it at once; a step that
+//! failed with stalled windows is judged again without them: its failure stands (`Confirmed`), is
+//! **discounted** (the step passes) or leaves the step **inconclusive** (the rate search steps over
+//! it, at most `MAX_INCONCLUSIVE` times per target and run). The live view gets the same test
+//! (`explains_live`), so a run is not stopped early on a stall; stalls of one target alone are
+//! reviewed afterwards (`own`). Summaries without windows (k6) are left as they are. The rules and
+//! their thresholds: docs/fairness.md, "How a step is judged".
 
 mod own;
 
 use crate::live::LiveView;
 use crate::summary::{Summary, Windows};
-use orders_bench_model::verdict::{Outcome, PassMark, Stall, StepResult};
+use crate::verdict::{Outcome, PassMark, Stall, StepResult};
 use std::collections::BTreeMap;
 
 /// A window counts as slow for a target from this share of slow requests on.

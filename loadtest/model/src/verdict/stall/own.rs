@@ -1,20 +1,14 @@
 //! A stall of one target alone, told from its limit by what came after: a failed step whose slow
 //! requests sit in a short run of the target's own windows (the rest of the step meets the pass
-//! mark), followed by two complete steps at higher rates that the target passes. A target past its
-//! limit does not pass higher rates, so the limit is not at that step. On one machine under a small
-//! budget such stalls come from a database's own background work, charged to its quota like its
-//! queries: seen here, PostgreSQL's autovacuum launcher starting a worker (20–40 ms of CPU, every
-//! `autovacuum_naptime` / number of databases seconds), which under a quarter core held every query
-//! up for 100–300 ms and failed a step at a tenth of the target's rate.
-//!
-//! Such a step is marked **inconclusive**: the rate search steps over it and the report lists it,
-//! at most `stall::MAX_INCONCLUSIVE` steps per target and run, shared stalls included (after that
-//! the failure stands). `stall` reviews stalls of the whole machine first; this runs after
-//! it, once every step's verdict is known.
+//! mark), followed by two complete steps at higher rates that the target passes; a target past its
+//! limit does not pass higher rates. Such a step is marked **inconclusive**, within the same
+//! `stall::MAX_INCONCLUSIVE` as shared stalls. It runs after `stall`'s review of the whole machine,
+//! once every step's verdict is known. Where such stalls came from: docs/fairness.md, "How a step
+//! is judged".
 
 use super::{MAX_INCONCLUSIVE, passes_outside, slow_in, span, stall};
 use crate::summary::Windows;
-use orders_bench_model::verdict::{Outcome, PassMark, Stall, StepResult};
+use crate::verdict::{Outcome, PassMark, Stall, StepResult};
 
 /// At most this share of a step's windows may be the stall.
 const MAX_STALL_SHARE: f64 = 0.25;
