@@ -25,7 +25,12 @@ pub struct ProcStat {
     pub reaped_children_ticks: u64,
     /// Its nice value: above 0, background work that yields to the measured run.
     pub nice: i64,
+    /// A kernel thread (`PF_KTHREAD`): the kernel's own work, much of it the run's network traffic.
+    pub kernel_thread: bool,
 }
+
+/// `PF_KTHREAD` in the flags of `/proc/<pid>/stat`.
+const KERNEL_THREAD_FLAG: u64 = 0x0020_0000;
 
 /// Parses one `/proc/<pid>/stat` line. The command name sits in parentheses and may contain
 /// spaces and parentheses itself, so fields are counted from the last `)`.
@@ -39,6 +44,7 @@ pub fn parse_stat(line: &str) -> Option<ProcStat> {
         own_ticks: field(14)? + field(15)?,
         reaped_children_ticks: field(16)? + field(17)?,
         nice: fields.get(19 - 3)?.parse().ok()?,
+        kernel_thread: field(9)? & KERNEL_THREAD_FLAG != 0,
     })
 }
 
@@ -51,8 +57,9 @@ fn all_pids() -> Vec<u32> {
     entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
 }
 
-/// CPU seconds used so far by every process at normal priority or above, plus what each has
-/// reaped: the machine's busy time counted process by process. The kernel's per-process times are
+/// CPU seconds used so far by every user-space process at normal priority or above, plus what
+/// each has reaped: the machine's busy time counted process by process (kernel threads left out:
+/// much of their work is the run's own network traffic, which no component is charged for). The kernel's per-process times are
 /// scaled to the time each task really ran, while `/proc/stat` samples whoever runs at each tick
 /// and, on a tickless virtual machine, can miss short bursts of work almost entirely
 /// (docs/fairness.md, "Other processes"). A process that exits between two readings is still
@@ -61,7 +68,7 @@ pub fn processes_cpu_seconds() -> Option<f64> {
     let ticks: u64 = all_pids()
         .into_iter()
         .filter_map(stat)
-        .filter(|s| s.nice <= 0)
+        .filter(|s| s.nice <= 0 && !s.kernel_thread)
         .map(|s| s.own_ticks + s.reaped_children_ticks)
         .sum();
     (ticks > 0).then_some(ticks as f64 / TICKS_PER_SECOND)
@@ -242,9 +249,14 @@ mod tests {
     #[test]
     fn stat_fields_are_counted_from_the_last_parenthesis() {
         let line = "4242 (postgres: x (y)) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 1 2 3";
-        assert_eq!(parse_stat(line), Some(ProcStat { ppid: 17, own_ticks: 300, reaped_children_ticks: 10, nice: 0 }));
+        assert_eq!(
+            parse_stat(line),
+            Some(ProcStat { ppid: 17, own_ticks: 300, reaped_children_ticks: 10, nice: 0, kernel_thread: false })
+        );
         let niced = "77 (rustc) R 1 77 77 0 -1 0 0 0 0 0 900 100 0 0 39 19 1 0 1 2 3";
         assert_eq!(parse_stat(niced).map(|s| s.nice), Some(19));
+        let kernel = "12 (ksoftirqd/0) S 2 0 0 0 -1 69238848 0 0 0 0 0 840 0 0 20 0 1 0 3 0 0";
+        assert_eq!(parse_stat(kernel).map(|s| s.kernel_thread), Some(true));
         assert_eq!(parse_stat("garbage"), None);
     }
 
