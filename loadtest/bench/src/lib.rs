@@ -10,12 +10,14 @@
 //! Around them: `stack` controls the local stack (`infra/local/stack.sh`), `budget` (with
 //! `orders-budget`, the kernel's own accounting) gives the databases equal budgets and reads back what
 //! they ran under, `databases` says where the databases are, `diagnostics` reads the services'
-//! `/diagnostics` and samples the databases, `procstat` reads CPU time from `/proc`, `repo` finds
-//! the project's files, `reports` is the report's command line. Nothing here is imported by the
+//! `/diagnostics` and samples the databases, `procstat` reads CPU time from `/proc` and `components`
+//! finds a run's processes by their ports, `repo` finds the project's files, `reports` is the
+//! report's command line. Nothing here is imported by the
 //! generator, the model or the report: Cargo keeps the data flowing one way.
 
 pub mod backend;
 pub mod budget;
+pub mod components;
 pub mod databases;
 pub mod demo;
 pub mod diagnostics;
