@@ -252,14 +252,6 @@ pub fn parse_target(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// `NAME=URL`, as `--database` takes it.
-pub fn parse_database(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((name, url)) if !name.is_empty() && url.contains("://") => Ok((name.to_owned(), url.to_owned())),
-        _ => Err(format!("\"{text}\" is not NAME=URL, like pg2=postgres://127.0.0.1:5432/orders")),
-    }
-}
-
 /// The refusal of one database, in the words the user needs.
 pub fn refusal_message(what: &str, database: &str) -> String {
     format!(
