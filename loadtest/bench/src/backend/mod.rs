@@ -9,6 +9,7 @@
 //! URL comes from `--database NAME=URL`), and its service's crate and infra folder (loadtest/README.md, "Adding a
 //! backend").
 
+mod feed;
 mod figures;
 pub mod hybrid;
 pub mod mongo;
