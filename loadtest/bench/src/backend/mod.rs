@@ -1,13 +1,15 @@
 //! A database engine as the runner sees it: one trait, `Backend`, for everything the runner asks
 //! of an engine besides its service's own HTTP requests, and one implementation per layout beside
-//! this file (`postgres`, `hybrid`, `mongo`), whose statements and commands live in the engine's
-//! service crate (`orders_pg::admin`, `orders_pg_hybrid::admin`, `orders_mongo::admin`). The runner holds its systems under test as
-//! `Targets`: each a backend and its service's URL, in the order every report shows them, keyed by
-//! name (`pg`, `mongo`: the key in result.json, the manifest and the load generators).
+//! this file (`postgres`: orders-pg's jsonb, `hybrid`: orders-pg-hybrid's columns beside jsonb,
+//! `mongo`: orders-mongo's), whose statements and commands live in the layout's service crate
+//! (`orders_pg::admin`, `orders_pg_hybrid::admin`, `orders_mongo::admin`). The runner holds its
+//! systems under test as `Targets`: each a backend and its service's URL, in the order every
+//! report shows them, keyed by name (`pg`, `mongo`, `pgh`: the key in result.json, the manifest
+//! and the load generators).
 //!
-//! Adding an engine is a module here with one `impl Backend`, one line in `all` (its database's
-//! URL comes from `--database NAME=URL`), and its service's crate and infra folder (loadtest/README.md, "Adding a
-//! backend").
+//! Adding an engine is a module here with one `impl Backend`, one line in `all` and one in `NAMES`
+//! (its database's URL comes from `--database NAME=URL`), and its service's crate and infra folder
+//! (loadtest/README.md, "Adding a backend").
 
 mod feed;
 mod figures;
