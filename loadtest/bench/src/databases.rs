@@ -34,7 +34,7 @@ pub struct Databases {
         long = "database",
         env = "ORDERS_BENCH_DATABASE",
         value_delimiter = ' ',
-        value_parser = crate::backend::parse_database,
+        value_parser = parse_database,
         hide_env_values = true
     )]
     pub others: Vec<(String, String)>,
@@ -44,6 +44,14 @@ impl Databases {
     /// The database `--database NAME=URL` names for target `name`, if one does.
     pub fn other(&self, name: &str) -> Option<&str> {
         self.others.iter().rev().find(|(n, _)| n == name).map(|(_, url)| url.as_str())
+    }
+}
+
+/// `NAME=URL`, as `--database` takes it.
+pub fn parse_database(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, url)) if !name.is_empty() && url.contains("://") => Ok((name.to_owned(), url.to_owned())),
+        _ => Err(format!("\"{text}\" is not NAME=URL, like pg2=postgres://127.0.0.1:5432/orders")),
     }
 }
 

@@ -4,7 +4,7 @@
 //! `MAX_IN_FLIGHT`), parsed by clap from flags or the environment before the runtime starts
 //! (`runtime::build` takes `WORKER_THREADS`). Each binary flattens `HttpConfig` into its own
 //! settings; nothing else in the project reads `std::env`. `DatabaseLimits` carries the two that
-//! the stores apply, so both services shed load the same way from the same numbers;
+//! the stores apply, so every service sheds load the same way from the same numbers;
 //! `ConnectionLimits` the three that `serve` applies to connections.
 
 use crate::connection::ConnectionLimits;
@@ -95,7 +95,7 @@ pub struct HttpConfig {
     pub request_timeout_ms: u64,
 
     /// Longest wait for a database connection (a free pooled one, or a new one being opened);
-    /// past it the request gets 503 `unavailable` with Retry-After. Same default on both services.
+    /// past it the request gets 503 `unavailable` with Retry-After. Same default on every service.
     #[arg(
         long = "pool-timeout-ms",
         env = "POOL_TIMEOUT_MS",

@@ -1,5 +1,5 @@
 //! One short handler per endpoint: extract, parse, one store call, respond. Generic over the
-//! store so both services (and the in-memory test store) share every line.
+//! store so the three services (and the in-memory test store) share every line.
 
 use crate::admission::Admission;
 use crate::error::{ApiError, Shed};

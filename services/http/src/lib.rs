@@ -1,13 +1,13 @@
-//! The HTTP layer shared by `orders-pg`, `orders-pg-hybrid` and `orders-mongo`: the router that mirrors the API table
-//! of docs/api.md (`routes`), short handlers over any `OrderStore` (`handlers`), the one error type
-//! and its JSON shape (`error`), request extractors that turn bad input into that shape
-//! (`extract`), the shared settings (`config`), logging (`telemetry`), Prometheus metrics
-//! (`metrics`) with the count of shed requests (`shedding`), the headers of the write endpoints
-//! (`write_headers`: `Prefer`, `Idempotency-Key`), the OpenAPI document (`openapi`), serving
-//! with a drain that answers every accepted connection (`serve`), the limits on what one client
-//! can hold (`connection`: header and idle timeouts; `admission`: requests in flight, `held_body`:
-//! until their answer is taken), and the
-//! tokio runtime every service builds from `WORKER_THREADS` (`runtime`).
+//! The HTTP layer shared by the three services, one per storage layout (`orders-pg`,
+//! `orders-pg-hybrid`, `orders-mongo`): the router that mirrors the API table of docs/api.md
+//! (`routes`), short handlers over any `OrderStore` (`handlers`), the one error type and its JSON
+//! shape (`error`), request extractors that turn bad input into that shape (`extract`), the shared
+//! settings (`config`), logging (`telemetry`), Prometheus metrics (`metrics`) with the count of
+//! shed requests (`shedding`), the headers of the write endpoints (`write_headers`: `Prefer`,
+//! `Idempotency-Key`), the OpenAPI document (`openapi`), serving with a drain that answers every
+//! accepted connection (`serve`), the limits on what one client can hold (`connection`: header and
+//! idle timeouts; `admission`: requests in flight, `held_body`: until their answer is taken), and
+//! the tokio runtime every service builds from `WORKER_THREADS` (`runtime`).
 
 #![forbid(unsafe_code)]
 

@@ -1,14 +1,17 @@
 //! A database engine as the runner sees it: one trait, `Backend`, for everything the runner asks
 //! of an engine besides its service's own HTTP requests, and one implementation per layout beside
-//! this file (`postgres`, `hybrid`, `mongo`), whose statements and commands live in the engine's
-//! service crate (`orders_pg::admin`, `orders_pg_hybrid::admin`, `orders_mongo::admin`). The runner holds its systems under test as
-//! `Targets`: each a backend and its service's URL, in the order every report shows them, keyed by
-//! name (`pg`, `mongo`: the key in result.json, the manifest and the load generators).
+//! this file (`postgres`: orders-pg's jsonb, `hybrid`: orders-pg-hybrid's columns beside jsonb,
+//! `mongo`: orders-mongo's), whose statements and commands live in the layout's service crate
+//! (`orders_pg::admin`, `orders_pg_hybrid::admin`, `orders_mongo::admin`). The runner holds its
+//! systems under test as `Targets`: each a backend and its service's URL, in the order every
+//! report shows them, keyed by name (`pg`, `mongo`, `pgh`: the key in result.json, the manifest
+//! and the load generators).
 //!
-//! Adding an engine is a module here with one `impl Backend`, one line in `all` (its database's
-//! URL comes from `--database NAME=URL`), and its service's crate and infra folder (loadtest/README.md, "Adding a
-//! backend").
+//! Adding an engine is a module here with one `impl Backend`, one line in `all` and one in `NAMES`
+//! (its database's URL comes from `--database NAME=URL`), and its service's crate and infra folder
+//! (loadtest/README.md, "Adding a backend").
 
+mod feed;
 mod figures;
 pub mod hybrid;
 pub mod mongo;
@@ -249,14 +252,6 @@ pub fn parse_target(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, url)) if !name.is_empty() && url.starts_with("http") => Ok((name.to_owned(), url.to_owned())),
         _ => Err(format!("\"{text}\" is not NAME=URL, like pg=http://127.0.0.1:8080")),
-    }
-}
-
-/// `NAME=URL`, as `--database` takes it.
-pub fn parse_database(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((name, url)) if !name.is_empty() && url.contains("://") => Ok((name.to_owned(), url.to_owned())),
-        _ => Err(format!("\"{text}\" is not NAME=URL, like pg2=postgres://127.0.0.1:5432/orders")),
     }
 }
 

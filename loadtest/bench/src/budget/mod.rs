@@ -232,7 +232,7 @@ const STACK_SERVERS: [(&str, &str); 3] =
 /// orders-pg's on its PostgreSQL and orders-mongo's on its mongod, any other's on any of them (the
 /// hybrid's on its own server, or on orders-pg's).
 fn on_the_stack(databases: &crate::databases::Databases, stack_env: &BTreeMap<String, String>) -> bool {
-    let port = crate::round::cpu::local_port;
+    let port = crate::components::local_port;
     let on =
         |url: &str, variable: &str| port(url).is_some() && port(url) == stack_env.get(variable).and_then(|u| port(u));
     let on_any = |url: &str| STACK_SERVERS.iter().any(|(_, variable)| on(url, variable));
@@ -251,7 +251,7 @@ pub async fn apply_to_round(
     let stack = Stack::plain(repo);
     let env = stack.env().await?;
     if !on_the_stack(databases, &env) || !stack.running().await? {
-        let port = |variable: &str| env.get(variable).and_then(|u| crate::round::cpu::local_port(u));
+        let port = |variable: &str| env.get(variable).and_then(|u| crate::components::local_port(u));
         let servers: Vec<String> = STACK_SERVERS
             .iter()
             .map(|(what, variable)| format!("{what} port {}", port(variable).map_or("?".into(), |p| p.to_string())))

@@ -155,8 +155,6 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     Ok(())
 }
 
-pub use crate::databases::with_database;
-
 /// Everything between starting and stopping; returns the summary table.
 async fn body(
     args: &DemoArgs,

@@ -5,9 +5,9 @@
 //! CPU per request is read as the rounds read it (its cgroup, or its process tree); beside the same
 //! figure through the service it shows what the service's way of asking adds.
 
+use crate::components::local_port;
 use crate::databases::Databases;
 use crate::procstat;
-use crate::round::cpu::local_port;
 use anyhow::{Context, Result, bail};
 use orders_dataset::manifest::Manifest;
 use serde::Serialize;

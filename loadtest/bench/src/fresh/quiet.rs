@@ -10,8 +10,8 @@
 //! record says why the start was not quiet.
 
 use crate::backend::{Target, Targets};
+use crate::components::locate;
 use crate::procstat;
-use crate::round::cpu::locate;
 use orders_bench_model::cpu::Role;
 use orders_bench_model::start::{DatabaseStart, QUIET_CORES, QUIET_UNWRITTEN_MIB, StartState};
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! early stop) and beside it the runner's own sampling of both databases, about once per step
 //! (`diagnostics::probe`; the services' `/diagnostics` are left alone while they are measured).
 
-use super::cpu::{self, Sampler};
+use super::cpu::Sampler;
 use super::early_stop::EarlyStop;
 use super::launch;
 use super::live_line::{self, LiveLine};
@@ -139,10 +139,15 @@ pub async fn run(
     let mut components = Vec::new();
     for target in setup.targets.iter() {
         let info = target.backend.info();
-        components.push(cpu::locate(&info.database, Role::Database, &info.name, target.backend.database_url()));
-        components.push(cpu::locate(&info.service, Role::Service, &info.name, &target.url));
+        components.push(crate::components::locate(
+            &info.database,
+            Role::Database,
+            &info.name,
+            target.backend.database_url(),
+        ));
+        components.push(crate::components::locate(&info.service, Role::Service, &info.name, &target.url));
     }
-    components.push(cpu::runner());
+    components.push(crate::components::runner());
     let probe = Probe::connect(&setup.targets, client.clone(), spec.poll_interval).await;
 
     // With other load machines, every k6 starts paused and all are resumed at the same moment.

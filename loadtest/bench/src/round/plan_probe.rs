@@ -8,7 +8,7 @@
 //! executions, for both forms. It also times a sequential scan that finds ten of a product's
 //! orders, which sets the plan log's threshold. The scratch database is dropped afterwards.
 
-use crate::databases::pg_session;
+use crate::databases::{pg_session, with_database};
 use anyhow::{Context, Result};
 use orders_bench_model::plans::{PlanProbe, ProbeRow};
 use orders_pg::admin;
@@ -61,7 +61,7 @@ pub async fn run(source: &Source<'_>) -> PlanProbe {
 }
 
 fn scratch_url(database_url: &str, scratch: &str) -> String {
-    crate::demo::with_database(database_url, scratch)
+    with_database(database_url, scratch)
 }
 
 async fn probe(source: &Source<'_>, scratch: &str) -> Result<PlanProbe> {

@@ -4,7 +4,7 @@
 //! stopped with SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped without being
 //! stopped is killed, so an error or a Ctrl-C never leaves one running.
 
-use crate::experiment::engine::Target;
+use crate::backend::{hybrid, mongo, postgres};
 use anyhow::{Context, Result, bail};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -19,8 +19,7 @@ use std::time::Duration;
 /// binaries are compiled and linked (`scripts/check-build-once.sh` keeps it so). The hybrid's
 /// service is built whatever `--targets` says: one selection, one check, and once built it costs
 /// nothing.
-pub const BUILD_PACKAGES: [&str; 4] =
-    ["orders-bench", Target::Pg.service(), Target::Mongo.service(), crate::backend::hybrid::SERVICE];
+pub const BUILD_PACKAGES: [&str; 4] = ["orders-bench", postgres::SERVICE, mongo::SERVICE, hybrid::SERVICE];
 
 /// Where the service binaries come from (`demo` and `experiment`): a folder, beside this
 /// binary, or built.

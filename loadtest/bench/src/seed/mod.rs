@@ -4,7 +4,6 @@
 //! `--target both`, then records the data set in the manifest. A target that already holds
 //! orders is refused unless `--reset` is given, so the two databases never silently differ.
 
-pub mod feed;
 mod progress;
 
 use crate::backend::{self, Backend, Loaded};

@@ -4,8 +4,7 @@
 //! indexes of `migrations/mongo` with `orders_mongo::indexes`. Writes use the service's default
 //! durability (`w: majority, j: true`).
 
-use crate::backend::{Loaded, Seeder, refusal_message};
-use crate::seed::feed;
+use crate::backend::{Loaded, Seeder, feed, refusal_message};
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use futures_util::StreamExt;

@@ -4,8 +4,7 @@
 //! the storage options the dropped ones had (say `fastupdate=off` set by a running service), and
 //! `VACUUM (ANALYZE)` after the commit. If the load fails, the transaction rolls back and the table is as it was.
 
-use crate::backend::{Loaded, Seeder, refusal_message};
-use crate::seed::feed;
+use crate::backend::{Loaded, Seeder, feed, refusal_message};
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use indicatif::ProgressBar;
