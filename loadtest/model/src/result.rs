@@ -223,8 +223,13 @@ impl RepeatResult {
 
     /// The step the verdict judges in which other processes took the most cores, as its rate and
     /// those cores, when that is more than `OTHERS_MAX_CORES`. The judged steps run up to the one
-    /// where the last target failed (all of them when a target never failed).
+    /// where the last target failed (all of them when a target never failed). Only a repeat whose
+    /// every component was measured can tell: a database on another machine or in a network
+    /// namespace of its own (a replica set, a droplet) would count as another process.
     pub fn disturbed(&self) -> Option<(u32, f64)> {
+        if self.cpu.components.is_empty() || self.cpu.components.iter().any(|c| c.cpu_seconds.is_none()) {
+            return None;
+        }
         let failed: Option<Vec<u32>> = self.targets.values().map(|t| t.max_rate.first_failed_rate).collect();
         let last_judged = failed.and_then(|rates| rates.into_iter().max()).unwrap_or(u32::MAX);
         self.cpu
@@ -340,11 +345,23 @@ mod tests {
             stopped_early: false,
             targets: BTreeMap::from([("a".into(), target(failed[0])), ("b".into(), target(failed[1]))]),
             explain: Default::default(),
-            cpu: CpuReport { steps, ..CpuReport::default() },
+            cpu: CpuReport { steps, components: vec![component(Some(1.0))], ..CpuReport::default() },
             files: BTreeMap::new(),
             notes: Vec::new(),
             load_generator: None,
             fleet: None,
+        }
+    }
+
+    fn component(cpu_seconds: Option<f64>) -> crate::cpu::ComponentCpu {
+        crate::cpu::ComponentCpu {
+            name: "postgres".into(),
+            role: crate::cpu::Role::Database,
+            target: Some("a".into()),
+            note: None,
+            cpu_seconds,
+            cores_used: None,
+            per_1k_requests: None,
         }
     }
 
@@ -362,6 +379,11 @@ mod tests {
         // ... unless a target never failed: then every step was judged.
         let never = repeat([Some(300), None], &[(200, 0.5, 0.5), (300, 0.7, 0.7), (400, 1.9, 0.5)]);
         assert_eq!(never.disturbed().map(|(rate, _)| rate), Some(400));
+        // A component not measured here (a database in a namespace of its own) would count as
+        // another process: nothing is judged.
+        let mut elsewhere = busy.clone();
+        elsewhere.cpu.components.push(component(None));
+        assert!(elsewhere.counted());
     }
 
     #[test]

