@@ -9,6 +9,7 @@
 //! became primary, whether the old one rejoined, and the settings that decide the gap
 //! (`servers`). The services are the same processes throughout: their PIDs are compared.
 
+mod chart;
 mod check;
 mod client;
 mod figures;

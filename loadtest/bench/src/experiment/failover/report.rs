@@ -1,7 +1,7 @@
 //! The failover's report: both engines side by side (the gap, the answers, what was written, who
 //! became primary, whether the service kept its process, the old primary's return), then the
-//! settings that decide the gap as the servers and the services read them back; `result.json`
-//! carries every figure and the per-100 ms buckets.
+//! settings that decide the gap as the servers and the services read them back, and the chart of
+//! the per-100 ms buckets (`chart`); `result.json` carries every figure and the buckets.
 
 use super::{Engine, Plan};
 use crate::experiment::output::Outcome;
@@ -154,7 +154,7 @@ pub fn outcome(plan: Plan, pg: &Engine, mongo: &Engine) -> Outcome {
         setups: Vec::new(),
         comparisons: Vec::new(),
         details,
-        charts: Vec::new(),
+        charts: vec![super::chart::entry(&pg.figures, &mongo.figures, pg.kill_ms.or(mongo.kill_ms))],
         variants: json!({"plan": plan, "engines": [pg, mongo]}),
         rounds: Vec::new(),
         extra: serde_json::Map::new(),
