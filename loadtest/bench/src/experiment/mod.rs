@@ -243,6 +243,9 @@ pub struct Ctx {
     pub local: Option<Stack>,
     /// The snapshots taken so far, one per data set.
     pub snapshots: Vec<(rounds::Data, crate::fresh::Snapshots)>,
+    /// What the failover changed on the cluster and has not put back yet: put back on the way
+    /// out, interrupted or not.
+    pub undo: Option<failover::restore::Undo>,
 }
 
 impl Ctx {
@@ -357,6 +360,12 @@ pub async fn run(args: ExperimentArgs) -> Result<()> {
     };
     eprintln!("experiment: stopping what it started");
     if let Some(ctx) = ctx.as_mut() {
+        if let Some(mut undo) = ctx.undo.take().filter(|u| !u.is_empty()) {
+            eprintln!("experiment: putting back what the run changed on the cluster");
+            if let Err(error) = undo.restore().await {
+                eprintln!("experiment: not everything was put back: {error:#}");
+            }
+        }
         ctx.services.stop().await;
     }
     session.end().await;
@@ -475,6 +484,7 @@ async fn body(
         skipped: Vec::new(),
         local,
         snapshots: Vec::new(),
+        undo: None,
     });
     let outcome = match args.name {
         Name::Gin => gin::run(ctx, &args.variants).await,

@@ -15,6 +15,7 @@ mod client;
 mod figures;
 mod members;
 mod report;
+pub mod restore;
 mod servers;
 
 use super::Ctx;
@@ -129,12 +130,15 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, plan: Plan) -> Result<Outco
         prefix: replicas.get("REPLICA_NS_PREFIX")?.to_owned(),
         count: replicas.get("REPLICA_COUNT")?.parse().context("REPLICA_COUNT")?,
     };
-    let original = patroni.get("/config").await?.get("primary_start_timeout").cloned();
-    patroni.set("primary_start_timeout", plan.primary_start_timeout.into()).await?;
+    // Kept in the context from before the first change: an interrupted run puts it back too.
+    let undo = ctx.undo.insert(restore::Undo::new(replicas.get("REPLICA_PATRONI_URLS")?));
+    undo.set(&patroni, "primary_start_timeout", plan.primary_start_timeout.into()).await?;
     let measured = failover(ctx, &urls, &patroni, &mongo, &members, plan).await;
-    let restore = original.unwrap_or(Value::Null);
-    if let Err(error) = patroni.set("primary_start_timeout", restore).await {
-        eprintln!("experiment: putting Patroni's primary_start_timeout back: {error:#}");
+    if let Some(mut undo) = ctx.undo.take()
+        && let Err(error) = undo.restore().await
+    {
+        eprintln!("experiment: {error:#}");
+        ctx.undo = Some(undo);
     }
     let (pg, mongo) = measured?;
     Ok(report::outcome(plan, &pg, &mongo))
@@ -198,7 +202,8 @@ async fn failover(
     let url = |t: Target| urls.get(t).map(str::to_owned).context("no service URL");
     let (pg_url, mongo_url) = (url(Target::Pg)?, url(Target::Mongo)?);
     let start = Instant::now() + Duration::from_millis(200);
-    let killer = kill_and_follow(start, plan, patroni, mongo, members, (&pg_victim, &mongo_victim));
+    let undo = ctx.undo.get_or_insert_default();
+    let killer = kill_and_follow(start, plan, (patroni, mongo), members, (&pg_victim, &mongo_victim), undo);
     let (pg_records, mongo_records, followed) = tokio::join!(
         client::run(&pg_url, load, &pg_orders, start),
         client::run(&mongo_url, load, &mongo_orders, start),
@@ -284,12 +289,13 @@ struct Followed {
 async fn kill_and_follow(
     start: Instant,
     plan: Plan,
-    patroni: &servers::Patroni,
-    mongo: &mongodb::Client,
+    (patroni, mongo): (&servers::Patroni, &mongodb::Client),
     members: &Members,
     (pg, mg): (&Victim, &Victim),
+    undo: &mut restore::Undo,
 ) -> Result<Followed> {
     tokio::time::sleep_until((start + plan.kill_after).into()).await;
+    undo.killed_mongod = Some(mg.clone());
     members::kill(&[pg.pid, mg.pid]).await?;
     let killed = Instant::now();
     let kill_epoch_ms = orders_core::Timestamp::now().millis();
@@ -300,7 +306,7 @@ async fn kill_and_follow(
     );
     let limit = killed + Duration::from_secs(150);
     let ((pg_new, pg_back), (mongo_new, mongo_back)) =
-        tokio::join!(follow_pg(patroni, pg, killed, limit), follow_mongo(mongo, members, mg, killed, limit));
+        tokio::join!(follow_pg(patroni, pg, killed, limit), follow_mongo(mongo, members, mg, killed, limit, undo));
     Ok(Followed { kill_ms, kill_epoch_ms, pg: pg_new, mongo: mongo_new, pg_back, mongo_back })
 }
 
@@ -341,6 +347,7 @@ async fn follow_mongo(
     mg: &Victim,
     killed: Instant,
     limit: Instant,
+    undo: &mut restore::Undo,
 ) -> (Seen, Seen) {
     let (mut new, mut back) = (None, None);
     let name = format!("{}:27017", mg.address);
@@ -356,8 +363,9 @@ async fn follow_mongo(
                 mg.member
             );
             new = Some((member, since(killed)));
-            if let Err(error) = members::restart(mg).await {
-                eprintln!("experiment: {error:#}");
+            match members::restart(mg).await {
+                Ok(()) => undo.killed_mongod = None,
+                Err(error) => eprintln!("experiment: {error:#}"),
             }
         }
         if new.is_some()
