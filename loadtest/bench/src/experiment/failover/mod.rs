@@ -12,6 +12,7 @@
 mod chart;
 mod check;
 mod client;
+mod every;
 mod figures;
 mod members;
 mod report;
@@ -83,6 +84,8 @@ pub struct Engine {
     pub old_primary_rejoined_after_ms: Option<f64>,
     pub figures: figures::Figures,
     pub written: check::Written,
+    /// The acknowledged orders read back from every member once they caught up.
+    pub members: Vec<every::Member>,
     /// The settings that decide the gap, read back from the servers and the service.
     pub settings: Value,
     /// The servers' own account: Patroni's `/history`; MongoDB's `replSetGetStatus`.
@@ -218,6 +221,19 @@ async fn failover(
     let mut mongo_written = check::read_back(&mongo_url, &mongo_records).await?;
     check::mongo_counts(&ctx.databases.mongodb_uri, &ctx.databases.mongodb_db, first_id, last_id, &mut mongo_written)
         .await?;
+    eprintln!("experiment: reading the acknowledged orders back from every member (after at most 60 s to catch up)");
+    let acked = |records: &[Request]| -> Vec<i64> {
+        records.iter().filter(|r| r.acked_at().is_some()).filter_map(|r| i64::try_from(r.id).ok()).collect()
+    };
+    let pg_members = every::pg(patroni, &ctx.databases.database_url, &acked(&pg_records)).await;
+    let mongo_members = every::mongo(mongo, &ctx.databases.mongodb_db, &acked(&mongo_records)).await;
+    let members = |m: Result<Vec<every::Member>>| {
+        m.unwrap_or_else(|e| {
+            eprintln!("experiment: the members not read: {e:#}");
+            Vec::new()
+        })
+    };
+    let (pg_members, mongo_members) = (members(pg_members), members(mongo_members));
     let pids_after = ctx.services.pids();
     let pid = |pids: &[(Target, Option<u32>)], t: Target| pids.iter().find(|(x, _)| *x == t).and_then(|(_, p)| *p);
     let same = |t: Target| {
@@ -241,18 +257,21 @@ async fn failover(
         old_primary_rejoined_after_ms: None,
         figures: figures::of(records, followed.kill_ms),
         written: check::Written::default(),
+        members: Vec::new(),
         settings: Value::Null,
         servers_say: Value::Null,
     };
     let mut pg = engine("postgres", Target::Pg, &pg_records, &pg_victim);
     (pg.new_primary, pg.new_primary_after_ms) = followed.pg.clone().unzip();
     (pg.old_primary_rejoined, pg.old_primary_rejoined_after_ms) = followed.pg_back.clone().unzip();
+    pg.members = pg_members;
     (pg.written, pg.settings, pg.servers_say) =
         (pg_written, pg_settings, serde_json::json!({"patroni_history": history}));
     pg.promoted_after_ms = servers::patroni_promoted_ms(&history).map(|at| (at - followed.kill_epoch_ms) as f64);
     let mut mg = engine("mongodb", Target::Mongo, &mongo_records, &mongo_victim);
     (mg.new_primary, mg.new_primary_after_ms) = followed.mongo.clone().unzip();
     (mg.old_primary_rejoined, mg.old_primary_rejoined_after_ms) = followed.mongo_back.clone().unzip();
+    mg.members = mongo_members;
     (mg.written, mg.settings, mg.servers_say) = (mongo_written, mongo_settings, serde_json::json!({"replset": status}));
     mg.promoted_after_ms = status["last_election_ms"].as_i64().map(|at| (at - followed.kill_epoch_ms) as f64);
     let records = serde_json::json!({"pg": pg_records, "mongo": mongo_records});

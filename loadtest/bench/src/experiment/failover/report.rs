@@ -77,6 +77,7 @@ fn rows(pg: &Engine, mongo: &Engine) -> Vec<Vec<String>> {
                 e.written.acknowledged_found + e.written.acknowledged_lost
             )
         }),
+        row("acknowledged lost, per member (read directly once caught up)", &|e| super::every::cell(&e.members)),
         row("answered \"not written\", found afterwards", &|e| e.written.not_written_found.to_string()),
         row("given up, found afterwards", &|e| e.written.given_up_found.to_string()),
         row("**duplicates** (rows − distinct keys/ids in the database)", &|e| {
