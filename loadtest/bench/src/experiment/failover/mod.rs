@@ -15,6 +15,7 @@ mod client;
 mod every;
 mod figures;
 mod members;
+mod rejoin;
 mod report;
 pub mod restore;
 mod servers;
@@ -86,6 +87,8 @@ pub struct Engine {
     pub written: check::Written,
     /// The acknowledged orders read back from every member once they caught up.
     pub members: Vec<every::Member>,
+    /// How the old primary came back: `pg_rewind` in Patroni's log; MongoDB's rollback files.
+    pub rejoin: rejoin::Rejoin,
     /// The settings that decide the gap, read back from the servers and the service.
     pub settings: Value,
     /// The servers' own account: Patroni's `/history`; MongoDB's `replSetGetStatus`.
@@ -129,9 +132,11 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, plan: Plan) -> Result<Outco
     let Some(urls) = ctx.use_variant(&variant).await? else { bail!("the services cannot run the replicated variant") };
     let patroni = servers::Patroni::new(replicas.get("REPLICA_PATRONI_URLS")?)?;
     let mongo = mongodb::Client::with_uri_str(&ctx.databases.mongodb_uri).await.context("MongoDB client")?;
+    let patroni_config = std::path::Path::new(replicas.get("REPLICA_PATRONI_CONFIG")?);
     let members = Members {
         prefix: replicas.get("REPLICA_NS_PREFIX")?.to_owned(),
         count: replicas.get("REPLICA_COUNT")?.parse().context("REPLICA_COUNT")?,
+        dir: patroni_config.parent().and_then(std::path::Path::parent).map(std::path::Path::to_path_buf),
     };
     // Kept in the context from before the first change: an interrupted run puts it back too.
     let undo = ctx.undo.insert(restore::Undo::new(replicas.get("REPLICA_PATRONI_URLS")?));
@@ -227,13 +232,20 @@ async fn failover(
     };
     let pg_members = every::pg(patroni, &ctx.databases.database_url, &acked(&pg_records)).await;
     let mongo_members = every::mongo(mongo, &ctx.databases.mongodb_db, &acked(&mongo_records)).await;
-    let members = |m: Result<Vec<every::Member>>| {
+    let or_none = |m: Result<Vec<every::Member>>| {
         m.unwrap_or_else(|e| {
             eprintln!("experiment: the members not read: {e:#}");
             Vec::new()
         })
     };
-    let (pg_members, mongo_members) = (members(pg_members), members(mongo_members));
+    let (pg_members, mongo_members) = (or_none(pg_members), or_none(mongo_members));
+    let since = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(followed.kill_epoch_ms).unwrap_or(0));
+    let pg_rejoin = members.dir.as_ref().map_or_else(rejoin::Rejoin::default, |dir| {
+        rejoin::pg_rewind(&dir.join(&pg_victim.member).join("patroni.log"))
+    });
+    let mongo_acked = acked(&mongo_records).into_iter().collect();
+    let mongo_rejoin = rejoin::dbpath(&mongo_victim.cmdline)
+        .map_or_else(rejoin::Rejoin::default, |dbpath| rejoin::mongo_rollback(&dbpath, since, &mongo_acked));
     let pids_after = ctx.services.pids();
     let pid = |pids: &[(Target, Option<u32>)], t: Target| pids.iter().find(|(x, _)| *x == t).and_then(|(_, p)| *p);
     let same = |t: Target| {
@@ -258,20 +270,21 @@ async fn failover(
         figures: figures::of(records, followed.kill_ms),
         written: check::Written::default(),
         members: Vec::new(),
+        rejoin: rejoin::Rejoin::default(),
         settings: Value::Null,
         servers_say: Value::Null,
     };
     let mut pg = engine("postgres", Target::Pg, &pg_records, &pg_victim);
     (pg.new_primary, pg.new_primary_after_ms) = followed.pg.clone().unzip();
     (pg.old_primary_rejoined, pg.old_primary_rejoined_after_ms) = followed.pg_back.clone().unzip();
-    pg.members = pg_members;
+    (pg.members, pg.rejoin) = (pg_members, pg_rejoin);
     (pg.written, pg.settings, pg.servers_say) =
         (pg_written, pg_settings, serde_json::json!({"patroni_history": history}));
     pg.promoted_after_ms = servers::patroni_promoted_ms(&history).map(|at| (at - followed.kill_epoch_ms) as f64);
     let mut mg = engine("mongodb", Target::Mongo, &mongo_records, &mongo_victim);
     (mg.new_primary, mg.new_primary_after_ms) = followed.mongo.clone().unzip();
     (mg.old_primary_rejoined, mg.old_primary_rejoined_after_ms) = followed.mongo_back.clone().unzip();
-    mg.members = mongo_members;
+    (mg.members, mg.rejoin) = (mongo_members, mongo_rejoin);
     (mg.written, mg.settings, mg.servers_say) = (mongo_written, mongo_settings, serde_json::json!({"replset": status}));
     mg.promoted_after_ms = status["last_election_ms"].as_i64().map(|at| (at - followed.kill_epoch_ms) as f64);
     let records = serde_json::json!({"pg": pg_records, "mongo": mongo_records});

@@ -96,6 +96,7 @@ fn rows(pg: &Engine, mongo: &Engine) -> Vec<Vec<String>> {
                 pid(e.service_pid_after)
             )
         }),
+        row("old primary's rejoin (`pg_rewind`; MongoDB's rollback files)", &|e| super::rejoin::cell(&e.rejoin)),
         row("old primary back as standby", &|e| match (&e.old_primary_rejoined, e.old_primary_rejoined_after_ms) {
             (Some(state), Some(t)) => format!("{state}, seen {:.1} s after the kill", t / 1000.0),
             _ => "not within 150 s of the kill".into(),
