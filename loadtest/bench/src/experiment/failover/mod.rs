@@ -7,10 +7,9 @@
 //! the gap and the retries (`figures`); the orders read back afterwards give the acknowledged
 //! writes lost, the false "not written" answers and the duplicates (`check`); the servers say who
 //! became primary, whether the old one rejoined, and the settings that decide the gap
-//! (`servers`); every member is read once caught up (`every`), the old primaries' own files say
-//! how they rejoined (`rejoin`); the chart draws the buckets (`chart`); what the run changes on
-//! the cluster is put back, interrupted or not (`restore`). The services are the same processes
-//! throughout: their PIDs are compared.
+//! (`servers`); every member is read once caught up (`every`); the old primaries' files say how
+//! they rejoined (`rejoin`); `chart` draws the buckets; `restore` puts back what the run changed,
+//! interrupted or not. The services are the same processes throughout: their PIDs are compared.
 
 mod chart;
 mod check;
