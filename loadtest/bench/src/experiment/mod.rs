@@ -161,6 +161,18 @@ pub struct ExperimentArgs {
     /// primary's postgres is found dead; Patroni's default 300 restarts it in place first).
     #[arg(long = "primary-start-timeout", default_value_t = 0)]
     pub primary_start_timeout: u32,
+    /// failover: Patroni's `ttl`, `loop_wait`, `retry_timeout` (seconds) during the run, put back
+    /// after [default: the cluster's own].
+    #[arg(long = "patroni-ttl")]
+    pub patroni_ttl: Option<u32>,
+    #[arg(long = "patroni-loop-wait")]
+    pub patroni_loop_wait: Option<u32>,
+    #[arg(long = "patroni-retry-timeout")]
+    pub patroni_retry_timeout: Option<u32>,
+    /// failover: MongoDB's `electionTimeoutMillis` during the run (`replSetReconfig`), put back
+    /// after [default: the set's own].
+    #[arg(long = "election-timeout-ms", value_parser = clap::value_parser!(u32).range(500..=600_000))]
+    pub election_timeout_ms: Option<u32>,
     /// failover: weaken both engines' durability on purpose (PostgreSQL `synchronous_commit=local`:
     /// a commit no longer waits for the synchronous standby; MongoDB `w: 1`), to see that the run
     /// can catch an acknowledged write lost.
@@ -389,6 +401,12 @@ fn failover_plan(args: &ExperimentArgs) -> failover::Plan {
         kill_after: args.kill_after.unwrap_or(kill),
         retries: args.failover_retries,
         primary_start_timeout: args.primary_start_timeout,
+        patroni: [
+            ("ttl", args.patroni_ttl),
+            ("loop_wait", args.patroni_loop_wait),
+            ("retry_timeout", args.patroni_retry_timeout),
+        ],
+        election_timeout_ms: args.election_timeout_ms,
         weak_durability: args.weak_durability,
     }
 }

@@ -46,6 +46,10 @@ pub struct Plan {
     /// Patroni's `primary_start_timeout` for the run: 0 makes Patroni fail over at once when the
     /// primary's postgres dies (its default, 300 s, restarts it in place first).
     pub primary_start_timeout: u32,
+    /// Patroni's keys set for the run (`ttl`, `loop_wait`, `retry_timeout`), when asked.
+    pub patroni: [(&'static str, Option<u32>); 3],
+    /// MongoDB's `electionTimeoutMillis` for the run, when asked.
+    pub election_timeout_ms: Option<u32>,
     /// Both engines acknowledge before the write reaches a second member (`--weak-durability`).
     pub weak_durability: bool,
 }
@@ -143,6 +147,12 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, plan: Plan) -> Result<Outco
     // Kept in the context from before the first change: an interrupted run puts it back too.
     let undo = ctx.undo.insert(restore::Undo::new(replicas.get("REPLICA_PATRONI_URLS")?));
     undo.set(&patroni, "primary_start_timeout", plan.primary_start_timeout.into()).await?;
+    for (key, value) in plan.patroni.iter().filter_map(|(k, v)| Some((*k, (*v)?))) {
+        undo.set(&patroni, key, value.into()).await?;
+    }
+    if let Some(ms) = plan.election_timeout_ms {
+        undo.set_election_timeout(&ctx.databases.mongodb_uri, ms).await?;
+    }
     let measured = failover(ctx, &urls, &patroni, &mongo, &members, plan).await;
     if let Some(mut undo) = ctx.undo.take()
         && let Err(error) = undo.restore().await

@@ -1,11 +1,13 @@
 //! What the failover changed on the cluster, kept where the experiment's Ctrl-C / SIGTERM path
 //! finds it (`Ctx::undo`), so that an interrupted run puts it back as a finished one does: every
 //! key of Patroni's dynamic configuration it set (the value `/config` had before, `null` when the
-//! key was unset), and a killed `mongod` not yet started again (nothing else restarts one).
+//! key was unset), MongoDB's `electionTimeoutMillis` when it set one, and a killed `mongod` not yet
+//! started again (nothing else restarts one).
 
 use super::members::{self, Victim};
 use super::servers::Patroni;
-use anyhow::Result;
+use anyhow::{Context, Result};
+use mongodb::bson::{Bson, doc};
 use serde_json::Value;
 
 /// The changes not yet put back.
@@ -16,6 +18,8 @@ pub struct Undo {
     patroni: Vec<(String, Value)>,
     /// The `mongod` killed and not yet seen started again.
     pub killed_mongod: Option<Victim>,
+    /// MongoDB's replica-set URI and the `electionTimeoutMillis` it had before the run set one.
+    election_timeout: Option<(String, Bson)>,
 }
 
 impl Undo {
@@ -30,6 +34,14 @@ impl Undo {
             self.patroni.push((key.to_owned(), before));
         }
         patroni.set(key, value).await
+    }
+
+    /// Sets MongoDB's `electionTimeoutMillis` (`replSetReconfig`), remembering the value it had.
+    pub async fn set_election_timeout(&mut self, uri: &str, ms: u32) -> Result<()> {
+        let before = reconfig(uri, Bson::Int64(i64::from(ms))).await?;
+        self.election_timeout.get_or_insert((uri.to_owned(), before));
+        eprintln!("experiment: MongoDB's electionTimeoutMillis set to {ms} for the run");
+        Ok(())
     }
 
     /// Puts everything back, saying each step on stderr; what cannot be put back is said too and
@@ -51,6 +63,16 @@ impl Undo {
             }
             self.patroni = left;
         }
+        if let Some((uri, before)) = self.election_timeout.take() {
+            match reconfig(&uri, before.clone()).await {
+                Ok(_) => eprintln!("experiment: MongoDB's electionTimeoutMillis put back to {before}"),
+                Err(error) => {
+                    eprintln!("experiment: putting MongoDB's electionTimeoutMillis back FAILED: {error:#}");
+                    first_error.get_or_insert(error);
+                    self.election_timeout = Some((uri, before));
+                }
+            }
+        }
         if let Some(victim) = self.killed_mongod.take() {
             match members::restart(&victim).await {
                 Ok(()) => eprintln!("experiment: the killed mongod of {} started again", victim.member),
@@ -65,8 +87,24 @@ impl Undo {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.patroni.is_empty() && self.killed_mongod.is_none()
+        self.patroni.is_empty() && self.killed_mongod.is_none() && self.election_timeout.is_none()
     }
+}
+
+/// Sets the set's `settings.electionTimeoutMillis` to `value` (the next config version); returns
+/// the value it had.
+async fn reconfig(uri: &str, value: Bson) -> Result<Bson> {
+    let client = mongodb::Client::with_uri_str(uri).await.context("MongoDB client")?;
+    let admin = client.database("admin");
+    let got = admin.run_command(doc! {"replSetGetConfig": 1}).await.context("replSetGetConfig")?;
+    let mut config = got.get_document("config").context("replSetGetConfig: no config")?.clone();
+    let version = config.get_i32("version").map(i64::from).or_else(|_| config.get_i64("version")).context("version")?;
+    config.insert("version", Bson::Int32(i32::try_from(version + 1).context("version")?));
+    let mut settings = config.get_document("settings").cloned().unwrap_or_default();
+    let before = settings.insert("electionTimeoutMillis", value).unwrap_or(Bson::Int64(10_000));
+    config.insert("settings", settings);
+    admin.run_command(doc! {"replSetReconfig": config}).await.context("replSetReconfig")?;
+    Ok(before)
 }
 
 #[cfg(test)]
