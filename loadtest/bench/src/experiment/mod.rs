@@ -162,8 +162,8 @@ pub struct ExperimentArgs {
     #[arg(long = "primary-start-timeout", default_value_t = 0)]
     pub primary_start_timeout: u32,
     /// failover: Patroni's `ttl`, `loop_wait`, `retry_timeout` (seconds) during the run, put back
-    /// after [default: the cluster's own].
-    #[arg(long = "patroni-ttl")]
+    /// after [default: the cluster's own]; Patroni raises a `ttl` under 20 to 20, so none is taken.
+    #[arg(long = "patroni-ttl", value_parser = clap::value_parser!(u32).range(20..))]
     pub patroni_ttl: Option<u32>,
     #[arg(long = "patroni-loop-wait")]
     pub patroni_loop_wait: Option<u32>,
