@@ -56,7 +56,12 @@ pub struct Chart {
     pub reference: Option<(f64, String)>,
     /// Draw y = x.
     pub diagonal: bool,
+    /// Vertical reference line (x value, label), e.g. the moment a primary was killed.
+    pub marker: Option<(f64, String)>,
 }
+
+/// A series with more points than this is drawn as a line alone (its dots would hide it).
+const DOTS_UP_TO: usize = 100;
 
 const WIDTH: f64 = 640.0;
 const HEIGHT: f64 = 360.0;
@@ -145,7 +150,10 @@ fn draw(chart: &Chart, log_x: bool) -> String {
         .flat_map(|s| s.points.iter().copied())
         .filter(|p| p.x.is_finite() && p.y.is_finite())
         .collect();
-    let x_max = all.iter().map(|p| p.x).fold(0.0, f64::max);
+    let mut x_max = all.iter().map(|p| p.x).fold(0.0, f64::max);
+    if let Some((value, _)) = chart.marker.as_ref().filter(|(v, _)| v.is_finite()) {
+        x_max = x_max.max(*value);
+    }
     let mut y_max = all.iter().map(|p| p.y).fold(0.0, f64::max);
     if let Some((value, _)) = chart.reference {
         y_max = y_max.max(value);
@@ -234,6 +242,21 @@ fn draw(chart: &Chart, log_x: bool) -> String {
         let _ =
             write!(svg, r##"<text x="{:.1}" y="{:.1}" fill="#c0392b">{}</text>"##, LEFT + 4.0, y - 4.0, escape(text));
     }
+    if let Some((value, text)) = chart.marker.as_ref().filter(|(v, _)| v.is_finite()) {
+        let x = px(*value);
+        let _ = write!(
+            svg,
+            r##"<line class="marker" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#c0392b" stroke-dasharray="6 3"/>"##,
+            TOP + plot_h
+        );
+        let _ = write!(
+            svg,
+            r##"<text x="{:.1}" y="{:.1}" fill="#c0392b" text-anchor="end">{}</text>"##,
+            x - 4.0,
+            TOP + plot_h - 6.0,
+            escape(text)
+        );
+    }
     for series in &chart.series {
         let opacity = if series.faint { 0.45 } else { 1.0 };
         let dash = if series.dashed { r#" stroke-dasharray="6 3""# } else { "" };
@@ -251,7 +274,8 @@ fn draw(chart: &Chart, log_x: bool) -> String {
                 series.color
             );
         }
-        for p in series.points.iter().filter(|p| p.x.is_finite() && p.y.is_finite()) {
+        let dots = if series.points.len() > DOTS_UP_TO { &[][..] } else { &series.points[..] };
+        for p in dots.iter().filter(|p| p.x.is_finite() && p.y.is_finite()) {
             let fill = if p.ok { series.color } else { "white" };
             let _ = write!(
                 svg,
@@ -328,6 +352,7 @@ pub mod tests {
             ],
             reference: Some((50.0, "pass mark 50 ms".into())),
             diagonal: !log_y,
+            marker: None,
         }
     }
 
@@ -366,6 +391,21 @@ pub mod tests {
             assert!(svg.contains(tick), "x tick {tick} in {svg}");
         }
         assert_well_formed(&render_log_x(&chart(true, Vec::new())));
+    }
+
+    #[test]
+    fn a_marker_stands_where_its_x_is_and_dense_series_have_no_dots() {
+        let points: Vec<Point> = (0..=200).map(|i| Point { x: f64::from(i) / 20.0, y: 1.0, ok: true }).collect();
+        let mut c = chart(false, points);
+        c.marker = Some((5.0, "kill <both>".into()));
+        let svg = render(&c);
+        assert_well_formed(&svg);
+        // x from 0 to 10: 5 is the plot's middle, LEFT + (WIDTH - LEFT - RIGHT) / 2.
+        assert!(svg.contains(r#"<line class="marker" x1="342.0""#), "{svg}");
+        assert!(svg.contains("kill &lt;both&gt;"));
+        assert_eq!(svg.matches("<circle").count(), 0);
+        c.marker = Some((f64::NAN, "none".into()));
+        assert!(!render(&c).contains("class=\"marker\""));
     }
 
     #[test]

@@ -44,6 +44,7 @@ fn chart(round: &RoundResult, latency: bool) -> Chart {
             series,
             reference: Some((round.pass_mark.p95_ms, format!("pass mark {} ms", round.pass_mark.p95_ms))),
             diagonal: false,
+            marker: None,
         }
     } else {
         Chart {
@@ -54,6 +55,7 @@ fn chart(round: &RoundResult, latency: bool) -> Chart {
             series,
             reference: None,
             diagonal: true,
+            marker: None,
         }
     }
 }

@@ -241,6 +241,7 @@ fn charts(results: &[SettingResult]) -> Vec<(String, String, String)> {
                 series,
                 reference: None,
                 diagonal: false,
+                marker: None,
             };
             (
                 format!("durability-{mix}"),

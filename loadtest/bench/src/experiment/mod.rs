@@ -162,6 +162,18 @@ pub struct ExperimentArgs {
     /// primary's postgres is found dead; Patroni's default 300 restarts it in place first).
     #[arg(long = "primary-start-timeout", default_value_t = 0)]
     pub primary_start_timeout: u32,
+    /// failover: Patroni's `ttl`, `loop_wait`, `retry_timeout` (seconds) during the run, put back
+    /// after [default: the cluster's own]; Patroni raises a `ttl` under 20 to 20, so none is taken.
+    #[arg(long = "patroni-ttl", value_parser = clap::value_parser!(u32).range(20..))]
+    pub patroni_ttl: Option<u32>,
+    #[arg(long = "patroni-loop-wait")]
+    pub patroni_loop_wait: Option<u32>,
+    #[arg(long = "patroni-retry-timeout")]
+    pub patroni_retry_timeout: Option<u32>,
+    /// failover: MongoDB's `electionTimeoutMillis` during the run (`replSetReconfig`), put back
+    /// after [default: the set's own].
+    #[arg(long = "election-timeout-ms", value_parser = clap::value_parser!(u32).range(500..=600_000))]
+    pub election_timeout_ms: Option<u32>,
     /// failover: weaken both engines' durability on purpose (PostgreSQL `synchronous_commit=local`:
     /// a commit no longer waits for the synchronous standby; MongoDB `w: 1`), to see that the run
     /// can catch an acknowledged write lost.
@@ -244,6 +256,9 @@ pub struct Ctx {
     pub local: Option<Stack>,
     /// The snapshots taken so far, one per data set.
     pub snapshots: Vec<(rounds::Data, crate::fresh::Snapshots)>,
+    /// What the failover changed on the cluster and has not put back yet: put back on the way
+    /// out, interrupted or not.
+    pub undo: Option<failover::restore::Undo>,
 }
 
 impl Ctx {
@@ -332,10 +347,17 @@ impl Ctx {
     }
 }
 
-/// The experiment's services, once it has them, are what it stops (with the stack).
+/// What the experiment changed on a cluster is put back, then its services, once it has them, are
+/// stopped (with the stack): whether it finished, failed or was interrupted.
 impl scaffold::Stop for Option<Ctx> {
     async fn stop(&mut self) {
         if let Some(ctx) = self.as_mut() {
+            if let Some(mut undo) = ctx.undo.take().filter(|u| !u.is_empty()) {
+                eprintln!("experiment: putting back what the run changed on the cluster");
+                if let Err(error) = undo.restore().await {
+                    eprintln!("experiment: not everything was put back: {error:#}");
+                }
+            }
             ctx.services.stop().await;
         }
     }
@@ -371,6 +393,12 @@ fn failover_plan(args: &ExperimentArgs) -> failover::Plan {
         kill_after: args.kill_after.unwrap_or(kill),
         retries: args.failover_retries,
         primary_start_timeout: args.primary_start_timeout,
+        patroni: [
+            ("ttl", args.patroni_ttl),
+            ("loop_wait", args.patroni_loop_wait),
+            ("retry_timeout", args.patroni_retry_timeout),
+        ],
+        election_timeout_ms: args.election_timeout_ms,
         weak_durability: args.weak_durability,
     }
 }
@@ -454,6 +482,7 @@ async fn body(
         skipped: Vec::new(),
         local,
         snapshots: Vec::new(),
+        undo: None,
     });
     let outcome = match args.name {
         Name::Gin => gin::run(ctx, &args.variants).await,

@@ -68,6 +68,7 @@ pub fn chart(title: &str, y_label: &str, lines: &[(String, Vec<Point>)], value: 
         series,
         reference: None,
         diagonal: false,
+        marker: None,
     }
 }
 

@@ -62,6 +62,7 @@ pub fn charts(results: &[SizeResult]) -> Vec<(String, String, String)> {
         ],
         reference: None,
         diagonal: false,
+        marker: None,
     };
     let rates = Chart {
         title: "Closed-loop status updates per second against document size".into(),
@@ -92,6 +93,7 @@ pub fn charts(results: &[SizeResult]) -> Vec<(String, String, String)> {
         ],
         reference: None,
         diagonal: false,
+        marker: None,
     };
     let (mut bytes, mut rates) = (bytes, rates);
     if noted.iter().any(|r| r.closed_loop.pgh.is_some()) {

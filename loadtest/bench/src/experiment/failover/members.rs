@@ -27,6 +27,8 @@ pub struct Victim {
 pub struct Members {
     pub prefix: String,
     pub count: usize,
+    /// The replicas' folder (`pg1/patroni.log`, ...), when known.
+    pub dir: Option<std::path::PathBuf>,
 }
 
 impl Members {

@@ -7,13 +7,19 @@
 //! the gap and the retries (`figures`); the orders read back afterwards give the acknowledged
 //! writes lost, the false "not written" answers and the duplicates (`check`); the servers say who
 //! became primary, whether the old one rejoined, and the settings that decide the gap
-//! (`servers`). The services are the same processes throughout: their PIDs are compared.
+//! (`servers`); every member is read once caught up (`every`); the old primaries' files say how
+//! they rejoined (`rejoin`); `chart` draws the buckets; `restore` puts back what the run changed,
+//! interrupted or not. The services are the same processes throughout: their PIDs are compared.
 
+mod chart;
 mod check;
 mod client;
+mod every;
 mod figures;
 mod members;
+mod rejoin;
 mod report;
+pub mod restore;
 mod servers;
 
 use super::Ctx;
@@ -40,6 +46,10 @@ pub struct Plan {
     /// Patroni's `primary_start_timeout` for the run: 0 makes Patroni fail over at once when the
     /// primary's postgres dies (its default, 300 s, restarts it in place first).
     pub primary_start_timeout: u32,
+    /// Patroni's keys set for the run (`ttl`, `loop_wait`, `retry_timeout`), when asked.
+    pub patroni: [(&'static str, Option<u32>); 3],
+    /// MongoDB's `electionTimeoutMillis` for the run, when asked.
+    pub election_timeout_ms: Option<u32>,
     /// Both engines acknowledge before the write reaches a second member (`--weak-durability`).
     pub weak_durability: bool,
 }
@@ -81,6 +91,10 @@ pub struct Engine {
     pub old_primary_rejoined_after_ms: Option<f64>,
     pub figures: figures::Figures,
     pub written: check::Written,
+    /// The acknowledged orders read back from every member once they caught up.
+    pub members: Vec<every::Member>,
+    /// How the old primary came back: `pg_rewind` in Patroni's log; MongoDB's rollback files.
+    pub rejoin: rejoin::Rejoin,
     /// The settings that decide the gap, read back from the servers and the service.
     pub settings: Value,
     /// The servers' own account: Patroni's `/history`; MongoDB's `replSetGetStatus`.
@@ -124,16 +138,27 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, plan: Plan) -> Result<Outco
     let Some(urls) = ctx.use_variant(&variant).await? else { bail!("the services cannot run the replicated variant") };
     let patroni = servers::Patroni::new(replicas.get("REPLICA_PATRONI_URLS")?)?;
     let mongo = mongodb::Client::with_uri_str(&ctx.databases.mongodb_uri).await.context("MongoDB client")?;
+    let patroni_config = std::path::Path::new(replicas.get("REPLICA_PATRONI_CONFIG")?);
     let members = Members {
         prefix: replicas.get("REPLICA_NS_PREFIX")?.to_owned(),
         count: replicas.get("REPLICA_COUNT")?.parse().context("REPLICA_COUNT")?,
+        dir: patroni_config.parent().and_then(std::path::Path::parent).map(std::path::Path::to_path_buf),
     };
-    let original = patroni.get("/config").await?.get("primary_start_timeout").cloned();
-    patroni.set("primary_start_timeout", plan.primary_start_timeout.into()).await?;
+    // Kept in the context from before the first change: an interrupted run puts it back too.
+    let undo = ctx.undo.insert(restore::Undo::new(replicas.get("REPLICA_PATRONI_URLS")?));
+    undo.set(&patroni, "primary_start_timeout", plan.primary_start_timeout.into()).await?;
+    for (key, value) in plan.patroni.iter().filter_map(|(k, v)| Some((*k, (*v)?))) {
+        undo.set(&patroni, key, value.into()).await?;
+    }
+    if let Some(ms) = plan.election_timeout_ms {
+        undo.set_election_timeout(&ctx.databases.mongodb_uri, ms).await?;
+    }
     let measured = failover(ctx, &urls, &patroni, &mongo, &members, plan).await;
-    let restore = original.unwrap_or(Value::Null);
-    if let Err(error) = patroni.set("primary_start_timeout", restore).await {
-        eprintln!("experiment: putting Patroni's primary_start_timeout back: {error:#}");
+    if let Some(mut undo) = ctx.undo.take()
+        && let Err(error) = undo.restore().await
+    {
+        eprintln!("experiment: {error:#}");
+        ctx.undo = Some(undo);
     }
     let (pg, mongo) = measured?;
     Ok(report::outcome(plan, &pg, &mongo))
@@ -197,7 +222,8 @@ async fn failover(
     let url = |t: Target| urls.get(t).map(str::to_owned).context("no service URL");
     let (pg_url, mongo_url) = (url(Target::Pg)?, url(Target::Mongo)?);
     let start = Instant::now() + Duration::from_millis(200);
-    let killer = kill_and_follow(start, plan, patroni, mongo, members, (&pg_victim, &mongo_victim));
+    let undo = ctx.undo.get_or_insert_default();
+    let killer = kill_and_follow(start, plan, (patroni, mongo), members, (&pg_victim, &mongo_victim), undo);
     let (pg_records, mongo_records, followed) = tokio::join!(
         client::run(&pg_url, load, &pg_orders, start),
         client::run(&mongo_url, load, &mongo_orders, start),
@@ -212,6 +238,26 @@ async fn failover(
     let mut mongo_written = check::read_back(&mongo_url, &mongo_records).await?;
     check::mongo_counts(&ctx.databases.mongodb_uri, &ctx.databases.mongodb_db, first_id, last_id, &mut mongo_written)
         .await?;
+    eprintln!("experiment: reading the acknowledged orders back from every member (after at most 60 s to catch up)");
+    let acked = |records: &[Request]| -> Vec<i64> {
+        records.iter().filter(|r| r.acked_at().is_some()).filter_map(|r| i64::try_from(r.id).ok()).collect()
+    };
+    let pg_members = every::pg(patroni, &ctx.databases.database_url, &acked(&pg_records)).await;
+    let mongo_members = every::mongo(mongo, &ctx.databases.mongodb_db, &acked(&mongo_records)).await;
+    let or_none = |m: Result<Vec<every::Member>>| {
+        m.unwrap_or_else(|e| {
+            eprintln!("experiment: the members not read: {e:#}");
+            Vec::new()
+        })
+    };
+    let (pg_members, mongo_members) = (or_none(pg_members), or_none(mongo_members));
+    let since = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(followed.kill_epoch_ms).unwrap_or(0));
+    let pg_rejoin = members.dir.as_ref().map_or_else(rejoin::Rejoin::default, |dir| {
+        rejoin::pg_rewind(&dir.join(&pg_victim.member).join("patroni.log"))
+    });
+    let mongo_acked = acked(&mongo_records).into_iter().collect();
+    let mongo_rejoin = rejoin::dbpath(&mongo_victim.cmdline)
+        .map_or_else(rejoin::Rejoin::default, |dbpath| rejoin::mongo_rollback(&dbpath, since, &mongo_acked));
     let pids_after = ctx.services.pids();
     let pid = |pids: &[(Target, Option<u32>)], t: Target| pids.iter().find(|(x, _)| *x == t).and_then(|(_, p)| *p);
     let same = |t: Target| {
@@ -235,18 +281,22 @@ async fn failover(
         old_primary_rejoined_after_ms: None,
         figures: figures::of(records, followed.kill_ms),
         written: check::Written::default(),
+        members: Vec::new(),
+        rejoin: rejoin::Rejoin::default(),
         settings: Value::Null,
         servers_say: Value::Null,
     };
     let mut pg = engine("postgres", Target::Pg, &pg_records, &pg_victim);
     (pg.new_primary, pg.new_primary_after_ms) = followed.pg.clone().unzip();
     (pg.old_primary_rejoined, pg.old_primary_rejoined_after_ms) = followed.pg_back.clone().unzip();
+    (pg.members, pg.rejoin) = (pg_members, pg_rejoin);
     (pg.written, pg.settings, pg.servers_say) =
         (pg_written, pg_settings, serde_json::json!({"patroni_history": history}));
     pg.promoted_after_ms = servers::patroni_promoted_ms(&history).map(|at| (at - followed.kill_epoch_ms) as f64);
     let mut mg = engine("mongodb", Target::Mongo, &mongo_records, &mongo_victim);
     (mg.new_primary, mg.new_primary_after_ms) = followed.mongo.clone().unzip();
     (mg.old_primary_rejoined, mg.old_primary_rejoined_after_ms) = followed.mongo_back.clone().unzip();
+    (mg.members, mg.rejoin) = (mongo_members, mongo_rejoin);
     (mg.written, mg.settings, mg.servers_say) = (mongo_written, mongo_settings, serde_json::json!({"replset": status}));
     mg.promoted_after_ms = status["last_election_ms"].as_i64().map(|at| (at - followed.kill_epoch_ms) as f64);
     let records = serde_json::json!({"pg": pg_records, "mongo": mongo_records});
@@ -283,12 +333,13 @@ struct Followed {
 async fn kill_and_follow(
     start: Instant,
     plan: Plan,
-    patroni: &servers::Patroni,
-    mongo: &mongodb::Client,
+    (patroni, mongo): (&servers::Patroni, &mongodb::Client),
     members: &Members,
     (pg, mg): (&Victim, &Victim),
+    undo: &mut restore::Undo,
 ) -> Result<Followed> {
     tokio::time::sleep_until((start + plan.kill_after).into()).await;
+    undo.killed_mongod = Some(mg.clone());
     members::kill(&[pg.pid, mg.pid]).await?;
     let killed = Instant::now();
     let kill_epoch_ms = orders_core::Timestamp::now().millis();
@@ -299,7 +350,7 @@ async fn kill_and_follow(
     );
     let limit = killed + Duration::from_secs(150);
     let ((pg_new, pg_back), (mongo_new, mongo_back)) =
-        tokio::join!(follow_pg(patroni, pg, killed, limit), follow_mongo(mongo, members, mg, killed, limit));
+        tokio::join!(follow_pg(patroni, pg, killed, limit), follow_mongo(mongo, members, mg, killed, limit, undo));
     Ok(Followed { kill_ms, kill_epoch_ms, pg: pg_new, mongo: mongo_new, pg_back, mongo_back })
 }
 
@@ -340,6 +391,7 @@ async fn follow_mongo(
     mg: &Victim,
     killed: Instant,
     limit: Instant,
+    undo: &mut restore::Undo,
 ) -> (Seen, Seen) {
     let (mut new, mut back) = (None, None);
     let name = format!("{}:27017", mg.address);
@@ -355,8 +407,9 @@ async fn follow_mongo(
                 mg.member
             );
             new = Some((member, since(killed)));
-            if let Err(error) = members::restart(mg).await {
-                eprintln!("experiment: {error:#}");
+            match members::restart(mg).await {
+                Ok(()) => undo.killed_mongod = None,
+                Err(error) => eprintln!("experiment: {error:#}"),
             }
         }
         if new.is_some()

@@ -1,7 +1,7 @@
 //! The failover's report: both engines side by side (the gap, the answers, what was written, who
 //! became primary, whether the service kept its process, the old primary's return), then the
-//! settings that decide the gap as the servers and the services read them back; `result.json`
-//! carries every figure and the per-100 ms buckets.
+//! settings that decide the gap as the servers and the services read them back, and the chart of
+//! the per-100 ms buckets (`chart`); `result.json` carries every figure and the buckets.
 
 use super::{Engine, Plan};
 use crate::experiment::output::Outcome;
@@ -77,6 +77,7 @@ fn rows(pg: &Engine, mongo: &Engine) -> Vec<Vec<String>> {
                 e.written.acknowledged_found + e.written.acknowledged_lost
             )
         }),
+        row("acknowledged lost, per member (read directly once caught up)", &|e| super::every::cell(&e.members)),
         row("answered \"not written\", found afterwards", &|e| e.written.not_written_found.to_string()),
         row("given up, found afterwards", &|e| e.written.given_up_found.to_string()),
         row("**duplicates** (rows − distinct keys/ids in the database)", &|e| {
@@ -95,6 +96,7 @@ fn rows(pg: &Engine, mongo: &Engine) -> Vec<Vec<String>> {
                 pid(e.service_pid_after)
             )
         }),
+        row("old primary's rejoin (`pg_rewind`; MongoDB's rollback files)", &|e| super::rejoin::cell(&e.rejoin)),
         row("old primary back as standby", &|e| match (&e.old_primary_rejoined, e.old_primary_rejoined_after_ms) {
             (Some(state), Some(t)) => format!("{state}, seen {:.1} s after the kill", t / 1000.0),
             _ => "not within 150 s of the kill".into(),
@@ -154,7 +156,7 @@ pub fn outcome(plan: Plan, pg: &Engine, mongo: &Engine) -> Outcome {
         setups: Vec::new(),
         comparisons: Vec::new(),
         details,
-        charts: Vec::new(),
+        charts: vec![super::chart::entry(&pg.figures, &mongo.figures, pg.kill_ms.or(mongo.kill_ms))],
         variants: json!({"plan": plan, "engines": [pg, mongo]}),
         rounds: Vec::new(),
         extra: serde_json::Map::new(),
