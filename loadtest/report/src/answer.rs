@@ -178,7 +178,7 @@ fn sentence(round: &RoundResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use orders_bench_model::cpu::StepCpu;
+    use orders_bench_model::cpu::{ComponentCpu, Role, StepCpu};
     use std::collections::BTreeMap;
 
     #[test]
@@ -187,6 +187,16 @@ mod tests {
         let counted = &sentences(&[&round])[0];
         assert!(counted.contains("PostgreSQL") && !counted.contains("not measured"), "{counted}");
         for repeat in &mut round.repeats {
+            // Every component measured (else other processes cannot be told apart).
+            repeat.cpu.components = vec![ComponentCpu {
+                name: "postgres".into(),
+                role: Role::Database,
+                target: Some("pg".into()),
+                note: None,
+                cpu_seconds: Some(10.0),
+                cores_used: None,
+                per_1k_requests: None,
+            }];
             repeat.cpu.steps = vec![StepCpu {
                 step: 0,
                 rate: 1000,
