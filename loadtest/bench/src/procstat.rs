@@ -58,20 +58,25 @@ fn all_pids() -> Vec<u32> {
 }
 
 /// CPU seconds used so far by every user-space process at normal priority or above, plus what
-/// each has reaped: the machine's busy time counted process by process (kernel threads left out:
-/// much of their work is the run's own network traffic, which no component is charged for). The kernel's per-process times are
-/// scaled to the time each task really ran, while `/proc/stat` samples whoever runs at each tick
-/// and, on a tickless virtual machine, can miss short bursts of work almost entirely
-/// (docs/fairness.md, "Other processes"). A process that exits between two readings is still
-/// counted through its parent; one whose parent died first is lost.
+/// each has reaped: the machine's busy time counted process by process (docs/fairness.md, "Other
+/// processes"). The kernel scales each task's times to the time it really ran, while `/proc/stat`
+/// samples whoever runs at each tick and, on a tickless virtual machine, misses short bursts.
 pub fn processes_cpu_seconds() -> Option<f64> {
-    let ticks: u64 = all_pids()
-        .into_iter()
-        .filter_map(stat)
-        .filter(|s| s.nice <= 0 && !s.kernel_thread)
-        .map(|s| s.own_ticks + s.reaped_children_ticks)
-        .sum();
+    let stats: Vec<(u32, ProcStat)> = all_pids().into_iter().filter_map(|pid| Some((pid, stat(pid)?))).collect();
+    let ticks = busy_ticks(&stats);
     (ticks > 0).then_some(ticks as f64 / TICKS_PER_SECOND)
+}
+
+/// The ticks `processes_cpu_seconds` counts. Left out: niced processes (they yield), kernel
+/// threads (much of their work is the run's own network traffic) and what init (pid 1) has
+/// reaped: a daemon that dies, such as a database stopped before a restore, lands there with its
+/// whole life's time at once, whenever init reaps it, and would look like a burst of other work.
+fn busy_ticks(stats: &[(u32, ProcStat)]) -> u64 {
+    stats
+        .iter()
+        .filter(|(_, s)| s.nice <= 0 && !s.kernel_thread)
+        .map(|(pid, s)| s.own_ticks + if *pid == 1 { 0 } else { s.reaped_children_ticks })
+        .sum()
 }
 
 /// `root` and every live descendant (the walk the budgets move process trees with).
@@ -284,6 +289,24 @@ mod tests {
         assert_eq!(listening_pid(port), Some(std::process::id()));
         assert!(tree_cpu_seconds(std::process::id()).is_some());
         assert!(machine_cpu().is_some_and(|m| m.total_seconds >= m.busy_seconds));
+    }
+
+    #[test]
+    fn the_process_by_process_count_leaves_out_what_init_reaped_and_niced_and_kernel_work() {
+        let stat = |own_ticks, reaped_children_ticks, nice, kernel_thread| ProcStat {
+            ppid: 1,
+            own_ticks,
+            reaped_children_ticks,
+            nice,
+            kernel_thread,
+        };
+        let stats = [
+            (1, stat(5, 9_000, 0, false)),
+            (40, stat(100, 20, 0, false)),
+            (41, stat(300, 0, 19, false)),
+            (42, stat(70, 0, 0, true)),
+        ];
+        assert_eq!(busy_ticks(&stats), 5 + 100 + 20);
     }
 
     #[test]
