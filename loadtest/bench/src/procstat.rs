@@ -62,19 +62,49 @@ fn all_pids() -> Vec<u32> {
 /// processes"). The kernel scales each task's times to the time it really ran, while `/proc/stat`
 /// samples whoever runs at each tick and, on a tickless virtual machine, misses short bursts.
 pub fn processes_cpu_seconds() -> Option<f64> {
-    let stats: Vec<(u32, ProcStat)> = all_pids().into_iter().filter_map(|pid| Some((pid, stat(pid)?))).collect();
-    let ticks = busy_ticks(&stats);
+    let ticks = busy_ticks(&all_stats(), &BTreeSet::new());
     (ticks > 0).then_some(ticks as f64 / TICKS_PER_SECOND)
 }
 
-/// The ticks `processes_cpu_seconds` counts. Left out: niced processes (they yield), kernel
-/// threads (much of their work is the run's own network traffic) and what init (pid 1) has
-/// reaped: a daemon that dies, such as a database stopped before a restore, lands there with its
-/// whole life's time at once, whenever init reaps it, and would look like a burst of other work.
-fn busy_ticks(stats: &[(u32, ProcStat)]) -> u64 {
+/// The same for the processes outside the trees of `roots` (the run's own: its databases,
+/// services, load generator and the runner with everything it started): other processes.
+pub fn others_cpu_seconds(roots: &[u32]) -> Option<f64> {
+    let stats = all_stats();
+    if stats.is_empty() {
+        return None;
+    }
+    let ours = descendants(&stats, roots);
+    Some(busy_ticks(&stats, &ours) as f64 / TICKS_PER_SECOND)
+}
+
+fn all_stats() -> BTreeMap<u32, ProcStat> {
+    all_pids().into_iter().filter_map(|pid| Some((pid, stat(pid)?))).collect()
+}
+
+/// `roots` and every live process below them.
+fn descendants(stats: &BTreeMap<u32, ProcStat>, roots: &[u32]) -> BTreeSet<u32> {
+    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (pid, s) in stats {
+        children.entry(s.ppid).or_default().push(*pid);
+    }
+    let mut found: BTreeSet<u32> = BTreeSet::new();
+    let mut next: Vec<u32> = roots.to_vec();
+    while let Some(pid) = next.pop() {
+        if found.insert(pid) {
+            next.extend(children.get(&pid).into_iter().flatten());
+        }
+    }
+    found
+}
+
+/// The ticks of the processes in `stats` but not in `leave_out`, counted as above. Also left
+/// out: niced processes (they yield), kernel threads (much of their work is the run's own network
+/// traffic) and what init (pid 1) has reaped: a daemon that dies, such as a database stopped
+/// before a restore, lands there with its whole life's time at once, whenever init reaps it.
+fn busy_ticks(stats: &BTreeMap<u32, ProcStat>, leave_out: &BTreeSet<u32>) -> u64 {
     stats
         .iter()
-        .filter(|(_, s)| s.nice <= 0 && !s.kernel_thread)
+        .filter(|(pid, s)| s.nice <= 0 && !s.kernel_thread && !leave_out.contains(pid))
         .map(|(pid, s)| s.own_ticks + if *pid == 1 { 0 } else { s.reaped_children_ticks })
         .sum()
 }
@@ -292,21 +322,26 @@ mod tests {
     }
 
     #[test]
-    fn the_process_by_process_count_leaves_out_what_init_reaped_and_niced_and_kernel_work() {
-        let stat = |own_ticks, reaped_children_ticks, nice, kernel_thread| ProcStat {
-            ppid: 1,
+    fn other_processes_are_those_outside_the_runs_trees_less_what_init_reaped_and_niced_and_kernel_work() {
+        let stat = |ppid, own_ticks, reaped_children_ticks, nice, kernel_thread| ProcStat {
+            ppid,
             own_ticks,
             reaped_children_ticks,
             nice,
             kernel_thread,
         };
-        let stats = [
-            (1, stat(5, 9_000, 0, false)),
-            (40, stat(100, 20, 0, false)),
-            (41, stat(300, 0, 19, false)),
-            (42, stat(70, 0, 0, true)),
-        ];
-        assert_eq!(busy_ticks(&stats), 5 + 100 + 20);
+        let stats = BTreeMap::from([
+            (1, stat(0, 5, 9_000, 0, false)),
+            (40, stat(1, 100, 20, 0, false)),
+            (41, stat(1, 300, 0, 19, false)),
+            (42, stat(2, 70, 0, 0, true)),
+            (50, stat(1, 1_000, 4_000, 0, false)),
+            (51, stat(50, 200, 0, 0, false)),
+            (52, stat(51, 30, 0, 0, false)),
+        ]);
+        assert_eq!(descendants(&stats, &[50]), BTreeSet::from([50, 51, 52]));
+        assert_eq!(busy_ticks(&stats, &BTreeSet::new()), 5 + 100 + 20 + 1_000 + 4_000 + 200 + 30);
+        assert_eq!(busy_ticks(&stats, &descendants(&stats, &[50])), 5 + 100 + 20, "the run's tree is ours");
     }
 
     #[test]

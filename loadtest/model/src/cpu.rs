@@ -73,6 +73,9 @@ pub struct StepCpu {
     /// sources disagree; `limit` then uses the larger).
     #[serde(default)]
     pub components_cores: Option<f64>,
+    /// Cores used by processes outside the components' process trees: other work on the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_cores: Option<f64>,
     /// Cores used by each component during the step.
     pub cores: BTreeMap<String, f64>,
     /// The kernel's figures of each database in a cgroup of its own.

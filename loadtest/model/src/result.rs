@@ -236,7 +236,7 @@ impl RepeatResult {
             .steps
             .iter()
             .filter(|s| s.rate <= last_judged)
-            .filter_map(|s| Some((s.rate, (s.machine_busy_cores? - s.components_cores?).max(0.0))))
+            .filter_map(|s| Some((s.rate, s.others_cores?)))
             .filter(|(_, others)| *others > OTHERS_MAX_CORES)
             .max_by(|a, b| a.1.total_cmp(&b.1))
     }
@@ -309,8 +309,9 @@ mod tests {
     use crate::cpu::{CpuReport, StepCpu};
     use crate::verdict::MaxRate;
 
-    /// A repeat whose targets first failed at `failed` (`None`: never), with the machine and the
-    /// measured components busy as in `steps` (rate, machine cores, components' cores).
+    /// A repeat whose targets first failed at `failed` (`None`: never), with the machine, the
+    /// measured components and other processes busy as in `steps` (rate, machine cores,
+    /// components' cores; the others are the difference).
     fn repeat(failed: [Option<u32>; 2], steps: &[(u32, f64, f64)]) -> RepeatResult {
         let target = |first_failed_rate| TargetResult {
             steps: Vec::new(),
@@ -330,6 +331,7 @@ mod tests {
                 rate: *rate,
                 machine_busy_cores: Some(*machine),
                 components_cores: Some(*parts),
+                others_cores: Some(machine - parts),
                 cores: BTreeMap::new(),
                 databases: BTreeMap::new(),
                 generator: None,

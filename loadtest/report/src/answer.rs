@@ -202,6 +202,7 @@ mod tests {
                 rate: 1000,
                 machine_busy_cores: Some(1.9),
                 components_cores: Some(0.6),
+                others_cores: Some(1.3),
                 cores: BTreeMap::new(),
                 databases: BTreeMap::new(),
                 generator: None,

@@ -30,6 +30,8 @@ struct Sample {
     machine_busy: Option<f64>,
     /// The same counted process by process (`procstat::processes_cpu_seconds`).
     processes: Option<f64>,
+    /// What processes outside the components' trees used (`procstat::others_cpu_seconds`).
+    others: Option<f64>,
     cpu: Vec<Option<f64>>,
     kernel: Vec<Option<Reading>>,
     /// The databases' context switches so far (voluntary, involuntary), as counts.
@@ -90,8 +92,10 @@ impl Sampler {
             .collect();
         let machine_busy = procstat::machine_cpu().map(|m| m.busy_seconds);
         let processes = procstat::processes_cpu_seconds();
+        let roots: Vec<u32> = self.components.iter().filter_map(|c| c.pid).collect();
+        let others = procstat::others_cpu_seconds(&roots);
         let at = self.origin.elapsed().as_secs_f64();
-        self.samples.push(Sample { at, machine_busy, processes, cpu, kernel, switches });
+        self.samples.push(Sample { at, machine_busy, processes, others, cpu, kernel, switches });
     }
 
     /// The budget every database ran under, as the kernel reported it at the last sample.
@@ -236,6 +240,7 @@ impl Sampler {
                     rate: s.rate,
                     machine_busy_cores: larger(rate(&|x: &Sample| x.machine_busy), rate(&|x: &Sample| x.processes)),
                     components_cores: Some(cores.values().sum()),
+                    others_cores: rate(&|x: &Sample| x.others),
                     cores,
                     databases,
                     generator: generator.and_then(|g| g.at_step(index, span)),

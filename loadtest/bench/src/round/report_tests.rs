@@ -351,6 +351,7 @@ fn answered(pg: &[u32], mongo: &[u32], cores: Option<(f64, f64)>) -> RoundResult
                 rate: 0,
                 machine_busy_cores: None,
                 components_cores: None,
+                others_cores: None,
                 cores: BTreeMap::new(),
                 databases: BTreeMap::from([
                     ("postgres".to_owned(), db(pg_cores)),

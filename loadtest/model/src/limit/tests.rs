@@ -33,6 +33,7 @@ fn step(busy: f64, cores: &[(&str, f64)]) -> StepCpu {
         rate: 1400,
         machine_busy_cores: Some(busy),
         components_cores: Some(cores.values().sum()),
+        others_cores: None,
         cores,
         databases: BTreeMap::new(),
         generator: None,
