@@ -1,18 +1,12 @@
-//! `orders-bench` (the library): the orchestration of the benchmark. It runs everything the other
-//! crates only describe: `seed` loads the data set (`orders-dataset`) into every database through
-//! each layout's `backend`, `round` drives the targets' services with a load generator
-//! (`orders-loadgen`'s, or k6 through `k6`) up a staircase, repeated, each repeat from a `fresh`
-//! start, judged by the generator's verdicts and recorded in the result model
-//! (`orders-bench-model`), which the report (`orders-bench-report`) renders; `demo` and
+//! `orders-bench` (the library): the orchestration of the benchmark, running what the other crates
+//! only describe. `seed` loads the data set into every database through each layout's `backend`;
+//! `round` drives the targets' services with a load generator up a staircase, repeated, each repeat
+//! from a `fresh` start, and records the result model that the report renders; `demo` and
 //! `experiment` run whole comparisons on this machine (started and stopped by `scaffold`); `fleet`
-//! spreads a round over several load machines (`agent` on each follower).
-//!
-//! Around them: `stack` controls the local stack (`infra/local/stack.sh`), `budget` (with
-//! `orders-budget`) gives the databases equal budgets and reads back what they ran under,
-//! `databases` says where they are, `diagnostics` reads the services' `/diagnostics` and samples
-//! the databases, `procstat` reads `/proc` and `components` finds a run's processes by their
-//! ports, `repo` finds the project's files, `reports` is the report's command line. Nothing here
-//! is imported by the generator, the model or the report: Cargo keeps the data flowing one way.
+//! spreads a round over several load machines. Around them: `stack`, `budget`, `databases`,
+//! `diagnostics`, `procstat`, `components` and `repo` reach the stack, the budgets, the servers,
+//! `/proc` and the project's files. Nothing here is imported by the generator, the model or the
+//! report: Cargo keeps the data flowing one way.
 
 pub mod backend;
 pub mod budget;

@@ -1,20 +1,10 @@
-//! `orders-loadgen`: the native load generator of the order services, readable and testable on its
-//! own (`orders-bench load` is its command line). Open loop by default (a staircase of arrival
-//! rates, or one constant rate, like `loadtest/k6/orders.js`), with the same mixes
-//! (`loadtest/mixes.json`, `mixes`), ids, bodies and expected statuses, and the same summary JSON
-//! (`summary`: the format both generators write, typed in the model); a closed loop
-//! with `--clients N` (`closed`: study S2's way of measuring, and what the experiments and the
-//! pool warm-up run). The open loop runs on one thread with no async runtime (`open`, over `wire`'s
-//! sockets on one epoll), so its CPU per request stays a small fraction of what a database needs;
-//! the closed loop runs its requests as tasks of a current-thread tokio runtime.
-//!
-//! While it runs it prints live figures (`live`: the one live view of both generators, which the
-//! runner fills from k6's REST API too) and takes `stop` or `retire NAME` on stdin, or
-//! SIGINT/SIGTERM (`control`); stopped early, it still writes its summary, which the model's
-//! `verdict` judges. `flags` holds the staircase and pass-mark flags the runner's `round` shares.
-//! It knows nothing of databases or of the runner: it depends on the data set (`orders-dataset`,
-//! for ids and bodies) and the result model (`orders-bench-model`: the summary's and the live
-//! view's types, the pass mark).
+//! `orders-loadgen`: the native load generator of the order services (`orders-bench load` is its
+//! command line). Open loop by default (`open`: a staircase of arrival rates on one thread over
+//! `wire`'s sockets, so its CPU per request stays a small fraction of a database's), or a closed
+//! loop with `--clients N` (`closed`, study S2's way); the same mixes, ids, bodies and summary JSON
+//! as `loadtest/k6/orders.js`. It prints live figures (`live`), takes `stop` / `retire NAME` on
+//! stdin or a signal (`control`), and still writes its summary when stopped early. It knows nothing
+//! of databases or of the runner: it depends only on the data set and the result model.
 
 mod closed;
 mod conn;

@@ -1,16 +1,9 @@
 //! Live figures while the generator runs, for the runner's progress lines and early stop: every
-//! half second one JSON line on stdout with the seconds since the schedule's origin and, per
-//! target, its dropped iterations so far and the figures of every step that changed since the
-//! previous line, with the step's windows (requests and slow ones) and the generator's worst lag
-//! per window, so the runner can tell a stall of the machine from a failure while it runs:
-//!
-//! ```text
-//! {"t":12.5,"lag_ms":{"2":[0.1,...]},"targets":{"pg":{"dropped":0,
-//!   "steps":{"2":{"count":2391,"p95_ms":3.1,"failed_rate":0.0,"windows":{"count":[..],"slow":[..]}}}}}}
-//! ```
-//!
-//! `apply` folds such a line into the runner's `LiveView` (the model's, beside the stall test),
-//! which the runner fills from k6's REST API too.
+//! half second one JSON line on stdout with, per target, its dropped iterations and the figures of
+//! every step that changed (with their windows of requests and slow ones, and the generator's worst
+//! lag per window), so the runner can tell a stall of the machine from a failure while it runs:
+//! `{"t":12.5,"lag_ms":{"2":[..]},"targets":{"pg":{"dropped":0,"steps":{"2":{"count":2391,..}}}}}`.
+//! `apply` folds such a line into the model's `LiveView`, which the runner fills from k6 too.
 
 use super::record::Recorder;
 use crate::summary::Windows;

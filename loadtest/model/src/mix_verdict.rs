@@ -1,22 +1,13 @@
-//! How sure the answer for one mix is. A repeat that stalls of the shared machine stopped before
-//! either database failed, or in which other processes took a share of the machine
-//! (`RepeatResult::left_out`), is left out (it measured neither database). Each target's repeats must lie within
-//! `TOLERANCE` of their median (else the row is **unstable**, and says whose repeats spread how far
-//! and whether the machine's speed moved them). The winner is judged **repeat by repeat**: within a
-//! repeat every target ran at the same moment on the same machine, so whatever made the machine
-//! faster or slower in one repeat moved all of them (measured: both databases' CPU per insert at the
-//! same offered rate moved together by up to 1.6× between repeats of one run, their ratio by 7%).
-//! A winner is named only when its rate over every other target's, within each repeat, was at least
-//! the least difference above 1 in every repeat, the medians of the rates too
-//! (the ratio the report shows), and the second estimate (the CPU capacity of `capacity`, where
-//! every database has one) does not say the opposite, and every target it beat was stopped by its
-//! own database (a rate the machine or the generator stopped says nothing of that database).
-//! A lead that passes the least difference by less than one step of the staircase in some repeat
-//! (`lead_thin`) names a winner only when it held in `THIN_LEAD_REPEATS` repeats; the round runs
-//! more where it has time for them.
-//! Otherwise there is no clear winner, in words, or, when a target that failed was not stopped by
-//! its database in most repeats, the row is **not database-limited**. `Doubt` names the first
-//! reason a leader was not named, for the report's one-sentence answer; `reasons` give them all.
+//! How sure the answer for one mix is. A repeat is left out when stalls of the shared machine
+//! stopped it or other processes took a share of the machine (`RepeatResult::left_out`). Each
+//! target's repeats must lie within `TOLERANCE` of their median, else the row is **unstable**. The
+//! winner is judged **repeat by repeat** (within a repeat every target ran at the same moment on
+//! the same machine): it is named only when it led every other target by the least difference in
+//! every repeat and in the medians, the CPU capacities do not say the opposite, every target it
+//! beat was stopped by its own database, and a lead within one staircase step of the threshold
+//! held in `THIN_LEAD_REPEATS` repeats. Otherwise: no clear winner, or **not database-limited**.
+//! `Doubt` names the first reason, for the report's sentence; `reasons` give them all
+//! (docs/fairness.md, "How a step is judged").
 
 use super::capacity;
 use super::cpu::limit_counts;

@@ -1,16 +1,8 @@
-//! Hand-written SVG line charts for the reports (no plotting crate): p95 latency against offered
-//! rate on a logarithmic axis with the pass mark drawn in, and achieved against offered rate with
-//! the "achieved = offered" diagonal. Each series is one target in one repeat; a step that failed
-//! the pass mark is drawn as a hollow point. The output is a standalone SVG document that also
-//! works inline in HTML.
-//!
-//! Kept hand-written rather than `plotters` (0.3.7 with only `svg_backend`, `line_series` and
-//! `point_series`), measured side by side in one run (once, on the 2-core development machine,
-//! 2026-12-04; the scripts are not kept): it adds 4 crates (`plotters`,
-//! `plotters-backend`, `plotters-svg`, `num-traits`) to the report crate's 28, raises the CPU of a
-//! cold debug build of the report crate from 59.5–60.1 s to 75.5–79.9 s (+27–33%, two rounds),
-//! adds 130 KB to a stripped release binary drawing one chart (450 KB → 580 KB), and writes the
-//! same p95 chart as 30 KB of SVG where this writes 4 KB (the reports inline every chart).
+//! Hand-written SVG line charts for the reports (no plotting crate; why, measured, in
+//! docs/decisions.md): p95 latency against offered rate on a logarithmic axis with the pass mark
+//! drawn in, achieved against offered rate with the "achieved = offered" diagonal, and time series
+//! with a marker (the failover's kill). A step that failed the pass mark is a hollow point. The
+//! output is a standalone SVG document that also works inline in HTML.
 
 use std::fmt::Write as _;
 
