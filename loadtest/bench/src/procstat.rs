@@ -58,23 +58,26 @@ fn all_pids() -> Vec<u32> {
 }
 
 /// CPU seconds used so far by every user-space process at normal priority or above, plus what
-/// each has reaped: the machine's busy time counted process by process (docs/fairness.md, "Other
-/// processes"). The kernel scales each task's times to the time it really ran, while `/proc/stat`
-/// samples whoever runs at each tick and, on a tickless virtual machine, misses short bursts.
-pub fn processes_cpu_seconds() -> Option<f64> {
-    let ticks = busy_ticks(&all_stats(), &BTreeSet::new());
-    (ticks > 0).then_some(ticks as f64 / TICKS_PER_SECOND)
+/// each has reaped (`all`: the machine's busy time counted process by process), and by those of
+/// them outside the trees of `roots` (`others`; the run's own trees: its databases, services, load
+/// generator and the runner with everything it started), from one reading of `/proc`
+/// (docs/fairness.md, "Other processes"). The kernel scales each task's times to the time it
+/// really ran, while `/proc/stat` samples whoever runs at each tick and, on a tickless virtual
+/// machine, misses short bursts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcessesCpu {
+    pub all: f64,
+    pub others: f64,
 }
 
-/// The same for the processes outside the trees of `roots` (the run's own: its databases,
-/// services, load generator and the runner with everything it started): other processes.
-pub fn others_cpu_seconds(roots: &[u32]) -> Option<f64> {
+pub fn processes_cpu(roots: &[u32]) -> Option<ProcessesCpu> {
     let stats = all_stats();
     if stats.is_empty() {
         return None;
     }
-    let ours = descendants(&stats, roots);
-    Some(busy_ticks(&stats, &ours) as f64 / TICKS_PER_SECOND)
+    let all = busy_ticks(&stats, &BTreeSet::new()) as f64 / TICKS_PER_SECOND;
+    let others = busy_ticks(&stats, &descendants(&stats, roots)) as f64 / TICKS_PER_SECOND;
+    Some(ProcessesCpu { all, others })
 }
 
 fn all_stats() -> BTreeMap<u32, ProcStat> {
@@ -346,13 +349,13 @@ mod tests {
 
     #[test]
     fn the_process_by_process_count_sees_work_this_process_does() {
-        let before = processes_cpu_seconds().expect("processes");
+        let before = processes_cpu(&[]).expect("processes").all;
         let spin = std::time::Instant::now();
         let mut x = 0u64;
         while spin.elapsed() < std::time::Duration::from_millis(300) {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
         }
-        let after = processes_cpu_seconds().expect("processes");
+        let after = processes_cpu(&[]).expect("processes").all;
         assert!(after - before >= 0.2, "300 ms of spinning counted as {:.2} s", after - before);
     }
 }

@@ -28,9 +28,9 @@ struct Account {
 struct Sample {
     at: f64,
     machine_busy: Option<f64>,
-    /// The same counted process by process (`procstat::processes_cpu_seconds`).
+    /// The same counted process by process (`procstat::processes_cpu`).
     processes: Option<f64>,
-    /// What processes outside the components' trees used (`procstat::others_cpu_seconds`).
+    /// What processes outside the components' trees used (`procstat::processes_cpu`).
     others: Option<f64>,
     cpu: Vec<Option<f64>>,
     kernel: Vec<Option<Reading>>,
@@ -91,9 +91,9 @@ impl Sampler {
             })
             .collect();
         let machine_busy = procstat::machine_cpu().map(|m| m.busy_seconds);
-        let processes = procstat::processes_cpu_seconds();
         let roots: Vec<u32> = self.components.iter().filter_map(|c| c.pid).collect();
-        let others = procstat::others_cpu_seconds(&roots);
+        let counted = procstat::processes_cpu(&roots);
+        let (processes, others) = (counted.map(|c| c.all), counted.map(|c| c.others));
         let at = self.origin.elapsed().as_secs_f64();
         self.samples.push(Sample { at, machine_busy, processes, others, cpu, kernel, switches });
     }
