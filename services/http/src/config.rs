@@ -7,7 +7,9 @@
 //! the stores apply, so every service sheds load the same way from the same numbers;
 //! `ConnectionLimits` the three that `serve` applies to connections.
 
-use crate::connection::ConnectionLimits;
+use crate::connection::{
+    ConnectionLimits, DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS,
+};
 use crate::runtime::WorkerThreads;
 use clap::{Args, ValueEnum};
 use orders_core::ListBytes;
@@ -22,15 +24,6 @@ pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_POOL_TIMEOUT_MS: u64 = 500;
 /// Default of `SHUTDOWN_TIMEOUT_MS`.
 pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 10_000;
-/// Default of `HEADER_READ_TIMEOUT_MS`: generous for any client that means to send a request, short
-/// enough that connections sending a header byte by byte (slowloris) cannot pile up.
-pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
-/// Default of `IDLE_TIMEOUT_MS`: longer than the pauses of the load generators between requests
-/// on a kept-alive connection.
-pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 60_000;
-/// Default of `MAX_CONNECTIONS`: more than the load generators open (k6 at most 5,000 VUs per
-/// target and load machine), less than the file limit of the droplets' units (65,536).
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 /// Default of `MAX_IN_FLIGHT`: at a millisecond per request on a pool of 16, 1,024 requests in
 /// flight already wait 64 ms each, past the benchmark's 50 ms pass mark, so the limit only answers
 /// sooner (503 at once instead of after `POOL_TIMEOUT_MS`) what was already overload.
@@ -75,7 +68,7 @@ pub struct HttpConfig {
         env = "RUST_LOG",
         value_name = "RUST_LOG",
         default_value = "info",
-        value_parser = crate::telemetry::parse_filter
+        value_parser = parse_filter
     )]
     pub rust_log: String,
 
@@ -307,9 +300,41 @@ pub fn redact_passwords(text: &str) -> String {
     out
 }
 
+/// A clap value parser: accepts only filters tracing can use, whose targets are module paths
+/// (`Targets` alone would take `[` for a target and log nothing of it).
+pub fn parse_filter(value: &str) -> Result<String, String> {
+    let is_path = |t: &str| {
+        t.split("::").all(|part| {
+            part.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
+    // A directive is a level, a target (every level of it) or `target=level`.
+    let is_level = |d: &str| !d.is_empty() && d.parse::<tracing::level_filters::LevelFilter>().is_ok();
+    let target_of = |d: &str| d.split_once('=').map_or(d, |(target, _)| target).to_owned();
+    let mut targets = value.split(',').filter(|d| d.contains('=') || !is_level(d)).map(target_of);
+    if let Some(bad) = targets.find(|t| !is_path(t)) {
+        return Err(format!("not a valid log filter: `{bad}` is no module path"));
+    }
+    value
+        .parse::<tracing_subscriber::filter::Targets>()
+        .map(|_| value.to_owned())
+        .map_err(|e| format!("not a valid log filter: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_level_per_target_is_a_filter_and_anything_else_is_refused() {
+        for good in ["info", "debug", "orders_http=debug,info", "warn,orders_pg=trace", "off"] {
+            assert_eq!(parse_filter(good).as_deref(), Ok(good));
+        }
+        for bad in ["info,[=", "info,[", "orders_http=chatty", "=debug", "orders http=info"] {
+            assert!(parse_filter(bad).is_err_and(|e| e.starts_with("not a valid log filter")), "{bad}");
+        }
+    }
     use clap::Parser;
 
     #[derive(Debug, Parser)]

@@ -10,7 +10,6 @@
 //! for a request, so on a keep-alive connection the wait between two requests counts against it,
 //! and an idle timeout longer than the header timeout could never apply.
 
-use crate::config::{DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS};
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,6 +17,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Default of `HEADER_READ_TIMEOUT_MS`: generous for any client that means to send a request, short
+/// enough that connections sending a header byte by byte (slowloris) cannot pile up.
+pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+/// Default of `IDLE_TIMEOUT_MS`: longer than the pauses of the load generators between requests
+/// on a kept-alive connection.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 60_000;
+/// Default of `MAX_CONNECTIONS`: more than the load generators open (k6 at most 5,000 VUs per
+/// target and load machine), less than the file limit of the droplets' units (65,536).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 /// The limits on connections (`HEADER_READ_TIMEOUT_MS`, `IDLE_TIMEOUT_MS`, `MAX_CONNECTIONS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

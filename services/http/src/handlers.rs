@@ -2,10 +2,10 @@
 //! store so the three services (and the in-memory test store) share every line.
 
 use crate::admission::Admission;
+use crate::draining::Draining;
 use crate::error::{ApiError, Shed};
 use crate::extract::{JsonBody, ListParams, PathId};
 use crate::metrics::Metrics;
-use crate::serve::Draining;
 use crate::shedding::Shedding;
 use crate::write_headers::{IdempotencyKeyHeader, PREFERENCE_APPLIED, Prefer, RETURN_MINIMAL};
 use axum::extract::State;

@@ -14,6 +14,7 @@
 pub mod admission;
 pub mod config;
 pub mod connection;
+pub mod draining;
 pub mod error;
 pub mod extract;
 pub mod handlers;
@@ -30,7 +31,8 @@ pub mod write_headers;
 
 pub use config::{DatabaseLimits, HttpConfig, LogFormat};
 pub use connection::ConnectionLimits;
+pub use draining::Draining;
 pub use error::ApiError;
 pub use routes::app;
 pub use runtime::WorkerThreads;
-pub use serve::{Draining, Server, serve, shutdown_signal};
+pub use serve::{Server, serve, shutdown_signal};

@@ -22,6 +22,7 @@
 
 use crate::config::HttpConfig;
 use crate::connection::{Activity, ConnectionLimits, Watched};
+use crate::draining::Draining;
 use crate::routes::app;
 use axum::Router;
 use axum::body::Body;
@@ -34,7 +35,6 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -43,21 +43,6 @@ use tower::ServiceExt;
 
 /// How long a connection with no request in flight may still send one once draining started.
 pub const IDLE_GRACE: Duration = Duration::from_millis(1000);
-
-/// Set once the server drains; handlers find it in the request's extensions (`/readyz` answers
-/// 503 from then on).
-#[derive(Debug, Clone, Default)]
-pub struct Draining(Arc<AtomicBool>);
-
-impl Draining {
-    pub fn is_set(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    fn set(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
 
 pub struct Server {
     listener: TcpListener,
