@@ -7,7 +7,6 @@
 
 use crate::diagnostics::{self, CollectionStats, Diagnostics, Journal, LogFigures, Section, Settings};
 use crate::indexes::COLLECTION;
-use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::error::Error;
 use mongodb::{Collection, Database};
@@ -31,12 +30,7 @@ pub async fn checkpoint(db: &Database) -> Result<(), Error> {
     db.client().database("admin").run_command(doc! {"fsync": 1}).await.map(drop)
 }
 
-/// The `storageStats` of `$collStats`; `None` when the stage returned nothing.
-pub async fn coll_stats(orders: &Collection<Document>) -> Result<Option<Document>, Error> {
-    let stats: Vec<Document> =
-        orders.aggregate([doc! {"$collStats": {"storageStats": {}}}]).await?.try_collect().await?;
-    Ok(stats.first().and_then(|s| s.get_document("storageStats").ok()).cloned())
-}
+pub use crate::diagnostics::coll_stats;
 
 /// The figures of `/diagnostics` a run is explained by, in two commands: `serverStatus` without
 /// its largest sections (opcounters, WiredTiger log) and `$collStats` of the orders (document

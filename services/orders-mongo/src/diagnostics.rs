@@ -8,6 +8,7 @@
 use crate::config::acknowledgment_text;
 use crate::error::{describe, store_error};
 use crate::indexes::COLLECTION;
+pub use crate::replication::{SentWriteConcern, WriteAck};
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::options::Acknowledgment;
 use mongodb::{Collection, Database};
@@ -15,7 +16,6 @@ use orders_core::StoreError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 use std::collections::BTreeMap;
-use std::fmt;
 
 /// The product whose query plan is explained (any id gives the same plan shape).
 const EXPLAINED_PRODUCT: i64 = 1;
@@ -125,33 +125,6 @@ pub struct WriteConcerns {
     pub sent_with_every_write: Option<SentWriteConcern>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_default: Option<Section<DefaultWriteConcern>>,
-}
-
-/// `w` and `j` of the collection's write concern; both `null` when none is set.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SentWriteConcern {
-    pub w: Option<WriteAck>,
-    pub j: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-/// `w`: a number of nodes, or a name (`majority`, a tag).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum WriteAck {
-    Nodes(u32),
-    Named(String),
-}
-
-impl fmt::Display for WriteAck {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WriteAck::Nodes(nodes) => write!(f, "{nodes}"),
-            WriteAck::Named(name) => f.write_str(name),
-        }
-    }
 }
 
 /// `getDefaultRWConcern`'s answer, as the server wrote it.
@@ -461,7 +434,7 @@ pub fn storage_stats(storage: &Document) -> CollectionStats {
 }
 
 async fn collection_stats(orders: &Collection<Document>) -> Section<CollectionStats> {
-    match crate::admin::coll_stats(orders).await {
+    match coll_stats(orders).await {
         Ok(Some(storage)) => Section::Read(storage_stats(&storage)),
         Ok(None) => Section::Refused { error: "$collStats returned no storageStats".into() },
         Err(error) => Section::Refused { error: describe(&error) },
@@ -508,6 +481,14 @@ fn walk_plan(plan: &Bson, stages: &mut Vec<String>, indexes: &mut Vec<String>) {
         Bson::Array(children) => children.iter().for_each(|child| walk_plan(child, stages, indexes)),
         _ => {}
     }
+}
+
+/// The `storageStats` of `$collStats`; `None` when the stage returned nothing.
+pub async fn coll_stats(orders: &Collection<Document>) -> Result<Option<Document>, mongodb::error::Error> {
+    let stats: Vec<Document> =
+        futures_util::TryStreamExt::try_collect(orders.aggregate([doc! {"$collStats": {"storageStats": {}}}]).await?)
+            .await?;
+    Ok(stats.first().and_then(|s| s.get_document("storageStats").ok()).cloned())
 }
 
 #[cfg(test)]

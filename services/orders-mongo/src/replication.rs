@@ -3,9 +3,36 @@
 //! members) and the write concern in effect (the one the driver sends with every write, else the
 //! server's default), so "a write waits for a majority, 2 of 3 members" is read back, not assumed.
 
-use crate::diagnostics::{SentWriteConcern, WriteAck};
 use mongodb::bson::{Bson, Document};
 use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// `w` and `j` of the collection's write concern; both `null` when none is set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SentWriteConcern {
+    pub w: Option<WriteAck>,
+    pub j: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// `w`: a number of nodes, or a name (`majority`, a tag).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum WriteAck {
+    Nodes(u32),
+    Named(String),
+}
+
+impl fmt::Display for WriteAck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriteAck::Nodes(nodes) => write!(f, "{nodes}"),
+            WriteAck::Named(name) => f.write_str(name),
+        }
+    }
+}
 
 /// What `hello` says of the member the service's commands reach (the primary, for writes).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
