@@ -255,15 +255,15 @@ fn stopped_by_database(counted: &[&RepeatResult], target: &TargetInfo) -> Option
 }
 
 /// Per counted repeat, each target's rate as the ratios within a repeat compare it: a target that
-/// failed the staircase's first rate (`plan`'s) counts at that rate: it did less, so a lead over it
+/// failed the staircase's first rate (the repeat's own, else `plan`'s) counts at that rate: it did less, so a lead over it
 /// is at least that (not the leader's rate over 1).
 pub fn compared_rates(
     counted: &[&RepeatResult],
     targets: &[TargetInfo],
     plan: &RatePlan,
 ) -> Vec<BTreeMap<String, f64>> {
-    let first = plan.rates().first().map_or(1.0, |r| f64::from(*r));
-    per_repeat(counted, targets, |r, t| max_rate(r, t).map(|v| if v > 0.0 { v } else { first }))
+    let first = |r: &RepeatResult| f64::from(r.plan.as_ref().unwrap_or(plan).start_rate.max(1));
+    per_repeat(counted, targets, |r, t| max_rate(r, t).map(|v| if v > 0.0 { v } else { first(r) }))
 }
 
 /// Whether the comparison itself is unsure, for deciding on another repeat: the leader's rate over

@@ -74,6 +74,16 @@ impl RatePlan {
         }
         rates
     }
+
+    /// The same staircase started `steps` rates lower (same growth, same top): for the repeats
+    /// after one in which a target failed the first rate.
+    pub fn lowered(&self, steps: u32) -> RatePlan {
+        let start_rate = match self.factor.filter(|f| *f > 1.0) {
+            Some(factor) => two_digits(f64::from(self.start_rate) / factor.powi(steps as i32)),
+            None => self.start_rate.saturating_sub(self.step.saturating_mul(steps)),
+        };
+        RatePlan { start_rate: start_rate.max(1), ..*self }
+    }
 }
 
 /// The data set both databases held (from the seeder's manifest).
@@ -197,6 +207,14 @@ pub struct RepeatResult {
     /// With several load machines (`round --followers`): what each offered, achieved and used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<crate::fleet::FleetReport>,
+    /// The staircase this repeat climbed (`None` in files from before a round could lower it:
+    /// the round's `plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<RatePlan>,
+    /// Set by the round when a target failed this repeat's first rate and enough repeats on a
+    /// staircase that started lower measured every target: why this one is left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<String>,
 }
 
 /// The most cores other processes (anything but the databases, the services, the load generator
@@ -212,6 +230,9 @@ impl RepeatResult {
 
     /// Why the maximum rates and the verdict leave this repeat out, if they do.
     pub fn left_out(&self) -> Option<String> {
+        if let Some(why) = &self.superseded {
+            return Some(why.clone());
+        }
         if self.spoiled_by_stalls() {
             return Some("stalls of the shared machine stopped it before either database failed".to_owned());
         }
@@ -219,6 +240,14 @@ impl RepeatResult {
         Some(format!(
             "other processes took {cores:.2} cores of the machine at {rate} req/s (more than {OTHERS_MAX_CORES})"
         ))
+    }
+
+    /// The targets that failed the first rate of this repeat's staircase: the repeat tells only
+    /// that their limit is below it, wherever it is (the probe placed the staircase too high for
+    /// them, or the machine was slower than during the probe).
+    pub fn failed_first_rate(&self) -> Vec<&str> {
+        let failed = |t: &TargetResult| t.max_rate.rate == 0 && t.max_rate.saturated();
+        self.targets.iter().filter(|(_, t)| failed(t)).map(|(name, _)| name.as_str()).collect()
     }
 
     /// The step the verdict judges in which other processes took the most cores, as its rate and
@@ -352,6 +381,8 @@ mod tests {
             notes: Vec::new(),
             load_generator: None,
             fleet: None,
+            plan: None,
+            superseded: None,
         }
     }
 

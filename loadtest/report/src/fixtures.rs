@@ -41,6 +41,8 @@ pub fn round(name: &str, mix: &str, started_at: &str, rates: &[(u32, u32)]) -> R
             notes: Vec::new(),
             load_generator: None,
             fleet: None,
+            plan: None,
+            superseded: None,
         })
         .collect();
     let summary = |runs: Vec<u32>| RateSummary {

@@ -8,7 +8,7 @@ use super::doc::Block;
 use super::format::{self, NONE, joined};
 use crate::charts::{self, Chart, Point, Series};
 use orders_bench_model::explain::{EngineExplain, Growth, MongoExplain, PgExplain};
-use orders_bench_model::result::{RepeatResult, RoundResult};
+use orders_bench_model::result::{RatePlan, RepeatResult, RoundResult, TargetResult};
 use orders_bench_model::target::TargetInfo;
 use orders_bench_model::verdict::{Outcome, StepResult};
 
@@ -84,18 +84,22 @@ fn steps_table(round: &RoundResult) -> Block {
             header.push(format!("{} {column}", target.label));
         }
     }
-    let rates = round.plan.rates();
+    // Repeats after one whose first rate a target failed climb a lower staircase: a row per rate
+    // any repeat offered.
+    let mut rates: Vec<u32> =
+        round.repeats.iter().flat_map(|r| r.plan.unwrap_or(round.plan).rates()).chain(round.plan.rates()).collect();
+    rates.sort_unstable();
+    rates.dedup();
     let rows = rates
         .iter()
-        .enumerate()
-        .filter(|(i, _)| {
-            round.repeats.iter().any(|r| r.targets.values().any(|t| t.steps.get(*i).is_some_and(|s| s.complete)))
+        .filter(|rate| {
+            round.repeats.iter().any(|r| r.targets.values().any(|t| step_at(t, **rate).is_some_and(|s| s.complete)))
         })
-        .map(|(i, rate)| {
+        .map(|rate| {
             let mut row = vec![format::count(f64::from(*rate))];
             for target in &targets {
                 let steps: Vec<_> =
-                    round.repeats.iter().map(|r| r.targets.get(&target.name).and_then(|t| t.steps.get(i))).collect();
+                    round.repeats.iter().map(|r| r.targets.get(&target.name).and_then(|t| step_at(t, *rate))).collect();
                 let cell = |f: &dyn Fn(&StepResult) -> String| {
                     joined(steps.iter().map(|s| s.filter(|s| s.complete).map_or_else(|| NONE.to_owned(), f)))
                 };
@@ -115,6 +119,24 @@ fn steps_table(round: &RoundResult) -> Block {
         })
         .collect();
     Block::Table { header, rows }
+}
+
+/// `target`'s step at `rate`, if it climbed one.
+fn step_at(target: &TargetResult, rate: u32) -> Option<&StepResult> {
+    target.steps.iter().find(|s| s.rate == rate)
+}
+
+/// The rates offered, and which repeats started lower (after a target failed a first rate).
+fn staircases(round: &RoundResult) -> String {
+    let rates = |plan: &RatePlan| plan.rates().iter().map(u32::to_string).collect::<Vec<_>>().join("/");
+    let first = round.repeats.first().and_then(|r| r.plan).unwrap_or(round.plan);
+    let mut words = rates(&first);
+    for repeat in &round.repeats {
+        if let Some(plan) = repeat.plan.filter(|p| p.start_rate != first.start_rate) {
+            words.push_str(&format!(" (repeat {}: {}, lowered)", repeat.index, rates(&plan)));
+        }
+    }
+    words
 }
 
 /// Every stall of the shared machine that decided a step's verdict, or would have.
@@ -382,7 +404,7 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
              failed: {}. Data: {}. Folder: `{}`.",
             round.mix,
             if weights.is_empty() { NONE.into() } else { weights.join(", ") },
-            round.plan.rates().iter().map(|r| r.to_string()).collect::<Vec<_>>().join("/"),
+            staircases(round),
             round.plan.step_seconds.as_secs_f64(),
             round.repeats.len(),
             match round.repeats.first().and_then(|r| r.start.as_ref()).map(|s| s.reset.as_str()) {
@@ -451,4 +473,51 @@ pub fn round(round: &RoundResult, chart_files: &[(String, String, String)]) -> V
     blocks.extend(super::merges::blocks(round));
     blocks.extend(super::evidence::blocks(round));
     blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(rate: u32, passed: bool) -> StepResult {
+        StepResult {
+            step: 0,
+            rate,
+            offered: 0,
+            count: 100,
+            achieved_rate: f64::from(rate),
+            failures: 0,
+            failed_rate: 0.0,
+            p50_ms: Some(1.0),
+            p95_ms: Some(2.0),
+            p99_ms: Some(3.0),
+            dropped: 0,
+            complete: true,
+            passed,
+            reasons: Vec::new(),
+            stall: None,
+        }
+    }
+
+    #[test]
+    fn a_repeat_on_a_lowered_staircase_gets_its_rates_in_the_steps_table_and_is_named() {
+        let mut round = crate::fixtures::round("read", "read", "2026-12-07T15:00:00Z", &[(300, 0), (300, 200)]);
+        let lowered = RatePlan { start_rate: 100, ..round.plan };
+        round.plan = lowered;
+        round.repeats[0].plan = Some(RatePlan { start_rate: 200, ..lowered });
+        round.repeats[1].plan = Some(lowered);
+        for (repeat, rates) in round.repeats.iter_mut().zip([[200, 300, 400].as_slice(), &[100, 200, 300, 400]]) {
+            for target in repeat.targets.values_mut() {
+                target.steps = rates.iter().map(|r| step(*r, *r < 400)).collect();
+            }
+        }
+        let Block::Table { rows, .. } = steps_table(&round) else { panic!("a table") };
+        let offered: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(offered, ["100", "200", "300", "400"]);
+        // The row at 100 req/s has the second repeat's step only; at 200 both repeats'.
+        assert!(rows[0][1].contains(NONE) && rows[0][1].contains("100"), "{:?}", rows[0]);
+        assert!(!rows[1][1].contains(NONE), "{:?}", rows[1]);
+        let words = staircases(&round);
+        assert!(words.starts_with("200/300/400") && words.contains("(repeat 2: 100/200/300/400"), "{words}");
+    }
 }

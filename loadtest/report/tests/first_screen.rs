@@ -63,6 +63,8 @@ fn round(name: &str, weights: &[(&str, u32)], rates: [(u32, u32); 3]) -> RoundRe
                 notes: Vec::new(),
                 load_generator: None,
                 fleet: None,
+                plan: None,
+                superseded: None,
             }
         })
         .collect();

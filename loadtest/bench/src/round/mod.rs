@@ -15,6 +15,7 @@ pub mod fairness;
 pub mod launch;
 pub mod lead_in;
 pub mod live_line;
+mod lowering;
 pub mod plan_log;
 pub mod plan_probe;
 mod repeat;
@@ -362,17 +363,29 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
         out.display()
     );
     let plan_probe = planner_probe(spec, setup).await;
-    let spec = &RoundSpec { plan_log_ms: plan_log_threshold(spec, plan_probe.as_ref()), ..spec.clone() };
+    // The staircase may move down between repeats (`lowering`); the round records the last one.
+    let mut spec = RoundSpec { plan_log_ms: plan_log_threshold(spec, plan_probe.as_ref()), ..spec.clone() };
     let began = std::time::Instant::now();
     let mut repeats = Vec::new();
-    for index in 1..=spec.repeats {
-        repeats.push(repeat::run(spec, setup, out, index).await?);
+    let mut index = 1;
+    loop {
+        let repeat = repeat::run(&spec, setup, out, index).await?;
+        if let Some((lower, words)) = lowering::after(&spec.plan, &repeat) {
+            eprintln!("round {}: {words}", spec.name);
+            spec.plan = lower;
+        }
+        repeats.push(repeat);
+        index += 1;
+        if index <= spec.repeats {
+            continue;
+        }
+        match needs_another(&spec, &setup.targets, &repeats, began.elapsed()) {
+            Some(why) => eprintln!("round {}: one more repeat ({index}): {why}", spec.name),
+            None => break,
+        }
     }
-    while let Some(why) = needs_another(spec, &setup.targets, &repeats, began.elapsed()) {
-        let index = repeats.len() as u32 + 1;
-        eprintln!("round {}: one more repeat ({index}): {why}", spec.name);
-        repeats.push(repeat::run(spec, setup, out, index).await?);
-    }
+    lowering::supersede(&mut repeats, spec.repeats);
+    let spec = &spec;
     let mut max_rate = BTreeMap::new();
     for name in setup.targets.names() {
         // A repeat that stalls of the machine stopped before either target failed measured neither,
@@ -441,6 +454,9 @@ fn needs_another(
         let left_out: Vec<String> =
             repeats.iter().filter_map(|r| Some(format!("repeat {} left out: {}", r.index, r.left_out()?))).collect();
         return Some(left_out.join("; "));
+    }
+    if let Some(why) = lowering::unmeasured(repeats, spec.repeats) {
+        return Some(why);
     }
     let targets = targets.info();
     orders_bench_model::mix_verdict::comparison_unsettled(&counted, &targets, &spec.plan)

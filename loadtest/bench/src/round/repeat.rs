@@ -327,6 +327,8 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
             .clone()
             .or(Some(LoadGenerator { kind: "k6".into(), ..LoadGenerator::default() })),
         fleet,
+        plan: Some(spec.plan),
+        superseded: None,
     })
 }
 

@@ -31,7 +31,7 @@ fn explain(before: &Snapshot, polled: &[Snapshot], after: &Snapshot, writes: u64
     super::repeat::explain_all(&targets, before, polled, after, |_| writes)
 }
 
-fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
+pub(crate) fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
     let summary = Summary::parse(FIXTURE).expect("fixture");
     let targets = summary
         .targets
@@ -105,6 +105,8 @@ fn repeat(index: u32, mix: &str, fair: bool) -> RepeatResult {
         notes: Vec::new(),
         load_generator: summary.load_generator.clone(),
         fleet: None,
+        plan: None,
+        superseded: None,
     }
 }
 
