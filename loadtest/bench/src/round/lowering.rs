@@ -22,7 +22,7 @@ pub fn after(current: &RatePlan, repeat: &RepeatResult) -> Option<(RatePlan, Str
     let lower = current.lowered(LOWER_STEPS);
     (lower.start_rate < current.start_rate).then(|| {
         let words = format!(
-            "{} failed the first rate ({} req/s) in repeat {}: the repeats after it start {LOWER_STEPS} rates lower, at {} req/s",
+            "{} failed the first rate ({} req/s) in repeat {}: any repeat after it starts {LOWER_STEPS} rates lower, at {} req/s",
             failed.join(" and "),
             current.start_rate,
             repeat.index,
