@@ -156,7 +156,7 @@ else
 	bash infra/local/stack.sh start --replicas 3 --only-replicas >/dev/null
 	(
 		eval "$(bash infra/local/stack.sh env)"
-		export REPLICA_DATABASE_URL REPLICA_MONGODB_URI
+		export REPLICA_DATABASE_URL REPLICA_MONGODB_URI REPLICA_PATRONI_URLS
 		if [[ ${run_tests[0]} == cargo && ${run_tests[1]} == nextest ]]; then
 			"${run_tests[@]}" -E '(binary(integration) & test(/^replicas::/)) | (binary(end_to_end) & test(/^experiment_replication::/))'
 		else

@@ -55,17 +55,50 @@ fn assert_engine(e: &Value) {
     }
 }
 
+/// Patroni's `loop_wait` (`/config`) and MongoDB's `electionTimeoutMillis` (`replSetGetConfig`)
+/// as the replicas have them now (`None`: unset, the server's default).
+async fn gap_settings() -> (Option<u64>, Option<i64>) {
+    let patroni = std::env::var("REPLICA_PATRONI_URLS").expect("stack.sh env prints REPLICA_PATRONI_URLS");
+    let first = patroni.split(',').next().expect("a Patroni URL");
+    let config: Value =
+        reqwest::get(format!("{first}/config")).await.expect("Patroni /config").json().await.expect("JSON");
+    let uri = std::env::var("REPLICA_MONGODB_URI").expect("stack.sh env prints REPLICA_MONGODB_URI");
+    let client = mongodb::Client::with_uri_str(&uri).await.expect("MongoDB client");
+    let got = client.database("admin").run_command(mongodb::bson::doc! {"replSetGetConfig": 1}).await.expect("config");
+    let settings = got.get_document("config").and_then(|c| c.get_document("settings")).expect("settings");
+    let timeout = settings.get("electionTimeoutMillis").and_then(|v| match v {
+        mongodb::bson::Bson::Int32(n) => Some(i64::from(*n)),
+        mongodb::bson::Bson::Int64(n) => Some(*n),
+        _ => None,
+    });
+    (config["loop_wait"].as_u64(), timeout)
+}
+
 #[tokio::test]
 async fn a_primary_killed_under_inserts_loses_no_acknowledged_write_and_writes_none_twice() {
     if !replicas_running() {
         return;
     }
-    let out = support::replicated_experiment("failover").await;
+    let before = gap_settings().await;
+    // Tuned values for the run (they also shorten the gap): in effect during it, put back after.
+    let out =
+        support::replicated_experiment("failover", &["--patroni-loop-wait", "5", "--election-timeout-ms", "5000"])
+            .await;
     let result = read_json(&out.join("result.json"));
     assert_eq!(result["experiment"].as_str(), Some("failover"));
     let engines = result["variants"]["engines"].as_array().expect("engines");
     assert_eq!(engines.len(), 2, "{result:#}");
     engines.iter().for_each(assert_engine);
+    let in_run = |engine: &str, key: &str| {
+        let e = engines.iter().find(|e| e["engine"] == engine).expect("the engine");
+        e["settings"][key].as_f64()
+    };
+    assert_eq!(
+        (in_run("postgres", "loop_wait"), in_run("mongodb", "electionTimeoutMillis")),
+        (Some(5.0), Some(5000.0)),
+        "the tuned settings in effect during the run: {result:#}"
+    );
+    assert_eq!(gap_settings().await, before, "Patroni's loop_wait and MongoDB's electionTimeoutMillis put back");
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
     assert!(report.contains("electionTimeoutMillis") && report.contains("loop_wait"), "{report}");
     // The chart of the buckets, beside the report and linked from it, with the kill marked.

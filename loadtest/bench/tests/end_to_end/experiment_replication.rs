@@ -63,7 +63,7 @@ async fn replication_ships_bytes_per_write_and_every_row_says_what_each_write_wa
     if !replicas_running() {
         return;
     }
-    let out = support::replicated_experiment("replication").await;
+    let out = support::replicated_experiment("replication", &[]).await;
     let result = read_json(&out.join("result.json"));
     assert_eq!(
         (result["schema"].as_str(), result["experiment"].as_str()),

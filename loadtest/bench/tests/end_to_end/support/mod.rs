@@ -162,14 +162,13 @@ pub fn marked_processes(marker: &str) -> Vec<String> {
         .collect()
 }
 
-/// The service binaries of this build profile beside the orders-bench binary under test. A
-/// workspace test run (`cargo test --workspace`, `cargo nextest run --workspace`: what CI runs)
-/// has built them already, for the services' own tests; otherwise they are built here.
+/// The service binaries of this build profile beside the orders-bench binary under test, built
+/// from this checkout. A workspace test run (`cargo nextest run --workspace`: what CI runs) has
+/// built them already and cargo finds nothing to do; a run of this crate alone would otherwise
+/// drive whatever binaries an older build left there (an orders-pg from before a fix once made
+/// the failover test fail as the fix's own bug did).
 pub fn ensure_services(services: &[&str]) {
     let dir = Path::new(env!("CARGO_BIN_EXE_orders-bench")).parent().expect("target folder").to_path_buf();
-    if services.iter().all(|name| dir.join(name).is_file()) {
-        return;
-    }
     let mut cargo = Command::new(env!("CARGO"));
     cargo.arg("build").arg("-q").args(services.iter().flat_map(|s| ["-p", s])).current_dir(repo());
     if dir.file_name().is_some_and(|n| n == "release") {
@@ -222,18 +221,21 @@ pub fn replicas_running() -> bool {
     set
 }
 
-/// `orders-bench experiment NAME --quick` on the replicated stack, in a database of its own that is
+/// `orders-bench experiment NAME --quick FLAGS...` on the replicated stack, in a database of its own that is
 /// dropped after; checks it succeeded, left no process and left the stacks running. Its folder.
-pub async fn replicated_experiment(name: &str) -> PathBuf {
+pub async fn replicated_experiment(name: &str, flags: &[&str]) -> PathBuf {
     assert!(stack_running(), "the local stack must run (bash infra/local/stack.sh start), as for every database test");
     ensure_services(&["orders-pg", "orders-mongo"]);
     let out = scratch_dir(&format!("experiment_{name}"));
     let db = format!("exp_test_{}_{name}", std::process::id());
     let output = tokio::task::spawn_blocking({
         let (out, db, name) = (out.clone(), db.clone(), name.to_owned());
+        let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
         move || {
             std::process::Command::new(env!("CARGO_BIN_EXE_orders-bench"))
-                .args(["experiment", &name, "--quick", "--no-build", "--db-name", &db, "--out"])
+                .args(["experiment", &name, "--quick", "--no-build", "--db-name", &db])
+                .args(&flags)
+                .arg("--out")
                 .arg(&out)
                 .current_dir(repo())
                 .output()
