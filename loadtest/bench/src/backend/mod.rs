@@ -88,6 +88,17 @@ pub trait Backend: Send + Sync {
     /// A connection of the runner's own for the per-step samples; why not, when it cannot reach the
     /// database (it is then read through its service's `/diagnostics`).
     async fn sampler(&self) -> Result<Box<dyn Sampler>, String>;
+    /// Its server's write-ahead log so far (PostgreSQL's `pg_stat_wal`), read before and after a
+    /// run; `None` where the engine has none to read or it cannot be reached.
+    async fn wal_stats(&self) -> Option<postgres::WalStats> {
+        None
+    }
+    /// Its table counters once every session of the run has sent its own (PostgreSQL backends
+    /// send theirs up to 10 s late, always when their session ends); `None` where they are
+    /// current anyway.
+    async fn flushed_table_counters(&self) -> Option<Result<Value>> {
+        None
+    }
 
     /// What its database did during a run, from its `/diagnostics` (or samples) before, during
     /// (each at its seconds after the load began) and after it, and the write requests its service

@@ -116,6 +116,14 @@ impl Backend for Hybrid {
         self.pg.sampler_of(Layout::Hybrid).await
     }
 
+    async fn wal_stats(&self) -> Option<super::postgres::WalStats> {
+        self.pg.wal_stats().await
+    }
+
+    async fn flushed_table_counters(&self) -> Option<Result<Value>> {
+        Some(super::postgres::flushed_table_counters(self.pg.database_url(), self.sampler().await).await)
+    }
+
     fn explain(&self, before: &Value, polled: &[(f64, &Value)], after: &Value, write_requests: u64) -> EngineExplain {
         self.pg.explain(before, polled, after, write_requests)
     }

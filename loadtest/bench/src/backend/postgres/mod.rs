@@ -149,6 +149,18 @@ pub struct WalStats {
     pub flushes: Option<f64>,
 }
 
+/// The table counters of `orders` once every session on its database has sent its own: the
+/// round's sessions are ended (the services' pools reconnect on their next request; their plan
+/// counts were read before) and the counters read again by `sampler`, the layout's own.
+pub async fn flushed_table_counters(database_url: &str, sampler: Result<Box<dyn Sampler>, String>) -> Result<Value> {
+    let (client, _connection) = crate::databases::pg_session(database_url).await?;
+    let name: String = client.query_one("SELECT current_database()", &[]).await?.get(0);
+    admin::end_sessions(&client, &name).await.context("ending the round's sessions")?;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let sample = sampler.map_err(|error| anyhow::anyhow!(error))?.sample().await;
+    sample.get("table").cloned().with_context(|| format!("no table counters in the sample: {sample}"))
+}
+
 pub async fn wal_stats(database_url: &str) -> Option<WalStats> {
     let query = async {
         let (client, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await.ok()?;
@@ -289,6 +301,14 @@ impl Backend for Postgres {
     /// counters of `orders` and the WAL position (`orders_pg::admin::sample`).
     async fn sampler(&self) -> Result<Box<dyn Sampler>, String> {
         self.sampler_of(Layout::Jsonb).await
+    }
+
+    async fn wal_stats(&self) -> Option<WalStats> {
+        wal_stats(&self.url).await
+    }
+
+    async fn flushed_table_counters(&self) -> Option<Result<Value>> {
+        Some(flushed_table_counters(&self.url, self.sampler().await).await)
     }
 
     fn explain(&self, before: &Value, polled: &[(f64, &Value)], after: &Value, write_requests: u64) -> EngineExplain {
