@@ -121,7 +121,7 @@ impl Backend for Hybrid {
     }
 
     async fn flushed_table_counters(&self) -> Option<Result<Value>> {
-        Some(super::postgres::flushed_table_counters(self.pg.database_url(), self.sampler().await).await)
+        Some(super::postgres::flushed_table_counters(self).await)
     }
 
     fn explain(&self, before: &Value, polled: &[(f64, &Value)], after: &Value, write_requests: u64) -> EngineExplain {

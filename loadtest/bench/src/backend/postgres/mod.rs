@@ -151,13 +151,14 @@ pub struct WalStats {
 
 /// The table counters of `orders` once every session on its database has sent its own: the
 /// round's sessions are ended (the services' pools reconnect on their next request; their plan
-/// counts were read before) and the counters read again by `sampler`, the layout's own.
-pub async fn flushed_table_counters(database_url: &str, sampler: Result<Box<dyn Sampler>, String>) -> Result<Value> {
-    let (client, _connection) = crate::databases::pg_session(database_url).await?;
+/// counts were read before), then the counters read by a new sampler of `backend`'s layout
+/// (one opened before would have been ended too).
+pub async fn flushed_table_counters(backend: &dyn Backend) -> Result<Value> {
+    let (client, _connection) = crate::databases::pg_session(backend.database_url()).await?;
     let name: String = client.query_one("SELECT current_database()", &[]).await?.get(0);
     admin::end_sessions(&client, &name).await.context("ending the round's sessions")?;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let sample = sampler.map_err(|error| anyhow::anyhow!(error))?.sample().await;
+    let sample = backend.sampler().await.map_err(|error| anyhow::anyhow!(error))?.sample().await;
     sample.get("table").cloned().with_context(|| format!("no table counters in the sample: {sample}"))
 }
 
@@ -308,7 +309,7 @@ impl Backend for Postgres {
     }
 
     async fn flushed_table_counters(&self) -> Option<Result<Value>> {
-        Some(flushed_table_counters(&self.url, self.sampler().await).await)
+        Some(flushed_table_counters(self).await)
     }
 
     fn explain(&self, before: &Value, polled: &[(f64, &Value)], after: &Value, write_requests: u64) -> EngineExplain {
