@@ -7,7 +7,8 @@
 //! report shows them, keyed by name (`pg`, `mongo`, `pgh`: the key in result.json, the manifest
 //! and the load generators).
 //!
-//! Adding an engine is a module here with one `impl Backend`, one line in `all` and one in `NAMES`
+//! Adding an engine is a module here with one `impl Backend` and an `IDENTITY`, one line in `all`
+//! and one in `IDENTITIES`
 //! (its database's URL comes from `--database NAME=URL`), and its service's crate and infra folder
 //! (loadtest/README.md, "Adding a backend").
 
@@ -173,8 +174,28 @@ pub struct Facts {
     pub own_checks: Vec<(String, String, bool, String)>,
 }
 
+/// Who an engine is wherever the runner names it: the key of its figures (`pg`), its name in
+/// prose (`PostgreSQL`), its service's and its server's process names. Each backend module has
+/// one (`postgres::IDENTITY`); nothing else spells them out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub service: &'static str,
+    pub server: &'static str,
+}
+
+impl Identity {
+    pub fn info(&self) -> TargetInfo {
+        TargetInfo::new(self.name, self.label, self.service, self.server)
+    }
+}
+
+/// Every engine `all` knows, in its order.
+pub const IDENTITIES: [Identity; 3] = [postgres::IDENTITY, mongo::IDENTITY, hybrid::IDENTITY];
+
 /// The target name of every engine `all` knows, in its order (what `demo --targets` accepts).
-pub const NAMES: [&str; 3] = [postgres::NAME, mongo::NAME, hybrid::NAME];
+pub const NAMES: [&str; 3] = [IDENTITIES[0].name, IDENTITIES[1].name, IDENTITIES[2].name];
 
 /// Every engine the runner knows, over the databases `databases` names, in report order: the
 /// hybrid layout only when `--database pgh=URL` names its database (the demo names it with

@@ -8,7 +8,7 @@
 //! runner takes its targets from the backends (`crate::backend`); every name here is the
 //! backend's own constant.
 
-use crate::backend::{hybrid, mongo, postgres};
+use crate::backend::{Identity, hybrid, mongo, postgres};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -25,32 +25,29 @@ impl Target {
     /// Every target, in the order the report shows them (the backends' order).
     pub const ALL: [Target; 3] = [Target::Pg, Target::Mongo, Target::Pgh];
 
+    /// Its engine's names (`crate::backend::Identity`).
+    pub const fn identity(self) -> Identity {
+        match self {
+            Target::Pg => postgres::IDENTITY,
+            Target::Mongo => mongo::IDENTITY,
+            Target::Pgh => hybrid::IDENTITY,
+        }
+    }
+
     /// The key in result.json, the manifest and the load generators (`pg`, `mongo`, `pgh`).
     pub const fn name(self) -> &'static str {
-        match self {
-            Target::Pg => postgres::NAME,
-            Target::Mongo => mongo::NAME,
-            Target::Pgh => hybrid::NAME,
-        }
+        self.identity().name
     }
 
     /// The service's process name (`orders-pg`).
     pub const fn service(self) -> &'static str {
-        match self {
-            Target::Pg => postgres::SERVICE,
-            Target::Mongo => mongo::SERVICE,
-            Target::Pgh => hybrid::SERVICE,
-        }
+        self.identity().service
     }
 
     /// The database server's name (`postgres`, `mongod`, `postgres (hybrid)`), as the CPU
     /// sampler and the budgets name it.
     pub const fn database(self) -> &'static str {
-        match self {
-            Target::Pg => postgres::SERVER,
-            Target::Mongo => mongo::SERVER,
-            Target::Pgh => hybrid::SERVER,
-        }
+        self.identity().server
     }
 
     /// Whether its engine is PostgreSQL: the PostgreSQL settings of a variant apply to it.
@@ -60,11 +57,7 @@ impl Target {
 
     /// The database's name in prose and chart legends.
     pub const fn label(self) -> &'static str {
-        match self {
-            Target::Pg => postgres::LABEL,
-            Target::Mongo => mongo::LABEL,
-            Target::Pgh => hybrid::LABEL,
-        }
+        self.identity().label
     }
 
     /// Its colour in every chart.

@@ -34,6 +34,8 @@ pub const STACK_URL: &str = "HYBRID_DATABASE_URL";
 /// orders-pg's, but the name keys its figures in `result.json`, so two servers named alike would
 /// overwrite each other's.
 pub const SERVER: &str = "postgres (hybrid)";
+/// All of the above, as the runner passes it around.
+pub const IDENTITY: super::Identity = super::Identity { name: NAME, label: LABEL, service: SERVICE, server: SERVER };
 
 #[derive(Debug, Clone)]
 pub struct Hybrid {
@@ -49,7 +51,7 @@ impl Hybrid {
 #[async_trait]
 impl Backend for Hybrid {
     fn info(&self) -> TargetInfo {
-        TargetInfo::new(NAME, LABEL, SERVICE, SERVER)
+        IDENTITY.info()
     }
 
     fn database_url(&self) -> &str {

@@ -31,6 +31,8 @@ pub const NAME: &str = "mongo";
 pub const LABEL: &str = "MongoDB";
 pub const SERVICE: &str = "orders-mongo";
 pub const SERVER: &str = "mongod";
+/// All of the above, as the runner passes it around.
+pub const IDENTITY: super::Identity = super::Identity { name: NAME, label: LABEL, service: SERVICE, server: SERVER };
 
 const COUNT_LIMIT: Duration = Duration::from_secs(15);
 const CONNECT_LIMIT: Duration = Duration::from_secs(5);
@@ -95,7 +97,7 @@ impl Sampler for MongoSampler {
 #[async_trait]
 impl Backend for Mongo {
     fn info(&self) -> TargetInfo {
-        TargetInfo::new(NAME, LABEL, SERVICE, SERVER)
+        IDENTITY.info()
     }
 
     fn database_url(&self) -> &str {

@@ -28,6 +28,8 @@ pub const NAME: &str = "pg";
 pub const LABEL: &str = "PostgreSQL";
 pub const SERVICE: &str = "orders-pg";
 pub const SERVER: &str = "postgres";
+/// All of the above, as the runner passes it around.
+pub const IDENTITY: super::Identity = super::Identity { name: NAME, label: LABEL, service: SERVICE, server: SERVER };
 
 const COUNT_LIMIT: Duration = Duration::from_secs(15);
 const CONNECT_LIMIT: Duration = Duration::from_secs(5);
@@ -204,7 +206,7 @@ impl Sampler for PgSampler {
 #[async_trait]
 impl Backend for Postgres {
     fn info(&self) -> TargetInfo {
-        TargetInfo::new(NAME, LABEL, SERVICE, SERVER)
+        IDENTITY.info()
     }
 
     fn database_url(&self) -> &str {
