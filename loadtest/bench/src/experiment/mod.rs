@@ -146,9 +146,14 @@ pub struct ExperimentArgs {
     /// budget: both services' pool sizes to repeat it with [default: the demo's 16].
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(budget::POOL_CHOICES))]
     pub pools: Vec<String>,
-    /// failover: inserts per second offered to each service [default: 100].
+    /// failover: requests per second offered to each service [default: 100]: all inserts, or with
+    /// `--failover-mix shop` split by the shop mix's weights (inserts, orders by id, product searches).
     #[arg(long = "failover-rate", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=2000))]
     pub failover_rate: u32,
+    /// failover: `insert` (every request an insert) or `shop` (loadtest/mixes.json's shop weights;
+    /// the reads are sent once each, the inserts retried as always) [default: insert].
+    #[arg(long = "failover-mix", default_value = "insert", value_parser = ["insert", "shop"])]
+    pub failover_mix: String,
     /// failover: how long the inserts arrive [default: 40 s; 30 s with --quick].
     #[arg(long = "failover-seconds", value_parser = orders_loadgen::duration::parse)]
     pub failover_seconds: Option<std::time::Duration>,
@@ -400,6 +405,7 @@ fn failover_plan(args: &ExperimentArgs) -> failover::Plan {
         ],
         election_timeout_ms: args.election_timeout_ms,
         weak_durability: args.weak_durability,
+        shop: args.failover_mix == "shop",
     }
 }
 

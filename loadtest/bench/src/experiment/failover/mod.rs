@@ -17,6 +17,7 @@ mod client;
 mod every;
 mod figures;
 mod members;
+mod reads;
 mod rejoin;
 mod report;
 pub mod restore;
@@ -52,13 +53,45 @@ pub struct Plan {
     pub election_timeout_ms: Option<u32>,
     /// Both engines acknowledge before the write reaches a second member (`--weak-durability`).
     pub weak_durability: bool,
+    /// `rate` split by the shop mix's weights: inserts, orders by id and product searches
+    /// (`--failover-mix shop`); otherwise every request an insert.
+    pub shop: bool,
+}
+
+/// The shop mix's weights of inserts, orders by id and product searches (loadtest/mixes.json).
+fn shop_weights() -> Result<[u32; 3]> {
+    let definitions = orders_loadgen::mixes::Definitions::embedded().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mix = definitions.mix("shop").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let weight = |name: &str| mix.weights.get(name).copied().unwrap_or(0);
+    Ok([weight("insert"), weight("read"), weight("product")])
 }
 
 impl Plan {
+    /// Requests a second of inserts, orders by id and product searches.
+    pub fn rates(&self) -> Result<[u32; 3]> {
+        if !self.shop {
+            return Ok([self.rate, 0, 0]);
+        }
+        let weights = shop_weights()?;
+        let total: u32 = weights.iter().sum::<u32>().max(1);
+        Ok(weights.map(|w| ((f64::from(self.rate) * f64::from(w) / f64::from(total)).round() as u32).max(1)))
+    }
+
+    /// The readers of one kind at `rate` a second for the run.
+    pub fn readers(&self, rate: u32) -> reads::Readers {
+        reads::Readers {
+            rate,
+            requests: (self.run.as_secs_f64() * f64::from(rate)).round() as u64,
+            timeout: Duration::from_secs(5),
+            in_flight: 256,
+        }
+    }
+
     pub fn load(&self) -> Load {
+        let rate = self.rates().map_or(self.rate, |r| r[0]);
         Load {
-            rate: self.rate,
-            requests: (self.run.as_secs_f64() * f64::from(self.rate)).round() as u64,
+            rate,
+            requests: (self.run.as_secs_f64() * f64::from(rate)).round() as u64,
             retries: self.retries,
             first_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(1),
@@ -99,6 +132,9 @@ pub struct Engine {
     pub settings: Value,
     /// The servers' own account: Patroni's `/history`; MongoDB's `replSetGetStatus`.
     pub servers_say: Value,
+    /// With the shop mix: what the readers saw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads: Option<reads::Figures>,
 }
 
 pub async fn run(ctx: &mut Ctx, plan: Plan, budget: &[String]) -> Result<Outcome> {
@@ -204,12 +240,13 @@ async fn failover(
     let mongo_member = members.by_address("mongo", mongo_host.split(':').next().unwrap_or_default()).await?;
     let pg_victim = members.victim(&pg_leader, "postgres").await?;
     let mongo_victim = members.victim(&mongo_member, "mongod").await?;
+    let [inserts, by_id, searches] = plan.rates()?;
     eprintln!(
         "experiment: primaries {pg_leader} ({pg_host}, postmaster pid {}) and {mongo_member} ({mongo_host}, mongod pid \
-         {}); {} req/s of inserts per service for {} s, both killed at {} s",
+         {}); per service {inserts} inserts/s{} for {} s, both killed at {} s",
         pg_victim.pid,
         mongo_victim.pid,
-        plan.rate,
+        if plan.shop { format!(", {by_id} orders by id/s and {searches} product searches/s") } else { String::new() },
         plan.run.as_secs_f64(),
         plan.kill_after.as_secs_f64()
     );
@@ -224,13 +261,37 @@ async fn failover(
     let start = Instant::now() + Duration::from_millis(200);
     let undo = ctx.undo.get_or_insert_default();
     let killer = kill_and_follow(start, plan, (patroni, mongo), members, (&pg_victim, &mongo_victim), undo);
-    let (pg_records, mongo_records, followed) = tokio::join!(
+    let readers = |url: &str| {
+        // Orders by id among those inserted about two seconds before (a 404 before they exist),
+        // product searches over the products the inserts draw from.
+        let by_id_path = move |i: u64| {
+            let behind = (i * u64::from(inserts) / u64::from(by_id.max(1))).saturating_sub(2 * u64::from(inserts));
+            format!("/orders/{}", first_id + behind)
+        };
+        let search_path = |i: u64| format!("/products/{}/orders?limit=10", i % 1_000 + 1);
+        let url = url.to_owned();
+        async move {
+            if !plan.shop {
+                return Ok(Vec::new());
+            }
+            let (id_readers, search_readers) = (plan.readers(by_id), plan.readers(searches));
+            let (a, b) = tokio::join!(
+                reads::run(&url, &id_readers, by_id_path, start),
+                reads::run(&url, &search_readers, search_path, start)
+            );
+            Ok::<_, anyhow::Error>([a?, b?].concat())
+        }
+    };
+    let (pg_records, mongo_records, pg_reads, mongo_reads, followed) = tokio::join!(
         client::run(&pg_url, load, &pg_orders, start),
         client::run(&mongo_url, load, &mongo_orders, start),
+        readers(&pg_url),
+        readers(&mongo_url),
         killer
     );
     let followed = followed?;
     let (pg_records, mongo_records) = (pg_records?, mongo_records?);
+    let (pg_reads, mongo_reads) = (pg_reads?, mongo_reads?);
     let last_id = first_id + load.requests.saturating_sub(1);
     eprintln!("experiment: reading every order back through the services");
     let mut pg_written = check::read_back(&pg_url, &pg_records).await?;
@@ -285,6 +346,7 @@ async fn failover(
         rejoin: rejoin::Rejoin::default(),
         settings: Value::Null,
         servers_say: Value::Null,
+        reads: None,
     };
     let mut pg = engine("postgres", Target::Pg, &pg_records, &pg_victim);
     (pg.new_primary, pg.new_primary_after_ms) = followed.pg.clone().unzip();
@@ -299,7 +361,12 @@ async fn failover(
     (mg.members, mg.rejoin) = (mongo_members, mongo_rejoin);
     (mg.written, mg.settings, mg.servers_say) = (mongo_written, mongo_settings, serde_json::json!({"replset": status}));
     mg.promoted_after_ms = status["last_election_ms"].as_i64().map(|at| (at - followed.kill_epoch_ms) as f64);
-    let records = serde_json::json!({"pg": pg_records, "mongo": mongo_records});
+    if plan.shop {
+        pg.reads = Some(reads::figures(&pg_reads, followed.kill_ms));
+        mg.reads = Some(reads::figures(&mongo_reads, followed.kill_ms));
+    }
+    let records =
+        serde_json::json!({"pg": pg_records, "mongo": mongo_records, "reads": {"pg": pg_reads, "mongo": mongo_reads}});
     std::fs::write(ctx.out.join("requests.json"), records.to_string()).context("writing requests.json")?;
     Ok((pg, mg))
 }
@@ -426,6 +493,28 @@ async fn follow_mongo(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shop_mix_splits_the_rate_by_its_weights_and_insert_sends_inserts_only() {
+        let mut plan = Plan {
+            rate: 100,
+            run: Duration::from_secs(40),
+            kill_after: Duration::from_secs(10),
+            retries: 40,
+            primary_start_timeout: 0,
+            patroni: [("ttl", None), ("loop_wait", None), ("retry_timeout", None)],
+            election_timeout_ms: None,
+            weak_durability: false,
+            shop: false,
+        };
+        assert_eq!(plan.rates().expect("rates"), [100, 0, 0]);
+        plan.shop = true;
+        assert_eq!(plan.rates().expect("rates"), [10, 60, 30], "loadtest/mixes.json's shop: 10 / 60 / 30");
+        assert_eq!((plan.load().rate, plan.load().requests), (10, 400));
+        assert_eq!(plan.readers(60).requests, 2_400);
+    }
+
     #[test]
     fn a_body_carries_its_own_large_id() {
         let id = 1_000_000_000_000_000 + 123 * 100_000 + 7;

@@ -47,6 +47,33 @@ fn ms(v: Option<f64>) -> String {
 
 fn rows(pg: &Engine, mongo: &Engine) -> Vec<Vec<String>> {
     let row = |name: &str, f: &dyn Fn(&Engine) -> String| vec![name.to_owned(), f(pg), f(mongo)];
+    let mut rows = insert_rows(&row);
+    if pg.reads.is_some() || mongo.reads.is_some() {
+        let reads = |e: &Engine, f: &dyn Fn(&super::reads::Figures) -> String| e.reads.as_ref().map_or("–".into(), f);
+        rows.push(row("reads (orders by id, product searches): sent / answered / failed", &|e| {
+            reads(e, &|r| format!("{} / {} / {} ({} searches)", r.reads, r.answered, r.failed, r.failed_searches))
+        }));
+        rows.push(row("reads failed, by answer", &|e| {
+            reads(e, &|r| {
+                let by: Vec<String> = r.failures_by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+                if by.is_empty() { "none".into() } else { by.join(", ") }
+            })
+        }));
+        rows.push(row("the readers' outage: kill → last read failed", &|e| {
+            reads(e, &|r| ms(r.last_failure_after_kill_ms))
+        }));
+        rows.push(row("reads sent inside that outage and answered", &|e| {
+            reads(e, &|r| r.answered_in_outage.to_string())
+        }));
+    }
+    rows
+}
+
+/// A row of the table: its name, then each engine's cell.
+type Row<'a> = dyn Fn(&str, &dyn Fn(&Engine) -> String) -> Vec<String> + 'a;
+
+/// The rows every run has: the kill, the inserts' answers and what was written.
+fn insert_rows(row: &Row<'_>) -> Vec<Vec<String>> {
     vec![
         row("primary killed (SIGKILL)", &|e| {
             e.killed.as_ref().map_or("?".into(), |v| format!("{} (pid {})", v.member, v.pid))
@@ -124,6 +151,13 @@ pub fn outcome(plan: Plan, pg: &Engine, mongo: &Engine) -> Outcome {
         plan.kill_after.as_secs_f64(),
         plan.primary_start_timeout
     );
+    let summary = match plan.rates() {
+        Ok([inserts, by_id, searches]) if plan.shop => format!(
+            "{summary} The shop mix: of the {} requests/s per service, {inserts} were inserts (the figures below),              {by_id} orders read by id and {searches} product searches, each read sent once and counted answered              on a 200 or 404 (the database answered), failed otherwise.",
+            plan.rate
+        ),
+        _ => summary,
+    };
     let settings = vec![
         format!(
             "Patroni (`/config`): {}",
