@@ -117,7 +117,9 @@ replica_hosts() { # PAIR PORT
 }
 
 # After the engines rendered their files: the service's and orders-bench's URLs name every member
-# (PostgreSQL: target_session_attrs=read-write; MongoDB: replicaSet=rs0).
+# (PostgreSQL: target_session_attrs=read-write; MongoDB: replicaSet=rs0), in single quotes: the
+# load droplets source bench.env with bash, to which a bare & would end the assignment (systemd
+# takes the quotes off as well).
 replicas_render() {
   local pair ip hosts f
   replicated || return 0
@@ -128,13 +130,13 @@ replicas_render() {
       postgres)
         hosts=$(replica_hosts "$pair" 5432)
         for f in "$STATE_DIR/env/$(pair_service "$pair").env" "$STATE_DIR/env/bench.env"; do
-          sed -i "s|@$ip:5432/orders\$|@$hosts/orders?target_session_attrs=read-write|" "$f"
+          sed -i "s|^\([A-Z_]*\)=\(.*\)@$ip:5432/orders\$|\1='\2@$hosts/orders?target_session_attrs=read-write'|" "$f"
         done
         ;;
       mongo)
         hosts=$(replica_hosts "$pair" 27017)
         for f in "$STATE_DIR/env/$(pair_service "$pair").env" "$STATE_DIR/env/bench.env"; do
-          sed -i "s|@$ip:27017/?authSource=admin\$|@$hosts/?authSource=admin\&replicaSet=rs0|" "$f"
+          sed -i "s|^\([A-Z_]*\)=\(.*\)@$ip:27017/?authSource=admin\$|\1='\2@$hosts/?authSource=admin\&replicaSet=rs0'|" "$f"
         done
         ;;
     esac
@@ -206,6 +208,7 @@ replicas_provision_postgres() {
   host=$(need_ip "$primary" public)
   send "$host" "$dir/postgres-db.env" "$STATE_DIR/migrations.tar"
   rscript "$host" "$remote/setup.sh" jsonb
+  rscript "$host" "$remote/patroni-setup.sh" grants
   rscript "$host" "$remote/setup-plan-log.sh" "$PG_PLAN_LOG_MS"
   # The other members keep a copy of the roles' passwords, as member 1 always did.
   for role in $(replica_members "$pair"); do

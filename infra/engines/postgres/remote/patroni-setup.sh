@@ -12,6 +12,10 @@
 #   start   starts Patroni (its unit does not restart it: a killed member stays down, as Patroni's
 #           own unit file has it, so a failover is Patroni's and not systemd's)
 #   wait N  waits until Patroni reports a leader, a synchronous standby and N-1 members streaming
+#   grants  (on the primary, after setup.sh) pg_read_all_stats for orders_service: its
+#           /diagnostics says what a commit waits for from pg_stat_replication (which standby is
+#           synchronous), which the server hides from a role without it; the fairness gate of a
+#           round reads it there
 # The passwords (superuser, replication) arrive in /opt/orders/incoming/patroni.env and stay in
 # root-only /etc/orders/patroni.env and the postgres-only /etc/orders/patroni.yml.
 set -euo pipefail
@@ -229,9 +233,18 @@ sys.exit(0 if ok else 1)' "$answer" "$want"; then
   exit 1
 }
 
+grants() {
+  # shellcheck source=/dev/null
+  . /etc/orders/pg-cluster.env
+  runuser -u postgres -- env PGOPTIONS='-c search_path=pg_catalog,pg_temp' "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 \
+    -h /var/run/postgresql -d postgres -c 'GRANT pg_read_all_stats TO orders_service'
+  echo "patroni-setup: orders_service may read pg_stat_replication (pg_read_all_stats)"
+}
+
 case ${1:-} in
+  grants) grants ;;
   configure) shift; [ $# = 7 ] || { echo "usage: patroni-setup.sh configure NAME IP ETCD_MEMBERS MEMBER_IPS VPC_CIDR TAG PLAN_LOG_MS" >&2; exit 2; }; configure "$@" ;;
   start) start ;;
   wait) wait_ready "${2:?usage: patroni-setup.sh wait N}" ;;
-  *) echo "usage: patroni-setup.sh configure ... | start | wait N" >&2; exit 2 ;;
+  *) echo "usage: patroni-setup.sh configure ... | start | wait N | grants" >&2; exit 2 ;;
 esac
