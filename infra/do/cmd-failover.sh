@@ -99,7 +99,9 @@ cmd_failover() {
     printf '  failover of %s: %s killed, %s took over\n' "$engine" "$TAG-$primary" "${new:+$TAG-}${new:-nobody}"
     printf '%s' "$summary" | jq -r --arg kill "$kill_at" '
       ($kill | tonumber) as $k |
-      "  writes came back:   \(if .writes_back_at then "\((.writes_back_at - $k) * 10 | round / 10) s after the kill" else "not within the probe" end)",
+      def after($t): "\(($t - $k) * 10 | round / 10) s";
+      "  writes failed:      \(if .first_failure_after_kill then "from \(after(.first_failure_after_kill)) after the kill (\(.acknowledged_after_kill_before_failure) acknowledged before that)" else "none (the service answered every insert)" end)",
+      "  writes came back:   \(if .writes_back_at then "\(after(.writes_back_at)) after the kill (the first insert acknowledged after the last failure)" else "not within the probe" end)",
       "  attempts:           \(.attempts) (\(.failed_attempts) failed, \(.retries) retried with the same Idempotency-Key, \(.given_up) given up)",
       "  acknowledged:       \(.acknowledged) (\(.acknowledged_after_kill) first sent after the kill), read back: \(.read_back), lost: \(.lost | length)"'
   } >&3

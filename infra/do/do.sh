@@ -82,6 +82,9 @@ $(failover_usage)
                           the region's default) and the tags; says what it cost and what is left
   help                    this text
 
+Root: do.sh needs none here (it works as root on the droplets, over SSH); the simulated cloud
+that tests it (infra/ci/test-do-simcloud.sh, test-do-simcloud-replicas.sh) needs root.
+
 Settings (environment; defaults in infra/do/config.sh, an engine's own in
 infra/engines/<engine>/droplets.sh): OPERATOR_IP (required by up: your address;
 a range wider than one address only with ALLOW_WIDE_OPERATOR=1), SSH_KEY,

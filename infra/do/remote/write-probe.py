@@ -3,10 +3,14 @@ RATE < write-probe.py): a careful client of the service at URL. It inserts one o
 another, RATE a second, each with an Idempotency-Key of its own; an insert that fails (503,
 outcome unknown, no answer) is sent again with the same key every 100 ms, up to 60 s, so a retry
 never makes a second order. Once KILL_FILE holds the kill's time (epoch seconds, written by
-do.sh), it goes on until an insert first sent after the kill is acknowledged, and 3 s more. Then
-it reads back every order the service acknowledged (GET /orders/ID) and prints one JSON line:
-what was acknowledged, read back and lost, the failed attempts, and when writes came back. Its
-progress goes to stderr ("ready" after the first acknowledged insert).
+do.sh), it goes on until writes are back: an insert acknowledged after the last failed attempt,
+with none failing for 5 s after it (when no attempt failed after the kill, the first insert
+acknowledged after it). A write acknowledged right after the kill does not end the outage: the
+killed primary's backends may still commit what its synchronous standby confirms before they
+notice their postmaster is gone. Then it reads back every order the service acknowledged (GET
+/orders/ID) and prints one JSON line: what was acknowledged, read back and lost, the failed
+attempts, and when writes stopped and came back. Its progress goes to stderr ("ready" after the
+first acknowledged insert).
 """
 
 import json
@@ -54,6 +58,7 @@ def kill_time():
 started = time.time()
 acknowledged, attempts, failed, given_up, retries = [], 0, 0, 0, 0
 first_failure_after_kill = last_failure = back_at = None
+resumed_at = None  # the first acknowledgement after the latest failed attempt
 ready = False
 n = 0
 while time.time() - started < seconds:
@@ -64,9 +69,13 @@ while time.time() - started < seconds:
         sent = time.time()
         status, answer = request("POST", "/orders", body, key)
         if status == 201 and answer and "id" in answer:
-            acknowledged.append({"id": answer["id"], "sent": first_sent, "acked": time.time()})
+            acked = time.time()
+            acknowledged.append({"id": answer["id"], "sent": first_sent, "acked": acked})
+            if resumed_at is None:
+                resumed_at = acked
             break
         failed += 1
+        resumed_at = None
         killed = kill_time()
         if killed is not None and sent >= killed and first_failure_after_kill is None:
             first_failure_after_kill = sent
@@ -80,12 +89,14 @@ while time.time() - started < seconds:
         ready = True
         print("ready", file=sys.stderr, flush=True)
     killed = kill_time()
-    if killed is not None and back_at is None:
-        after = [a for a in acknowledged if a["sent"] >= killed]
-        if after:
-            back_at = after[0]["acked"]
-    if back_at is not None and time.time() - back_at > 3:
-        break
+    if killed is not None:
+        if first_failure_after_kill is None:
+            after = [a["acked"] for a in acknowledged if a["acked"] >= killed]
+            back_at = after[0] if after else None
+        else:
+            back_at = resumed_at
+        if back_at is not None and time.time() - back_at > 5:
+            break
     time.sleep(max(0.0, 1.0 / rate - (time.time() - first_sent)))
 
 missing = []
@@ -109,6 +120,8 @@ print(json.dumps({
     "read_back": len(acknowledged) - len(missing),
     "lost": missing,
     "first_failure_after_kill": first_failure_after_kill,
+    "acknowledged_after_kill_before_failure": len([a for a in acknowledged if killed is not None and a["acked"] >= killed
+                                                   and (first_failure_after_kill is None or a["acked"] <= first_failure_after_kill)]),
     "last_failure": last_failure,
     "writes_back_at": back_at,
 }))
