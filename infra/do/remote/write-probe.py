@@ -5,9 +5,8 @@ outcome unknown, no answer) is sent again with the same key every 100 ms, up to 
 never makes a second order. Once KILL_FILE holds the kill's time (epoch seconds, written by
 do.sh), it goes on until writes are back: an insert acknowledged after the last failed attempt,
 with none failing for 5 s after it (when no attempt failed after the kill, the first insert
-acknowledged after it). A write acknowledged right after the kill does not end the outage: the
-killed primary's backends may still commit what its synchronous standby confirms before they
-notice their postmaster is gone. Then it reads back every order the service acknowledged (GET
+acknowledged after it). A write acknowledged in the instant after the kill does not end the
+outage, which may not have begun yet (they are counted apart). Then it reads back every order the service acknowledged (GET
 /orders/ID) and prints one JSON line: what was acknowledged, read back and lost, the failed
 attempts, and when writes stopped and came back. Its progress goes to stderr ("ready" after the
 first acknowledged insert).
