@@ -7,7 +7,8 @@
 # `do.sh failover` kills each engine's primary (kill -9, both engines at once), a standby takes over,
 # the services' writes come back without a restart, every write the services acknowledged (the
 # failover's own writes one by one, the round's by count) is still there on the new primary, and
-# the killed member rejoins as a standby; down. Real Patroni 4.1.5 (PyPI), etcd 3.4 (Debian),
+# the killed member rejoins as a standby; up again (each engine's setup on its new primary, nothing
+# restarted); down. Real Patroni 4.1.5 (PyPI), etcd 3.4 (Debian),
 # PostgreSQL and mongod from the pinned wheels. Needs root, network namespaces, overlayfs and
 # nftables; skipped, saying why, where they are missing. Everything it creates is removed at the
 # end, on failure too. Small data and short steps: about four minutes.
@@ -289,6 +290,14 @@ expect "PostgreSQL: every acknowledged insert of the round and the failover is o
   test "$pg_count" -ge $((1000 + $(round_acked pg) + $(probe_acked postgres)))
 expect "MongoDB: every acknowledged insert of the round and the failover is on the new primary" \
   test "${mongo_count:-0}" -ge $((1000 + $(round_acked mongo) + $(probe_acked mongo)))
+
+step "up again after the failovers: nothing new, each engine's setup on its new primary, nothing restarts"
+dosh up --yes --replicas 3 >"$W/up2.out" 2>&1 || { cat "$W/up2.out"; fail "up again"; }
+expect "no droplet created the second time" test "$(state 'len(s["droplets"])')" = 10
+expect "PostgreSQL's roles and migrations went to the new primary ($pg_after)" contains "$W/up2.out" "Patroni's leader is $TAG-$pg_after;"
+expect "MongoDB's users went to the new primary ($mongo_after)" contains "$W/up2.out" "rs0's primary is $TAG-$mongo_after;"
+expect "every service and exporter left running (2 services, the agent, 2 exporters)" test "$(grep -c 'nothing changed, left running' "$W/up2.out")" = 5
+expect "the primaries stayed where the failovers put them" test "$(primary_of postgres) $(primary_of mongo)" = "$pg_after $mongo_after"
 
 # --- down ----------------------------------------------------------------------------------------
 step "down"
