@@ -220,6 +220,8 @@ step "up again, without --replicas: refused, saying why"
 refuse "up without --replicas on this deployment" dosh up --yes
 dosh status >"$W/status.out" 2>&1
 expect "status prices the six database droplets" test "$(grep -c "$TAG-\(postgres\|mongo\)-db.*USD/hour" "$W/status.out")" = 6
+expect "status says each member's role" bash -c "grep -q 'postgres members: postgres-db primary, postgres-db-2 standby, postgres-db-3 standby' '$W/status.out' &&
+  grep -q 'mongo members: mongo-db primary, mongo-db-2 standby, mongo-db-3 standby' '$W/status.out'"
 
 # --- seed, a round with a failover per engine ----------------------------------------------------
 step "seed"

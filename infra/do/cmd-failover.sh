@@ -27,7 +27,7 @@ USAGE
 seconds_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 cmd_failover() {
-  local engine='' rejoin=1 pair primary role out kill_at new='' new_at='' waited=0 load_host app_url kill_file
+  local engine='' rejoin=1 pair primary role out kill_at new='' new_at='' deadline load_host app_url kill_file
   local probe_out probe_err probe_pid summary lost remote id
   while [ $# -gt 0 ]; do
     case $1 in
@@ -76,13 +76,14 @@ cmd_failover() {
   say "kill -9 on $TAG-$primary: ${out% at *}"
 
   # The member that takes over (the others are asked until one is primary).
-  while [ -z "$new" ] && [ "$waited" -lt 180 ]; do
+  deadline=$((SECONDS + 180))
+  while [ -z "$new" ] && [ "$SECONDS" -lt "$deadline" ]; do
     for role in $(replica_members "$pair"); do
       [ "$role" != "$primary" ] || continue
       out=$(replica_role "$role")
       if [ "${out%% *}" = primary ]; then new=$role; new_at=${out#* }; break; fi
     done
-    [ -n "$new" ] || { sleep 1; waited=$((waited + 2)); }
+    [ -n "$new" ] || sleep 1
   done
   if [ -n "$new" ]; then
     say "$TAG-$new took over (seen $(seconds_between "$kill_at" "$new_at") s after the kill)"

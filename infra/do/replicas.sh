@@ -168,6 +168,20 @@ wait_replica_primary() {
   done
 }
 
+# `status` of a replicated deployment: each member's role now (asked over SSH).
+replicas_status() {
+  local pair role line=''
+  replicated && ! dry || return 0
+  for pair in $(pair_names); do
+    replicated_pair "$pair" || continue
+    line=''
+    for role in $(replica_members "$pair"); do
+      line+=" $role $(replica_role "$role" | awk '{ print $1 }' | grep . || echo unknown),"
+    done
+    printf '  %s members:%s\n' "$pair" "${line%,}"
+  done
+}
+
 # --- up: the members after their first boot --------------------------------------------------------
 
 # PostgreSQL: Patroni and etcd on every member; member 1 bootstraps the cluster when there is
