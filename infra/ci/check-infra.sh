@@ -13,7 +13,9 @@
 #   dry run         infra/ci/test-do-dry-run.sh (the simulated cloud's doctl over a state-only
 #                   account, recording ssh/scp: plan, refusals, firewalls, tags, flags, teardown)
 #   simulated cloud infra/ci/test-do-simcloud.sh (the whole DigitalOcean journey for real on
-#                   namespaces of this machine; skipped, saying why, without root or namespaces)
+#                   namespaces of this machine; skipped, saying why, without root or namespaces),
+#                   then infra/ci/test-do-simcloud-replicas.sh (the replicated journey: up
+#                   --replicas 3, a round, a failover per engine, down)
 # Prints one line per check and a summary; exits non-zero when any check failed.
 set -euo pipefail
 
@@ -78,13 +80,24 @@ check() { # DESCRIPTION COMMAND...: run it, print ok/FAIL, show its output when 
 }
 
 # The simulated cloud mostly waits (droplets booting, rounds of 20-40 req/s: three to four
-# minutes): it starts first and the other checks (a minute of shellcheck, cloud-init and the dry
-# run, on their own temporary folders and tag) run beside it. Its result is counted at the end.
+# minutes, then about four for the replicated journey, one after the other: two worlds at once
+# would share two cores): it starts first and the other checks (a minute of shellcheck,
+# cloud-init and the dry run, on their own temporary folders and tag) run beside it. Their
+# results are counted at the end.
 simcloud_log=$(mktemp)
-bash infra/ci/test-do-simcloud.sh >"$simcloud_log" 2>&1 &
+replicas_log=$(mktemp)
+simcloud_rc=$(mktemp -d)
+(
+  rc=0
+  bash infra/ci/test-do-simcloud.sh >"$simcloud_log" 2>&1 || rc=$?
+  echo "$rc" >"$simcloud_rc/single"
+  rc=0
+  bash infra/ci/test-do-simcloud-replicas.sh >"$replicas_log" 2>&1 || rc=$?
+  echo "$rc" >"$simcloud_rc/replicas"
+) &
 simcloud_pid=$!
 # Left early: it still tears its world down before the temporary files go.
-trap 'wait; rm -rf "$log" "$extracted" "$simcloud_log"' EXIT
+trap 'wait; rm -rf "$log" "$extracted" "$simcloud_log" "$replicas_log" "$simcloud_rc"' EXIT
 
 # Tracked files and new ones not ignored, so the check also sees work not yet committed.
 mapfile -t scripts < <(git ls-files --cached --others --exclude-standard '*.sh' | sort -u)
@@ -139,12 +152,14 @@ for name, query in queries.items():
     assert query["query"] and query["metrics"], f"postgres-queries.yaml: {name} without query or metrics"
 ' infra/monitoring/grafana/provisioning/*/*.yml
 check "DigitalOcean dry run (infra/ci/test-do-dry-run.sh)" bash infra/ci/test-do-dry-run.sh
-simcloud_status=0
-wait "$simcloud_pid" || simcloud_status=$?
-simcloud_result() { cat "$simcloud_log" && return "$simcloud_status"; }
-check "DigitalOcean journey on a simulated cloud (infra/ci/test-do-simcloud.sh)" simcloud_result
+wait "$simcloud_pid" || true
+simcloud_result() { cat "$2" && return "$(cat "$simcloud_rc/$1" 2>/dev/null || echo 1)"; }
+check "DigitalOcean journey on a simulated cloud (infra/ci/test-do-simcloud.sh)" simcloud_result single "$simcloud_log"
 # Its summary even when it passed: whether it ran or was skipped, its round's table, its time.
 sed -n '/^--- the first round/,$p; /SKIPPED/p' "$log" | sed 's/^/      /'
+check "replicated DigitalOcean journey on a simulated cloud (infra/ci/test-do-simcloud-replicas.sh)" \
+  simcloud_result replicas "$replicas_log"
+grep -E '^ {8}(postgres|mongo): |checks passed|SKIPPED' "$log" | sed 's/^ */      /'
 
 echo "check-infra: $passed passed, $failed failed"
 if [ "$failed" -eq 0 ]; then echo "PASS"; else echo "FAIL"; exit 1; fi

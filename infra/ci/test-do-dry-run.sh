@@ -6,7 +6,9 @@
 # anything is created, the refusals (binaries not built for Linux x86-64, a size the region does
 # not offer, more droplets than the account's limit), firewall rules, tags, secrets only in
 # root-only files, the flags passed to orders-bench (against the real binary's --help), teardown
-# that keeps a default VPC and can run twice; finally DRY_RUN=1 must run nothing. The droplets
+# that keeps a default VPC and can run twice; finally DRY_RUN=1 must run nothing, with HYBRID=1
+# and with up --replicas 3 (the members, their firewall rules, URLs, secrets and setup calls, the
+# refusals, failover's calls). The droplets
 # themselves, the firewalls enforced and every remote command run for real are the subject of
 # test-do-simcloud.sh.
 set -euo pipefail
@@ -378,6 +380,40 @@ if [ -n "$bench" ]; then
   check "every flag of the hybrid's round is one orders-bench round accepts" \
     flags_known round "$(grep -o 'orders-round start .*' "$work/dry-round-hybrid.out" | cut -d' ' -f4-)"
 fi
+echo "DRY_RUN=1 up --replicas 3 (three database droplets per engine; infra/do/replicas.sh)"
+export HYBRID=0 STATE_DIR=$work/do-state-replicas
+check "dry up --replicas 3 exits 0" run_do dry-up-replicas up --replicas 3
+check "the plan lists eleven droplets (two load droplets), three database droplets per engine" bash -c "
+  [ \$(grep -c '^  droplet .* create\$' '$work/dry-up-replicas.out') = 11 ] &&
+  [ \$(grep -c '^  droplet  $TAG-\(postgres\|mongo\)-db\(-[23]\)\?  *c-2 ' '$work/dry-up-replicas.out') = 6 ]"
+check "the plan says what the replicas add per hour (four more c-2)" \
+  grep -q '^  replicas 3 members per engine: the 4 further database droplets add 0.2500 USD/hour (6.00 USD a day)$' "$work/dry-up-replicas.out"
+replica_rules() { sed -n "s/^+ doctl compute firewall create --name $TAG-$1 --tag-names \([^ ]*\) --inbound-rules '\([^']*\)'.*/\1 \2/p" "$work/dry-up-replicas.out" | tr ' ' '\n' | grep "tag:$TAG-$1\$" | sort | tr '\n' ' '; }
+check "postgres-db's firewall (every member's) admits the members: PostgreSQL, Patroni's REST API, etcd" same "$(replica_rules postgres-db)" \
+  "protocol:tcp,ports:2379,tag:$TAG-postgres-db protocol:tcp,ports:2380,tag:$TAG-postgres-db protocol:tcp,ports:5432,tag:$TAG-postgres-db protocol:tcp,ports:8008,tag:$TAG-postgres-db "
+check "mongo-db's firewall admits the members on 27017" same "$(replica_rules mongo-db)" "protocol:tcp,ports:27017,tag:$TAG-mongo-db "
+check "the members carry their engine's database tag (so its firewall)" \
+  bash -c "grep -q \"^+ doctl compute droplet create $TAG-postgres-db-3 .*--tag-names $TAG,$TAG-postgres-db \" '$work/dry-up-replicas.out'"
+check "orders-pg, orders-mongo and orders-bench get every member (read-write sessions; rs0)" bash -c "
+  grep -qx \"DATABASE_URL='postgres://orders_service:[0-9a-f]*@\(10\.110\.0\.[0-9]*:5432,\)\{2\}10\.110\.0\.[0-9]*:5432/orders?target_session_attrs=read-write'\" '$STATE_DIR/env/orders-pg.env' &&
+  grep -qx \"MONGODB_URI='mongodb://orders_service:[0-9a-f]*@\(10\.110\.0\.[0-9]*:27017,\)\{2\}10\.110\.0\.[0-9]*:27017/?authSource=admin&replicaSet=rs0'\" '$STATE_DIR/env/orders-mongo.env' &&
+  [ \$(grep -c '^[A-Z_]*=.*,.*,' '$STATE_DIR/env/bench.env') = 2 ]"
+check "the replicas' four secrets are made, in no user-data" bash -c "
+  [ \$(grep -c '^\(PG_SUPERUSER_PASSWORD\|PG_REPLICATION_PASSWORD\|MONGO_KEYFILE\|MONGO_ADMIN_PASSWORD\)=[0-9a-f]\{32\}$' '$STATE_DIR/secrets.env') = 4 ] &&
+  ! cat '$STATE_DIR'/user-data/*.yaml | grep -qF -f <(sed -n 's/^[A-Z_]*=//p' '$STATE_DIR/secrets.env')"
+check "every PostgreSQL member is made a Patroni member, every MongoDB member one of rs0, member 1 initiates" bash -c "
+  [ \$(grep -c '^+ ssh .* bash -s -- configure pg[123] .*patroni-setup.sh' '$work/dry-up-replicas.out') = 3 ] &&
+  [ \$(grep -c '^+ ssh .* bash -s -- member [123] < .*replset-setup.sh' '$work/dry-up-replicas.out') = 3 ] &&
+  [ \$(grep -c '^+ ssh .* bash -s -- initiate .*replset-setup.sh' '$work/dry-up-replicas.out') = 1 ]"
+check "up --replicas 2 is refused (no majority survives the loss of one)" bash -c "! bash '$DO' up --replicas 2 >/dev/null 2>&1"
+check "up --replicas 3 with HYBRID=1 is refused" bash -c "! HYBRID=1 bash '$DO' up --replicas 3 >/dev/null 2>&1"
+check "failover on a deployment of single servers is refused, saying how to make one" \
+  bash -c "! out=\$(bash '$DO' failover --engine postgres 2>&1) && grep -q 'make it with infra/do/do.sh up --replicas 3' <<<\"\$out\""
+REPLICAS=3 run_do dry-failover failover --engine mongo || true
+check "dry failover asks the members and kills one (remote/member.sh)" \
+  bash -c "grep -q '^+ ssh .* bash -s -- role < .*engines/mongo/remote/member.sh' '$work/dry-failover.out' && grep -q 'bash -s -- kill < .*member.sh' '$work/dry-failover.out'"
+check "without --replicas no member, no member rule, no replicas' secret" \
+  bash -c "! grep -q -- '-db-[0-9]\|replicas\|ports:8008\|ports:2379' '$work/dry-up.out' && ! grep -q 'PG_SUPERUSER\|MONGO_KEYFILE' '$work/do-state/secrets.env'"
 unset DRY_RUN HYBRID
 
 if [ "$failed" -gt 0 ]; then

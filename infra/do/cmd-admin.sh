@@ -41,6 +41,7 @@ cmd_status() {
   printf '  VPC %s, %s firewall(s)\n' "$(list_vpc | awk '{ print $2 ($3 == "true" ? " (the region default)" : "") }' | grep . || echo none)" \
     "$(list_firewalls | grep -c . || true)" >&3
   print_cost >&3
+  replicas_status >&3
 }
 
 # An SSH tunnel to Grafana, which listens on the monitor droplet's loopback only, and Prometheus,

@@ -29,7 +29,7 @@ all_tags() {
 inbound_ports() {
   local pair
   for pair in $(pair_names); do
-    "$(pair_engine "$pair")_inbound" "$pair" | sed "s/^/$pair-db /"
+    { "$(pair_engine "$pair")_inbound" "$pair"; replica_member_ports "$pair"; } | sed "s/^/$pair-db /"
   done
   cat <<PORTS
 apps $APP_PORT load monitor
@@ -135,6 +135,7 @@ preflight() {
   operator_cidr
   check_binaries
   check_engine_settings
+  replicas_check
   if ! dry; then
     command -v doctl >/dev/null || die "doctl not found (see docs/deploy.md, \"Deploy to DigitalOcean\")"
     command -v jq >/dev/null || die "jq not found: install it (apt install jq, brew install jq)"
@@ -153,6 +154,7 @@ plan() {
   local role name slug price line regions status total_after=0 total_now=0 missing=0 in_account limit have_tags vpcs
   load_sizes
   refresh_droplets
+  replicas_detect up
   if dry; then DROPLETS=''; fi  # a dry run shows the plan of a deployment that does not exist yet
   check_hybrid_setting
   in_account=$(query '[]' doctl compute droplet list --output json | jq 'length')
@@ -194,6 +196,7 @@ plan() {
     printf '  tags     %s\n' "$(all_tags | while read -r t; do grep -qx -- "$t" <<<"$have_tags" || printf '%s ' "$t"; done)(to create)"
     awk -v after="$total_after" -v now="$total_now" 'BEGIN {
       printf "  cost     %.4f USD/hour (%.2f USD a day) once up; %.4f USD/hour of it exists now\n", after, after * 24, now }'
+    replicas_cost_line
   } >&3
   MISSING=$missing
   if [ "$limit" -gt 0 ] && [ $((in_account + missing)) -gt "$limit" ]; then
@@ -305,6 +308,7 @@ render_env() {
   for pair in $(pair_names); do
     "$(pair_engine "$pair")_render" "$pair"
   done
+  replicas_render
   tar -C "$REPO" --owner=0 --group=0 --mtime=@0 --sort=name -cf "$STATE_DIR/migrations.tar" migrations
 }
 
@@ -315,7 +319,7 @@ render_env() {
 provision_databases() {
   local pair
   for pair in $(pair_names); do
-    "$(pair_engine "$pair")_provision" "$pair"
+    provision_pair_database "$pair"
   done
 }
 
@@ -394,10 +398,15 @@ provision_monitor() {
 cmd_up() {
   local role
   YES=0
+  # up's member count is its own (--replicas, default REPLICAS): refresh_droplets leaves it.
+  # shellcheck disable=SC2034 # read by refresh_droplets (lib.sh)
+  REPLICAS_FROM_FLAG=1
   while [ $# -gt 0 ]; do
     case $1 in
       --yes | -y) YES=1; shift ;;
-      *) die "up: unknown argument $1 (only --yes)" ;;
+      --replicas) [ $# -ge 2 ] || die "up: --replicas needs a number"; replicas_flag "$2"; shift 2 ;;
+      --replicas=*) replicas_flag "${1#*=}"; shift ;;
+      *) die "up: unknown argument $1 (--yes, --replicas N)" ;;
     esac
   done
   preflight

@@ -20,6 +20,10 @@ ENGINES_DIR=$(cd "$HERE/../engines" && pwd)
 . "$HERE/cmd-bench.sh"
 # shellcheck source=cmd-admin.sh
 . "$HERE/cmd-admin.sh"
+# shellcheck source=replicas.sh
+. "$HERE/replicas.sh"
+# shellcheck source=cmd-failover.sh
+. "$HERE/cmd-failover.sh"
 # Every engine a deployment can have (the hybrid's pair's too, whatever HYBRID says).
 for engine in $(HYBRID=1 engines); do
   # shellcheck source=/dev/null # infra/engines/*/droplets.sh, checked on their own
@@ -45,11 +49,19 @@ usage() {
   cat <<USAGE
 usage: infra/do/do.sh COMMAND [ARGS]
 
-  up [--yes]              check the binaries (Linux x86-64), the sizes in \$REGION and the
+  up [--yes] [--replicas N]
+                          check the binaries (Linux x86-64), the sizes in \$REGION and the
                           account's droplet limit, print the plan and its hourly cost, ask
                           (--yes: don't), then create the VPC, firewalls and droplets (tag $TAG),
                           install and start everything. Run again to reconcile: only changed
-                          files are installed, only services whose files changed restart
+                          files are installed, only services whose files changed restart.
+                          --replicas 3 (or 5): N database droplets per engine, each engine's own
+                          replication: MongoDB the replica set rs0, PostgreSQL a primary and
+                          standbys under Patroni with etcd on the members, synchronous_mode on
+                          (one synchronous standby); the services get a replica-set URI and a
+                          multi-host URL (target_session_attrs=read-write). The plan says what the
+                          further members add per hour. Not with HYBRID=1; give the same N to a
+                          later up (the other commands read it from the droplets)
   seed [ARGS]             load the same orders into every database at once from the first load
                           droplet (ARGS go to orders-bench seed, e.g. --orders 1000000 --reset)
   round [--mix M] [--start-rate R] [--step S] [--max-rate R] [--step-duration D] [--no-reseed] [..]
@@ -60,14 +72,18 @@ usage: infra/do/do.sh COMMAND [ARGS]
                           orders-bench round, e.g. --repeats 3)
   round --attach ID       wait for a round that is running (after a dropped connection) and fetch it
 $(engines_usage)
+$(failover_usage)
   status                  droplets, addresses, VPC, firewalls and the hourly cost of what exists
   tunnel                  an SSH tunnel to Grafana and Prometheus on the monitor droplet (on its
                           loopback and VPC address); prints their local URLs, runs until Ctrl-C
   ssh ROLE [COMMAND]      ssh to a droplet: postgres-db mongo-db postgres-app mongo-app load-N monitor
-                          (hybrid-db hybrid-app with HYBRID=1)
+                          (hybrid-db hybrid-app with HYBRID=1; postgres-db-N mongo-db-N with --replicas)
   down                    delete every droplet tagged $TAG, the firewalls, the VPC (unless it is
                           the region's default) and the tags; says what it cost and what is left
   help                    this text
+
+Root: do.sh needs none here (it works as root on the droplets, over SSH); the simulated cloud
+that tests it (infra/ci/test-do-simcloud.sh, test-do-simcloud-replicas.sh) needs root.
 
 Settings (environment; defaults in infra/do/config.sh, an engine's own in
 infra/engines/<engine>/droplets.sh): OPERATOR_IP (required by up: your address;
@@ -75,6 +91,8 @@ a range wider than one address only with ALLOW_WIDE_OPERATOR=1), SSH_KEY,
 SSH_IDENTITY, TAG=$TAG, REGION=$REGION, DB_SIZE=$DB_SIZE, APP_SIZE=$APP_SIZE,
 LOAD_SIZE=$LOAD_SIZE, MONITOR_SIZE=$MONITOR_SIZE, LOAD_COUNT=$LOAD_COUNT, POOL_SIZE=$POOL_SIZE,
 HYBRID=$HYBRID (1: a third pair, hybrid-db and hybrid-app, for orders-pg-hybrid; DB_SIZE and APP_SIZE),
+REPLICAS=$REPLICAS (the default of up --replicas), PATRONI_TTL=$PATRONI_TTL, PATRONI_LOOP_WAIT=$PATRONI_LOOP_WAIT,
+PATRONI_RETRY_TIMEOUT=$PATRONI_RETRY_TIMEOUT (Patroni's failover settings, at the first up --replicas),
 K6_VERSION=$K6_VERSION, GRAFANA_VERSION=$GRAFANA_VERSION, MONGODB_EXPORTER_VERSION=$MONGODB_EXPORTER_VERSION,
 MONGODB_EXPORTER_SHA256 (required by up: the SHA-256 of Percona's release tarball),
 PG_PLAN_LOG_MS=$PG_PLAN_LOG_MS (PostgreSQL logs the plans of statements this slow), TUNNEL_GRAFANA_PORT=$TUNNEL_GRAFANA_PORT,
@@ -97,6 +115,7 @@ case $command in
   tunnel) cmd_tunnel "$@" ;;
   ssh) cmd_ssh "$@" ;;
   down) cmd_down "$@" ;;
+  failover) cmd_failover "$@" ;;
   *)
     # An engine's own command (toggle): its function cmd_<command>.
     if grep -qx -- "$command" <<<"$(engine_commands)"; then "cmd_$command" "$@"; else usage >&2; exit 2; fi

@@ -82,9 +82,14 @@ pair_target() { pair_field "$1" 4; }
 pair_prefix() { pair_target "$1" | tr '[:lower:]' '[:upper:]'; }
 # The engines of the deployment, each once, in the pairs' order.
 engines() { pairs | awk '!seen[$2]++ { print $2 }'; }
+# A role without its number: load-2 -> load, and a replicated database's further members
+# (postgres-db-2, mongo-db-3; infra/do/replicas.sh) -> postgres-db, mongo-db.
+role_base() { printf '%s' "${1%-[0-9]*}"; }
 # The engine of a role's droplet (nothing for the load droplets and the monitor).
 engine_of() {
-  case $1 in *-db | *-app) pair_engine "${1%-*}" ;; esac
+  local base
+  base=$(role_base "$1")
+  case $base in *-db | *-app) pair_engine "${base%-*}" ;; esac
 }
 # Where a pair's database files are rendered: env/ for the pair named after its engine, env/PAIR/
 # for another pair of the same engine (the hybrid's: the same file names, its own values).
@@ -92,24 +97,28 @@ db_env_dir() {
   if [ "$1" = "$(pair_engine "$1")" ]; then printf '%s' "$STATE_DIR/env"; else printf '%s' "$STATE_DIR/env/$1"; fi
 }
 
-# The droplets: role names, one per line ("load-1".."load-N" for the load droplets).
+# The droplets: role names, one per line ("load-1".."load-N" for the load droplets; with
+# REPLICAS=N a replicated pair's database is PAIR-db and PAIR-db-2..PAIR-db-N: replicas.sh).
 roles() {
-  local i
-  pair_names | sed 's/$/-db/'
+  local i pair
+  for pair in $(pair_names); do
+    printf '%s-db\n' "$pair"
+    replica_extra_members "$pair"
+  done
   pair_names | sed 's/$/-app/'
   for i in $(seq 1 "$LOAD_COUNT"); do printf 'load-%s\n' "$i"; done
   printf '%s\n' monitor
 }
-role_tag() { printf '%s-%s' "$TAG" "${1%-[0-9]*}"; }  # load-2 -> TAG-load
+role_tag() { printf '%s-%s' "$TAG" "$(role_base "$1")"; }  # load-2 -> TAG-load, postgres-db-2 -> TAG-postgres-db
 # The cloud-init template of a role: its engine's cloud-init/db.yaml or app.yaml for a pair's
 # droplet, infra/do/cloud-init/ROLE.yaml for the others (load, monitor).
 template_of() {
   local engine
   engine=$(engine_of "$1")
   if [ -n "$engine" ]; then
-    printf '%s/%s/cloud-init/%s.yaml' "$ENGINES_DIR" "$engine" "${1##*-}"
+    printf '%s/%s/cloud-init/%s.yaml' "$ENGINES_DIR" "$engine" "$(role_base "$1" | sed 's/.*-//')"
   else
-    printf '%s/cloud-init/%s.yaml' "$HERE" "${1%-[0-9]*}"
+    printf '%s/cloud-init/%s.yaml' "$HERE" "$(role_base "$1")"
   fi
 }
 # The service an app droplet runs.
@@ -120,10 +129,10 @@ service_of() {
   printf '%s' "$service"
 }
 size_of() {
-  case $1 in
+  case $(role_base "$1") in
     *-db) printf '%s' "$DB_SIZE" ;;
     *-app) printf '%s' "$APP_SIZE" ;;
-    load-*) printf '%s' "$LOAD_SIZE" ;;
+    load) printf '%s' "$LOAD_SIZE" ;;
     monitor) printf '%s' "$MONITOR_SIZE" ;;
   esac
 }
@@ -152,6 +161,8 @@ droplet_lines() {
 }
 refresh_droplets() {
   DROPLETS=$(query "$(fake_droplets_json)" doctl compute droplet list --tag-name "$TAG" --output json | droplet_lines)
+  # Every command but up takes the deployment's number of database members (replicas.sh).
+  if [ "${REPLICAS_FROM_FLAG:-0}" != 1 ]; then replicas_detect; fi
 }
 # ip_of ROLE public|private (empty until the droplet has it)
 ip_of() {
@@ -231,6 +242,7 @@ secret_names() {
     printf '%s\n' "${prefix}_SERVICE_PASSWORD" "${prefix}_LOADER_PASSWORD" "${prefix}_MONITOR_PASSWORD"
   done
   printf '%s\n' GRAFANA_PASSWORD
+  replica_secret_names
 }
 load_secrets() {
   local f=$STATE_DIR/secrets.env name

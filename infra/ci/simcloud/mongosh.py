@@ -2,9 +2,10 @@
 really executes what it is given, through a real driver (pymongo), but understands only the
 statements the configuration step uses, and refuses anything else loudly:
 
-    [printjson(]TARGET.runCommand(JSON)[.ok][)][;]
+    [printjson(]TARGET.runCommand(JSON)[.FIELD][)][;]
 
-with TARGET `db`, `db.getSiblingDB("name")` or `connect("mongodb://...")`, one statement per
+with TARGET `db`, `db.getSiblingDB("name")` or `connect("mongodb://...")` and FIELD a field of the
+answer (`.ok`, `.isWritablePrimary`, `.setName`: printed as mongosh prints it), one statement per
 line, from `--eval CODE` or from .js files. As in mongosh, a command the server refuses (ok: 0)
 throws: the error is printed and the exit status is 1. Options: --quiet, --nodb, a connection
 string or database name before the files, --host/--port.
@@ -22,7 +23,7 @@ STATEMENT = re.compile(
     r"""^(?P<print>printjson\()?\s*
         (?P<target>db|db\.getSiblingDB\(\s*"(?P<sibling>[^"]+)"\s*\)|connect\(\s*"(?P<uri>[^"]+)"\s*\))
         \.runCommand\((?P<command>\{.*\})\)
-        (?P<ok>\.ok)?\s*(?(print)\))\s*;?$""",
+        (?:\.(?P<field>[A-Za-z]+))?\s*(?(print)\))\s*;?$""",
     re.VERBOSE,
 )
 
@@ -46,8 +47,19 @@ def execute(line, default_uri, default_db):
         result = database.command(command)
     finally:
         conn.close()
-    if match["ok"]:
+    if match["field"] == "ok":
         print(int(result.get("ok", 0)) if float(result.get("ok", 0)).is_integer() else result.get("ok"))
+    elif match["field"]:
+        # As mongosh prints a value: a string bare, true/false, undefined when absent.
+        value = result.get(match["field"])
+        if value is None:
+            print("undefined")
+        elif isinstance(value, bool):
+            print("true" if value else "false")
+        elif isinstance(value, str):
+            print(value)
+        else:
+            print(json_util.dumps(value))
     else:
         print(json_util.dumps(result, indent=2))
 

@@ -24,6 +24,11 @@ REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 SITE = (glob.glob(os.path.join(REPO, ".venv/lib/python3*/site-packages")) or [""])[0]
 SIM_VENV = os.path.join(REPO, ".local/simcloud/venv")
 MONGO_STAND_IN = os.path.join(REPO, ".local/simcloud/mongo-serverstatus-exporter")
+# Patroni 4.1.5 (with psycopg) in a virtualenv of its own, which test-do-simcloud-replicas.sh
+# installs from PyPI: a replicated deployment's members (do.sh up --replicas) find it where
+# infra/engines/postgres/remote/patroni-setup.sh installs it on a real droplet, and etcd where
+# Debian's etcd-server puts it (/usr/bin/etcd, this machine's: every droplet's lower layer).
+PATRONI_VENV = os.path.join(REPO, ".local/simcloud/patroni-venv")
 
 
 def say(text):
@@ -100,6 +105,9 @@ def postgres_db():
     say(f"PostgreSQL {version.split()[-1]} at /usr/lib/postgresql/{major}, cluster {major}/main")
     exporter = packaged("/usr/bin/prometheus-postgres-exporter", "prometheus-postgres-exporter")
     say(f"postgres_exporter {exporter} (Debian's package, for Ubuntu's)")
+    if os.path.exists(os.path.join(PATRONI_VENV, "bin/patroni")):
+        link(PATRONI_VENV, "/opt/orders/patroni")
+        say(f"Patroni at /opt/orders/patroni (the pinned wheel in {PATRONI_VENV}), for do.sh up --replicas")
 
 
 def mongo_db():
