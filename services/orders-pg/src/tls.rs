@@ -73,7 +73,7 @@ pub struct TlsSetting {
 impl TlsSetting {
     /// For error messages: `sslmode=verify-full sslrootcert=/etc/ca.crt` (no password is in it).
     pub fn describe(&self) -> String {
-        let mode = self.mode.map_or("sslmode unset (no TLS)".to_owned(), |mode| format!("sslmode={}", mode.name()));
+        let mode = self.mode.map_or("without sslmode, so no TLS".to_owned(), |mode| format!("sslmode={}", mode.name()));
         match &self.root_cert {
             Some(path) => format!("{mode} sslrootcert={}", path.display()),
             None => mode,
