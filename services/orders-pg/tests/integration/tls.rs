@@ -5,8 +5,9 @@
 //! the report itself says `ssl: false` on the stack's plaintext server); a CA file that did not
 //! sign the server's certificate, a certificate for another name under `verify-full`, no TLS, an
 //! unknown `sslmode` and an unreadable CA file each stop start-up with a message naming the
-//! setting, no panic and not the URL's password; `verify-ca` accepts the other name. Shared with
-//! orders-pg-hybrid (`SERVICE`). Skipped, saying so, without the openssl command.
+//! setting, no panic and not the URL's password; `verify-ca` (and `require` without a CA file)
+//! accepts the other name. Shared with orders-pg-hybrid (`SERVICE`). Skipped, saying so, without
+//! the openssl command.
 
 use super::{SERVICE, SERVICE_BINARY};
 use orders_core::OrderStore;
@@ -108,10 +109,12 @@ fn a_wrong_ca_no_tls_a_bad_sslmode_and_an_unreadable_ca_are_refused_by_name() {
 }
 
 #[tokio::test]
-async fn verify_full_checks_the_host_name_and_verify_ca_does_not() {
+async fn verify_full_checks_the_host_name_and_verify_ca_and_require_do_not() {
     let Some(certs) = TestCerts::make() else { return };
     let server = certs.postgres("wrong-name");
     let text = refused(&url(&server, &verify("verify-full", &certs, "ca.crt")));
     assert!(text.contains("TLS to PostgreSQL failed") && text.contains("not valid for name"), "{text}");
     assert_encrypted(url(&server, &verify("verify-ca", &certs, "ca.crt"))).await;
+    // `require` without a CA file encrypts and checks no certificate at all.
+    assert_encrypted(url(&server, "sslmode=require")).await;
 }
