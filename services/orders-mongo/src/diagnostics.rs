@@ -1,7 +1,7 @@
 //! `/diagnostics` for MongoDB: what a reader needs to explain a benchmark result without a shell on
 //! the server. Everything is read back from the server (`buildInfo`, `hello`, `serverStatus`,
-//! `getCmdLineOpts`, `getDefaultRWConcern`, `$collStats`, `explain`), except the write concern the
-//! driver attaches to every write, which only the client knows. A section the server refuses (a
+//! `getCmdLineOpts`, `getDefaultRWConcern`, `getParameter`, `$collStats`, `explain`), except the
+//! write concern the driver attaches to every write and its TLS setting, which only the client knows. A section the server refuses (a
 //! command a standalone or a restricted user cannot run) reports its error instead of failing the
 //! whole report; only an unreachable server fails it.
 
@@ -52,6 +52,9 @@ pub struct Diagnostics {
     pub wiredtiger_cache: Option<Section<CacheFigures>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub product_query: Option<Section<ProductQuery>>,
+    /// Whether the connections are encrypted, and what the server says of it (`crate::tls`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::tls::Tls>,
 }
 
 /// A section as read, or the error the server answered instead (`{"error": "..."}`).
@@ -254,6 +257,7 @@ pub async fn collect(
     db: &Database,
     orders: &Collection<Document>,
     max_pool_size: u32,
+    client_tls: &crate::tls::ClientTls,
 ) -> Result<Diagnostics, StoreError> {
     let build_info = db.run_command(doc! {"buildInfo": 1}).await.map_err(store_error)?;
     let admin = db.client().database("admin");
@@ -261,6 +265,7 @@ pub async fn collect(
     let server_status = command(db, doc! {"serverStatus": 1}).await;
     let cmd_line = command(&admin, doc! {"getCmdLineOpts": 1}).await;
     let default_rw = command(&admin, doc! {"getDefaultRWConcern": 1}).await;
+    let tls_mode = command(&admin, doc! {"getParameter": 1, "tlsMode": 1}).await;
     let sent = write_concern(orders);
     let replication = section(&hello, |h| crate::replication::from_hello(h, &sent, default_rw.as_ref().ok()));
     Ok(Diagnostics {
@@ -296,6 +301,7 @@ pub async fn collect(
         opcounters: Some(section(&server_status, opcounters)),
         wiredtiger_cache: Some(flatten(section(&server_status, |s| wired_tiger(s, "cache", cache_figures)))),
         product_query: Some(product_query_plan(db).await),
+        tls: Some(crate::tls::report(client_tls, &tls_mode, &server_status)),
     })
 }
 

@@ -3,7 +3,8 @@
 //! `bson_bytes`), the `OrderStore` on the official driver (`store`), the indexes from
 //! `migrations/mongo` (`indexes`), how driver errors map to store errors (`error`), pool figures
 //! from the driver's pool events (`pool`) and the `/diagnostics` report (`diagnostics`, with
-//! `replication`: the member written to and what a write waits for); `admin`
+//! `replication`: the member written to and what a write waits for, and `tls`: whether the
+//! connections are encrypted, `tls=true` in `MONGODB_URI`); `admin`
 //! holds what the bench runner asks this database besides (seeding checks, `fsync`, sizes, counts,
 //! samples). The HTTP API itself is the shared `orders-http` crate.
 
@@ -20,6 +21,7 @@ pub mod pool;
 pub mod raw_json;
 pub mod replication;
 pub mod store;
+pub mod tls;
 
 pub use config::{Config, MongoConfig};
 pub use store::{ConnectError, MongoStore};

@@ -18,6 +18,7 @@ use crate::error::{describe, is_duplicate_key, is_unavailable, store_error, writ
 use crate::indexes::{self, COLLECTION};
 use crate::pool::ConnectionGate;
 use crate::raw_json::{order_json, push_order};
+use crate::tls::{ClientTls, is_certificate_refusal};
 use mongodb::bson::{Document, RawDocumentBuf, doc};
 use mongodb::options::{ClientOptions, ReturnDocument};
 use mongodb::{Client, Collection, Cursor, Database};
@@ -45,6 +46,8 @@ pub struct MongoStore {
     /// `POOL_TIMEOUT_MS` and the server selection timeout in effect, for `/diagnostics`.
     pool_timeout: Duration,
     server_selection_timeout: Duration,
+    /// `tls=true` and its CA file, from `MONGODB_URI`, for `/diagnostics`.
+    tls: ClientTls,
 }
 
 /// Why the service could not start on MongoDB.
@@ -56,6 +59,8 @@ pub enum ConnectError {
     Unreachable(mongodb::error::Error),
     #[error("MongoDB at MONGODB_URI refused the ping: {}", describe(.0))]
     Refused(mongodb::error::Error),
+    #[error("TLS to MongoDB failed (MONGODB_URI {setting}): {}", describe(.error))]
+    Tls { setting: String, error: mongodb::error::Error },
     #[error("could not apply migrations/mongo/indexes.json with MONGO_WRITE_CONCERN={w} and MONGO_JOURNAL={j}")]
     Indexes { w: String, j: bool, source: indexes::ApplyError },
 }
@@ -75,9 +80,15 @@ impl MongoStore {
         options.max_pool_size = Some(config.pool_size);
         options.write_concern = Some(config.write_concern());
         options.cmap_event_handler = Some(gate.event_handler());
+        let tls = ClientTls::from_options(&options);
         let client = Client::with_options(options).map_err(ConnectError::Options)?;
         let db = client.database(&config.db);
-        wait_for_server(&db).await?;
+        wait_for_server(&db).await.map_err(|error| match error {
+            ConnectError::Unreachable(error) | ConnectError::Refused(error) if is_certificate_refusal(&error) => {
+                ConnectError::Tls { setting: tls.describe(), error }
+            }
+            other => other,
+        })?;
         let orders = db.collection::<Document>(COLLECTION);
         indexes::apply(&orders).await.map_err(|source| ConnectError::Indexes {
             w: config.write_concern_text(),
@@ -93,6 +104,7 @@ impl MongoStore {
             max_time: config.limits.statement_timeout,
             pool_timeout: config.limits.pool_timeout,
             server_selection_timeout,
+            tls,
         })
     }
 
@@ -109,7 +121,10 @@ async fn wait_for_server(db: &Database) -> Result<(), ConnectError> {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let error = match tokio::time::timeout(remaining, db.run_command(doc! {"ping": 1})).await {
             Ok(Ok(_)) => return Ok(()),
-            Ok(Err(error)) if !is_unavailable(&error) => return Err(ConnectError::Refused(error)),
+            // A certificate refused is not waited out: it will not change while the server starts.
+            Ok(Err(error)) if !is_unavailable(&error) || is_certificate_refusal(&error) => {
+                return Err(ConnectError::Refused(error));
+            }
             Ok(Err(error)) => error,
             // The deadline passed during a ping: report why the previous one failed, if one did.
             Err(_elapsed) => last_error.unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
@@ -298,7 +313,8 @@ impl OrderStore for MongoStore {
 
     async fn diagnostics(&self) -> Result<serde_json::Value, StoreError> {
         let _permit = self.gate.acquire().await?;
-        let mut report = diagnostics::collect(&self.db, &self.orders, self.gate.status().max_size as u32).await?;
+        let mut report =
+            diagnostics::collect(&self.db, &self.orders, self.gate.status().max_size as u32, &self.tls).await?;
         if let Some(settings) = report.settings.as_mut() {
             let millis = |d: Duration| Some(d.as_millis() as u64);
             settings.pool_timeout_ms = millis(self.pool_timeout);

@@ -4,8 +4,8 @@
 //! `n_tup_hot_upd` shows the status changes that stayed heap-only) and of `order_items`
 //! (`items_table`), the sizes of both tables and their indexes, the WAL position, this
 //! connection's prepared statements, both plans of the product search, and orders-pg's
-//! `replication` section (the member written to, what a commit waits for). No `gin_index`: this
-//! layout has none.
+//! `replication` section (the member written to, what a commit waits for), and `tls` (this
+//! session's `pg_stat_ssl`). No `gin_index`: this layout has none.
 
 use crate::sql;
 use orders_pg::PgConfig;
@@ -34,6 +34,7 @@ pub async fn collect(client: &Client, config: &PgConfig) -> Result<Diagnostics, 
         prepared_statements: Some(pg::prepared_statements(client, &statements, sql::PRODUCT_SEARCH).await?),
         product_query: Some(pg::product_plans(client, product_search, PRODUCT).await?),
         replication: Some(orders_pg::replication::read(client).await?),
+        tls: Some(pg::connection_tls(client).await?),
         ..Diagnostics::default()
     })
 }

@@ -23,7 +23,8 @@ pub struct Config {
 
 #[derive(Debug, Clone, Args)]
 pub struct PgConfig {
-    /// PostgreSQL connection URL.
+    /// PostgreSQL connection URL; TLS is its `sslmode` (disable, prefer, require, verify-ca,
+    /// verify-full) with `sslrootcert=<CA file>`, as in libpq. Without `sslmode`: no TLS.
     #[arg(
         long = "database-url",
         env = "DATABASE_URL",
@@ -147,11 +148,12 @@ impl PgConfig {
     }
 }
 
-/// Only the syntax is checked here (no connection): the driver's own parser, so a malformed URL
-/// stops start-up with clap's message (which shows it without its password).
+/// Only the syntax is checked here (no connection, no file read): the TLS words `sslmode` and
+/// `sslrootcert` (`crate::tls`), then the driver's own parser, so a malformed URL stops start-up
+/// with clap's message (which shows it without its password).
 fn parse_database_url(value: &str) -> Result<String, String> {
-    value
-        .parse::<tokio_postgres::Config>()
+    let (rest, _) = crate::tls::split_url(value)?;
+    rest.parse::<tokio_postgres::Config>()
         .map(|_| value.to_owned())
         .map_err(|error| format!("not a PostgreSQL URL: {error}"))
 }

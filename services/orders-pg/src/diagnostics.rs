@@ -1,7 +1,8 @@
 //! `/diagnostics` for Postgres: what the server reports, read on a pooled connection (so session
 //! settings are the ones requests run with): version, effective settings, the GIN index's pending
 //! list, `pg_stat_user_tables` counters, relation sizes, the WAL position, the product search's
-//! plan counts over the pooled connections and its generic and custom plans. Its parts are public:
+//! plan counts over the pooled connections and its generic and custom plans, and whether the session
+//! is encrypted (`pg_stat_ssl`). Its parts are public:
 //! orders-pg-hybrid builds its report from the same readers.
 //!
 //! The report is the typed `Diagnostics`: the service serializes it and the bench runner
@@ -75,6 +76,35 @@ pub struct Diagnostics {
     pub product_query: Option<ProductQuery>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool_plans: Option<PoolPlans>,
+    /// Whether the connection this report was read on is encrypted, as the server sees it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ConnectionTls>,
+}
+
+/// This backend's row of `pg_stat_ssl`: the server's own word on whether the session it serves
+/// (a pooled connection, so one like every request's) runs over TLS.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConnectionTls {
+    /// `pg_stat_ssl.ssl`: true when the session is encrypted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssl: Option<bool>,
+    /// The TLS version and cipher, when encrypted (`TLSv1.3`, `TLS_AES_256_GCM_SHA384`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cipher: Option<String>,
+}
+
+/// `pg_stat_ssl` of this session's own backend.
+pub async fn connection_tls(client: &Client) -> Result<ConnectionTls, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT ssl, version, cipher FROM pg_catalog.pg_stat_ssl WHERE pid = pg_catalog.pg_backend_pid()",
+            &[],
+        )
+        .await?;
+    Ok(ConnectionTls { ssl: row.get(0), version: row.get(1), cipher: row.get(2) })
 }
 
 /// The product search's plan-cache counters summed over every pooled connection that was idle
@@ -283,6 +313,7 @@ pub async fn collect(client: &Client, config: &PgConfig) -> Result<Diagnostics, 
         prepared_statements: Some(prepared_statements(client, &statements, crate::sql::PRODUCT_SEARCH).await?),
         product_query: Some(product_plans(client, product_query(config), JSONB_PRODUCT).await?),
         replication: Some(crate::replication::read(client).await?),
+        tls: Some(connection_tls(client).await?),
         ..Diagnostics::default()
     })
 }

@@ -4,29 +4,43 @@
 //! connection within `POOL_TIMEOUT_MS` and runs a statement on it in the configured
 //! `PG_STATEMENT_MODE`. A request waits at most `POOL_TIMEOUT_MS` for a connection, whether a free
 //! pooled one or a new one being opened (so a database that is down answers 503 within that time,
-//! whatever the driver's connect timeout).
+//! whatever the driver's connect timeout). TLS is `DATABASE_URL`'s `sslmode` (`tls`): without
+//! it, connections are opened with `NoTls`, as before.
 
 use crate::config::{PgConfig, StatementMode, setting_name};
 use crate::diagnostics;
-use crate::errors::{ends_the_connection, from_db, from_pool, from_write};
+use crate::errors::{describe, ends_the_connection, from_db, from_pool, from_write};
 use crate::sql::{self, Statement};
+use crate::tls::{self, SslMode, TlsSetting};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts};
 use futures_util::TryStreamExt;
 use orders_core::{ListBytes, OrderListJson, PoolStatus, StoreError};
 use std::time::{Duration, Instant};
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::{NoTls, Row, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How long start-up waits for the database to accept connections.
 const STARTUP_WAIT: Duration = Duration::from_secs(30);
 
+/// Where and how to connect: the driver's settings and the TLS connector `DATABASE_URL` asks for
+/// (`None`: plaintext, `NoTls`).
+#[derive(Clone)]
+pub struct PgConnection {
+    pub pg: tokio_postgres::Config,
+    pub tls: Option<MakeRustlsConnect>,
+    pub tls_setting: TlsSetting,
+}
+
 /// The URL plus this service's session settings as start-up options (`-c name=value`), so every
 /// connection has them from its first statement and no request pays a `SET`.
-pub fn connection_config(config: &PgConfig, application_name: &str) -> Result<tokio_postgres::Config, StoreError> {
-    let mut pg: tokio_postgres::Config = config
-        .database_url
-        .parse()
-        .map_err(|e| StoreError::Internal(format!("DATABASE_URL is not a valid PostgreSQL URL: {e}")))?;
+pub fn connection_config(config: &PgConfig, application_name: &str) -> Result<PgConnection, StoreError> {
+    let (url, tls_setting) = tls::split_url(&config.database_url).map_err(StoreError::Internal)?;
+    let mut pg: tokio_postgres::Config =
+        url.parse().map_err(|e| StoreError::Internal(format!("DATABASE_URL is not a valid PostgreSQL URL: {e}")))?;
+    pg.ssl_mode(SslMode::driver_mode(tls_setting.mode));
+    let tls = tls::connector(&tls_setting).map_err(StoreError::Internal)?;
     let mut options: Vec<String> = pg.get_options().map(str::to_owned).into_iter().collect();
     if let Some(mode) = config.plan_cache_mode {
         options.push(format!("-c plan_cache_mode={}", setting_name(mode)));
@@ -43,29 +57,65 @@ pub fn connection_config(config: &PgConfig, application_name: &str) -> Result<to
     if pg.get_connect_timeout().is_none() {
         pg.connect_timeout(config.limits.pool_timeout);
     }
-    Ok(pg)
+    Ok(PgConnection { pg, tls, tls_setting })
 }
 
-/// One connection for start-up work (migrations), waiting up to 30 s for the server.
-pub async fn connect_with_retry(pg: &tokio_postgres::Config) -> Result<tokio_postgres::Client, StoreError> {
+/// One connection with `tls`, its connection task spawned.
+async fn open<T>(pg: &tokio_postgres::Config, tls: T) -> Result<tokio_postgres::Client, tokio_postgres::Error>
+where
+    T: MakeTlsConnect<Socket>,
+    T::Stream: Send + 'static,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
+    let (client, connection) = pg.connect(tls).await?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::warn!(%error, "start-up connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// One connection for start-up work (migrations), waiting up to 30 s for the server. A failed TLS
+/// handshake (a certificate the CA file does not vouch for, a wrong host name) is not waited out,
+/// and every error that stops start-up names the TLS setting it was tried with.
+pub async fn connect_with_retry(connection: &PgConnection) -> Result<tokio_postgres::Client, StoreError> {
     let started = Instant::now();
     loop {
-        match pg.connect(NoTls).await {
-            Ok((client, connection)) => {
-                tokio::spawn(async move {
-                    if let Err(error) = connection.await {
-                        tracing::warn!(%error, "start-up connection ended");
-                    }
-                });
-                return Ok(client);
+        let result = match &connection.tls {
+            None => open(&connection.pg, NoTls).await,
+            Some(tls) => open(&connection.pg, tls.clone()).await,
+        };
+        match result {
+            Ok(client) => return Ok(client),
+            Err(error) if is_tls_failure(&error) => {
+                return Err(StoreError::Unavailable(format!(
+                    "TLS to PostgreSQL failed (DATABASE_URL {}): {}",
+                    connection.tls_setting.describe(),
+                    describe(&error)
+                )));
             }
             Err(error) if error.code().is_none() && started.elapsed() < STARTUP_WAIT => {
                 tracing::warn!(%error, "database not reachable yet; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            Err(error) => return Err(from_db(error)),
+            Err(error) => {
+                let tls = connection.tls_setting.describe();
+                return Err(match from_db(error) {
+                    StoreError::Unavailable(text) => StoreError::Unavailable(format!("{text} (DATABASE_URL {tls})")),
+                    StoreError::Internal(text) => StoreError::Internal(format!("{text} (DATABASE_URL {tls})")),
+                    other => other,
+                });
+            }
         }
     }
+}
+
+/// The driver's error for a handshake that failed, or a server that does not offer TLS when
+/// `sslmode` requires it: its message is its only mark.
+fn is_tls_failure(error: &tokio_postgres::Error) -> bool {
+    error.code().is_none() && error.to_string().starts_with("error performing TLS handshake")
 }
 
 /// How a driver error becomes a `StoreError` (`from_db`, or `from_write` once a write was sent).
@@ -88,13 +138,18 @@ pub struct PgPool {
 }
 
 impl PgPool {
-    /// A pool over `pg` (from `connection_config`). Only pooled (request) connections get the
-    /// statement timeout: migrations at start-up may legitimately run longer.
-    pub fn new(mut pg: tokio_postgres::Config, config: &PgConfig) -> Result<Self, StoreError> {
+    /// A pool over `connection` (from `connection_config`). Only pooled (request) connections get
+    /// the statement timeout: migrations at start-up may legitimately run longer.
+    pub fn new(connection: PgConnection, config: &PgConfig) -> Result<Self, StoreError> {
+        let PgConnection { mut pg, tls, .. } = connection;
         let timeout_ms = config.limits.statement_timeout.as_millis().max(1);
         let options = pg.get_options().map_or(String::new(), |options| format!("{options} "));
         pg.options(format!("{options}-c statement_timeout={timeout_ms}"));
-        let manager = Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager_config = ManagerConfig { recycling_method: RecyclingMethod::Fast };
+        let manager = match tls {
+            None => Manager::from_config(pg, NoTls, manager_config),
+            Some(tls) => Manager::from_config(pg, tls, manager_config),
+        };
         let pool = Pool::builder(manager)
             .max_size(usize::from(config.pool_size))
             // A request gives up on a connection at POOL_TIMEOUT_MS (`connection`), but a new

@@ -1,11 +1,11 @@
 //! `orders-pg`'s integration tests, one test binary (each file a module: the drivers' generic
 //! code is compiled and linked once, not once per file): the API and store contracts over real
 //! PostgreSQL, the binary itself, faults, hostile clients, the plan cache (F1), the knobs, the
-//! migration runner without CREATE, and the replicated stack (`replicas`, skipped without
-//! `REPLICA_DATABASE_URL`).
+//! migration runner without CREATE, TLS to a server that accepts nothing else (`tls`), and the
+//! replicated stack (`replicas`, skipped without `REPLICA_DATABASE_URL`).
 //! nextest runs every test in a process of its own; `.config/nextest.toml` names the ones that
 //! must run alone by module (`test(/^hostile::/)`). `write_outcome` ends the service's session in
-//! the middle of a write. orders-pg-hybrid's tests include `faults`, `hostile` and
+//! the middle of a write. orders-pg-hybrid's tests include `faults`, `hostile`, `tls` and
 //! `write_outcome` too; `SERVICE` and `SERVICE_BINARY` name the binary they run.
 
 mod api_contract;
@@ -17,6 +17,7 @@ mod migrations;
 mod plan_cache;
 mod replicas;
 mod store_contract;
+mod tls;
 mod toggles;
 mod write_outcome;
 

@@ -37,7 +37,7 @@ pub fn wait_for_port(port: u16, within: Duration) {
     }
 }
 
-fn temp_dir(prefix: &str) -> PathBuf {
+pub(crate) fn temp_dir(prefix: &str) -> PathBuf {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let dir = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("create a temporary folder");
@@ -66,6 +66,13 @@ impl PrivatePostgres {
     /// Initialises and starts a server; needs `$PG_BIN` (as `infra/local/stack.sh env` prints).
     pub fn start() -> Self {
         let bin = PathBuf::from(std::env::var("PG_BIN").expect("PG_BIN (eval \"$(bash infra/local/stack.sh env)\")"));
+        Self::start_with(bin, "", None, &[])
+    }
+
+    /// `start` with the binaries of `bin`, more lines for `postgresql.auto.conf`, a `pg_hba.conf`
+    /// of its own, and `files` copied into the data folder under the given names first (readable by
+    /// the server alone, as a key file must be).
+    pub fn start_with(bin: PathBuf, extra_conf: &str, hba: Option<&str>, files: &[(&Path, &str)]) -> Self {
         let dir = temp_dir("orders-faults-pg");
         let as_user = is_root();
         if as_user {
@@ -83,13 +90,27 @@ impl PrivatePostgres {
             "initdb",
         );
         let conf = format!(
-            "listen_addresses = '127.0.0.1'\nport = {}\nunix_socket_directories = ''\nfsync = on\nsynchronous_commit = on\nmax_connections = 100\nshared_buffers = 32MB\n",
+            "listen_addresses = '127.0.0.1'\nport = {}\nunix_socket_directories = ''\nfsync = on\nsynchronous_commit = on\nmax_connections = 100\nshared_buffers = 32MB\n{extra_conf}",
             server.port
         );
-        let conf_path = server.dir.join("data").join("postgresql.auto.conf");
-        std::fs::write(&conf_path, conf).expect("write postgresql.auto.conf");
-        if server.as_user {
-            run(Command::new("chown").arg(format!("{PG_OS_USER}:{PG_OS_USER}")).arg(&conf_path), "chown the config");
+        let data = server.dir.join("data");
+        let mut written = vec![(data.join("postgresql.auto.conf"), conf.into_bytes())];
+        if let Some(hba) = hba {
+            written.push((data.join("pg_hba.conf"), hba.as_bytes().to_vec()));
+        }
+        for (from, name) in files {
+            written.push((
+                data.join(name),
+                std::fs::read(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display())),
+            ));
+        }
+        for (path, bytes) in written {
+            std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+            let owner_only = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+            std::fs::set_permissions(&path, owner_only).unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+            if server.as_user {
+                run(Command::new("chown").arg(format!("{PG_OS_USER}:{PG_OS_USER}")).arg(&path), "chown a server file");
+            }
         }
         server.pg_ctl_start();
         server
@@ -150,13 +171,24 @@ pub struct PrivateMongo {
     binary: PathBuf,
     dir: PathBuf,
     pid: Option<u32>,
+    extra_args: Vec<String>,
 }
 
 impl PrivateMongo {
     /// Starts a mongod from the project's venv (`.venv/lib/python3*/site-packages/fiftyone/db/bin`).
     pub fn start() -> Self {
-        let mut server =
-            Self { port: free_port(), binary: mongod_binary(), dir: temp_dir("orders-faults-mongo"), pid: None };
+        Self::start_with(&[])
+    }
+
+    /// `start` with more command-line options (say, `--tlsMode requireTLS` and its files).
+    pub fn start_with(extra_args: &[&str]) -> Self {
+        let mut server = Self {
+            port: free_port(),
+            binary: mongod_binary(),
+            dir: temp_dir("orders-faults-mongo"),
+            pid: None,
+            extra_args: extra_args.iter().map(|arg| (*arg).to_owned()).collect(),
+        };
         server.launch();
         server
     }
@@ -188,7 +220,8 @@ impl PrivateMongo {
                 .arg(self.dir.join("mongod.log"))
                 .arg("--logappend")
                 .arg("--pidfilepath")
-                .arg(&pidfile),
+                .arg(&pidfile)
+                .args(&self.extra_args),
             "mongod --fork",
         );
         let pid = std::fs::read_to_string(&pidfile).expect("mongod pid file");
