@@ -65,6 +65,9 @@ bash infra/local/monitor.sh install
 step "headless Chromium for the report's first-screen test (pinned Debian package)"
 bash scripts/chromium.sh install
 
+step "a PostgreSQL built with TLS for the TLS tests (the stack's wheel has none; pinned Debian package)"
+bash infra/local/tls.sh install
+
 if cargo nextest --version >/dev/null 2>&1; then
 	run_tests=(cargo nextest run --workspace)
 else
