@@ -168,6 +168,18 @@ wait_replica_primary() {
   done
 }
 
+# db_primary PAIR: the role of the pair's database droplet that takes writes now, for the commands
+# that run SQL on it (do.sh toggle's PG_GIN_FASTUPDATE): PAIR-db for a single server; on a replicated
+# deployment the member that says it is primary (the engine's remote/member.sh), asked now, since a
+# failover moves it. A dry run shows the question to PAIR-db and takes PAIR-db.
+db_primary() {
+  local primary
+  if ! replicated_pair "$1"; then printf '%s-db' "$1"; return 0; fi
+  if dry; then replica_role "$1-db" >/dev/null; printf '%s-db' "$1"; return 0; fi
+  primary=$(wait_replica_primary "$1" 60) || die "no member of $1 has been primary for 60 s (a failover under way?): infra/do/do.sh status"
+  printf '%s' "$primary"
+}
+
 # `status` of a replicated deployment: each member's role now (asked over SSH).
 replicas_status() {
   local pair role line=''

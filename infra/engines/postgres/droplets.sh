@@ -88,7 +88,8 @@ postgres_usage() {
                           restart orders-pg, and with HYBRID=1 the same on hybrid-app for
                           orders-pg-hybrid (NAME= removes the setting); PG_GIN_FASTUPDATE (on|off)
                           is set on orders-pg's index itself, as its owner, on the postgres-db
-                          droplet (the hybrid layout has no GIN index)
+                          droplet (with --replicas: the member that is primary now; the hybrid
+                          layout has no GIN index)
 USAGE
 }
 
@@ -98,10 +99,11 @@ USAGE
 # HYBRID=1 to the hybrid-app droplet too: orders-pg-hybrid reads the same PG_PLAN_CACHE_MODE and
 # PG_STATEMENT_MODE, and both PostgreSQL services must run with the same ones for a round to
 # compare their layouts alone. The GIN index's fastupdate is orders-pg's alone (the hybrid layout
-# has no GIN index): it is applied on the postgres-db droplet as the role that owns the index,
+# has no GIN index): it is applied on the postgres-db droplet (on a replicated deployment the
+# member that is primary now: db_primary, infra/do/replicas.sh) as the role that owns the index,
 # which orders-pg's role on droplets is not (docs/security.md); the service reads it back.
 cmd_toggle() {
-  local kv fastupdate='' service=()
+  local kv fastupdate='' primary service=()
   [ $# -gt 0 ] || die "usage: infra/do/do.sh toggle NAME=VALUE... (see: infra/do/do.sh help)"
   for kv in "$@"; do
     case $kv in
@@ -115,7 +117,10 @@ cmd_toggle() {
   refresh_droplets
   check_hybrid_setting
   if [ -n "$fastupdate" ]; then
-    rscript "$(need_ip postgres-db public)" "$ENGINES_DIR/postgres/remote/gin-fastupdate.sh" "$fastupdate"
+    # On the primary: postgres-db, or on a replicated deployment the member that is primary now.
+    primary=$(db_primary postgres)
+    if replicated_pair postgres; then say "PG_GIN_FASTUPDATE on $TAG-$primary, the primary now"; fi
+    rscript "$(need_ip "$primary" public)" "$ENGINES_DIR/postgres/remote/gin-fastupdate.sh" "$fastupdate"
   fi
   toggle_service postgres-app ${service[@]+"${service[@]}"}
   if hybrid && [ ${#service[@]} -gt 0 ]; then
