@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # MongoDB on the droplets: what infra/do/do.sh calls for the pair of droplets whose engine is mongo
-# (mongo-db/mongo-app), and its settings. Sourced by do.sh after config.sh and lib.sh, whose
+# (mongo-db/mongo-app), its settings, and the pair as a replicated deployment (up --replicas N:
+# the replica set rs0). Sourced by do.sh after config.sh and lib.sh, whose
 # helpers (render, send, rscript, install_on, need_ip, pair_* ...) these functions use; the
 # contract is infra/engines/README.md. The droplets' first boot is cloud-init/db.yaml and app.yaml,
 # their files after boot env/ (rendered) and remote/ (run over ssh).

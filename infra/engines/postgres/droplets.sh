@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # PostgreSQL on the droplets: what infra/do/do.sh calls for a pair of droplets whose engine is
 # postgres (orders-pg's pair postgres-db/postgres-app, and with HYBRID=1 the hybrid's,
-# hybrid-db/hybrid-app), its settings, and its own command, `toggle`. Sourced by do.sh after
+# hybrid-db/hybrid-app), its settings, its own command, `toggle`, and orders-pg's pair as a
+# replicated deployment (up --replicas N: Patroni with etcd). Sourced by do.sh after
 # config.sh and lib.sh, whose helpers (render, send, rscript, install_on, need_ip, pair_* ...)
 # these functions use; the contract is infra/engines/README.md. The droplets' first boot is
 # cloud-init/db.yaml and app.yaml, their files after boot env/ (rendered) and remote/ (run over ssh).
