@@ -412,6 +412,9 @@ check "failover on a deployment of single servers is refused, saying how to make
 REPLICAS=3 run_do dry-failover failover --engine mongo || true
 check "dry failover asks the members and kills one (remote/member.sh)" \
   bash -c "grep -q '^+ ssh .* bash -s -- role < .*engines/mongo/remote/member.sh' '$work/dry-failover.out' && grep -q 'bash -s -- kill < .*member.sh' '$work/dry-failover.out'"
+REPLICAS=3 run_do dry-toggle-replicas toggle PG_GIN_FASTUPDATE=off || true
+check "dry toggle PG_GIN_FASTUPDATE with --replicas asks the members which is primary, then sets it there" \
+  bash -c "grep -q '^+ ssh .* bash -s -- role < .*engines/postgres/remote/member.sh' '$work/dry-toggle-replicas.out' && grep -q 'bash -s -- off < .*gin-fastupdate.sh' '$work/dry-toggle-replicas.out'"
 check "without --replicas no member, no member rule, no replicas' secret" \
   bash -c "! grep -q -- '-db-[0-9]\|replicas\|ports:8008\|ports:2379' '$work/dry-up.out' && ! grep -q 'PG_SUPERUSER\|MONGO_KEYFILE' '$work/do-state/secrets.env'"
 unset DRY_RUN HYBRID

@@ -7,9 +7,10 @@
 # `do.sh failover` kills each engine's primary (kill -9, both engines at once), a standby takes over,
 # the services' writes come back without a restart, every write the services acknowledged (the
 # failover's own writes one by one, the round's by count) is still there on the new primary, and
-# the killed member rejoins as a standby; up again (each engine's setup on its new primary, nothing
-# restarted); down. Real Patroni 4.1.5 (PyPI), etcd 3.4 (Debian),
-# PostgreSQL and mongod from the pinned wheels. Needs root, network namespaces, overlayfs and
+# the killed member rejoins as a standby; toggle PG_GIN_FASTUPDATE runs on the new PostgreSQL
+# primary and orders-pg reads it back; up again (each engine's setup on its new primary, nothing
+# restarted); down. Real Patroni 4.1.5 (PyPI), etcd 3.4 (Debian), PostgreSQL and mongod from the
+# pinned wheels. Needs root, network namespaces, overlayfs and
 # nftables; skipped, saying why, where they are missing. Everything it creates is removed at the
 # end, on failure too. Small data and short steps: about four minutes.
 set -euo pipefail
@@ -275,6 +276,14 @@ done
 pg_after=$(primary_of postgres)
 mongo_after=$(primary_of mongo)
 expect "each engine has a new primary" bash -c "[ '$pg_after' != '$pg_before' ] && [ -n '$pg_after' ] && [ '$mongo_after' != '$mongo_before' ] && [ -n '$mongo_after' ]"
+
+step "toggle PG_GIN_FASTUPDATE=off after the failover: on the new primary"
+dosh toggle PG_GIN_FASTUPDATE=off >"$W/toggle.out" 2>&1 || { cat "$W/toggle.out"; fail "toggle after the failover"; }
+show <"$W/toggle.out"
+expect "the toggle ran on the new primary ($pg_after), as the index's owner" bash -c "
+  grep -q 'PG_GIN_FASTUPDATE on $TAG-$pg_after, the primary now' '$W/toggle.out' && grep -q 'orders_items: fastupdate=off, set as orders_owner' '$W/toggle.out'"
+expect "orders-pg reads fastupdate off back (its /diagnostics, from the new primary)" on postgres-app \
+  "curl -fsS http://127.0.0.1:8080/diagnostics | jq -e '.gin_index.fastupdate == \"off\"'"
 
 result=$RESULTS_DIR/$round_id/result.json
 expect "the round's result came back" test -s "$result"

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # MongoDB on the droplets: what infra/do/do.sh calls for the pair of droplets whose engine is mongo
-# (mongo-db/mongo-app), and its settings. Sourced by do.sh after config.sh and lib.sh, whose
+# (mongo-db/mongo-app), its settings, and the pair as a replicated deployment (up --replicas N:
+# the replica set rs0). Sourced by do.sh after config.sh and lib.sh, whose
 # helpers (render, send, rscript, install_on, need_ip, pair_* ...) these functions use; the
 # contract is infra/engines/README.md. The droplets' first boot is cloud-init/db.yaml and app.yaml,
 # their files after boot env/ (rendered) and remote/ (run over ssh).
@@ -55,5 +56,56 @@ mongo_provision() {
   send "$host" "$dir/mongo-db.env"
   rscript "$host" "$ENGINES_DIR/mongo/remote/setup.sh"
   install_on "$host" mongodb-exporter "http://$(need_ip "$1-db" private):$MONGO_EXPORTER_PORT/metrics" \
+    "$dir/mongodb-exporter.env" /etc/orders/mongodb-exporter.env 0600
+}
+
+# --- replicated: do.sh up --replicas N (infra/do/replicas.sh) ------------------------------------
+# The replica set rs0 with a shared keyfile (remote/replset-setup.sh); the service and orders-bench
+# get a replica-set URI, as the local replicated stack gives them. electionTimeoutMillis stays at
+# its default (10 s).
+
+# Its secrets: the keyfile (the members' authentication to each other) and the administrator's
+# password, one for the set since any member may become the primary (a single mongo-db makes its
+# own on the droplet and keeps it there).
+mongo_replica_secrets() { printf '%s\n' MONGO_KEYFILE MONGO_ADMIN_PASSWORD; }
+
+# mongo_member_ports PAIR: "PORT FROM" lines, what the members reach on each other.
+mongo_member_ports() { printf '%s\n' "27017 $1-db"; }
+
+# mongo_replica_urls PAIR: the service's and orders-bench's URIs (the single server's, as
+# mongo_render wrote them) name every member of rs0.
+mongo_replica_urls() {
+  local ip hosts f
+  ip=$(need_ip "$1-db" private)
+  hosts=$(replica_hosts "$1" 27017)
+  for f in "$STATE_DIR/env/$(pair_service "$1").env" "$STATE_DIR/env/bench.env"; do
+    sed -i "s|^\([A-Z_]*\)=\(.*\)@$ip:27017/?authSource=admin\$|\1='\2@$hosts/?authSource=admin\&replicaSet=rs0'|" "$f"
+  done
+}
+
+# MongoDB: every member restarts as a member of rs0 with the keyfile (members 2..N empty, as a new
+# member must be), member 1 initiates the set; then the users on the primary, the exporter on
+# member 1.
+mongo_replicas_provision() {
+  local pair=$1 role host members='' sep='' primary dir f=$STATE_DIR/env/mongo-replica.env remote=$ENGINES_DIR/mongo/remote
+  for role in $(replica_members "$pair"); do
+    members+=$sep$(need_ip "$role" private):27017
+    sep=,
+  done
+  (umask 077 && printf 'MONGO_KEYFILE=%s\nMONGO_ADMIN_PASSWORD=%s\n' "$MONGO_KEYFILE" "$MONGO_ADMIN_PASSWORD" >"$f")
+  for role in $(replica_members "$pair"); do
+    host=$(need_ip "$role" public)
+    send "$host" "$f"
+    rscript "$host" "$remote/replset-setup.sh" member "$(replica_index "$role")"
+  done
+  rscript "$(need_ip "$pair-db" public)" "$remote/replset-setup.sh" initiate "$members"
+  primary=$pair-db
+  if ! dry; then primary=$(wait_replica_primary "$pair" 120) || die "no MongoDB primary among the members"; fi
+  say "MongoDB: rs0's primary is $TAG-$primary; users there"
+  dir=$(db_env_dir "$pair")
+  host=$(need_ip "$primary" public)
+  send "$host" "$dir/mongo-db.env"
+  rscript "$host" "$ENGINES_DIR/mongo/remote/setup.sh"
+  install_on "$(need_ip "$pair-db" public)" mongodb-exporter "http://$(need_ip "$pair-db" private):$MONGO_EXPORTER_PORT/metrics" \
     "$dir/mongodb-exporter.env" /etc/orders/mongodb-exporter.env 0600
 }

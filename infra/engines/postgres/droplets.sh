@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # PostgreSQL on the droplets: what infra/do/do.sh calls for a pair of droplets whose engine is
 # postgres (orders-pg's pair postgres-db/postgres-app, and with HYBRID=1 the hybrid's,
-# hybrid-db/hybrid-app), its settings, and its own command, `toggle`. Sourced by do.sh after
+# hybrid-db/hybrid-app), its settings, its own command, `toggle`, and orders-pg's pair as a
+# replicated deployment (up --replicas N: Patroni with etcd). Sourced by do.sh after
 # config.sh and lib.sh, whose helpers (render, send, rscript, install_on, need_ip, pair_* ...)
 # these functions use; the contract is infra/engines/README.md. The droplets' first boot is
 # cloud-init/db.yaml and app.yaml, their files after boot env/ (rendered) and remote/ (run over ssh).
@@ -88,8 +89,92 @@ postgres_usage() {
                           restart orders-pg, and with HYBRID=1 the same on hybrid-app for
                           orders-pg-hybrid (NAME= removes the setting); PG_GIN_FASTUPDATE (on|off)
                           is set on orders-pg's index itself, as its owner, on the postgres-db
-                          droplet (the hybrid layout has no GIN index)
+                          droplet (with --replicas: the member that is primary now; the hybrid
+                          layout has no GIN index)
 USAGE
+}
+
+# --- replicated: do.sh up --replicas N (infra/do/replicas.sh) ------------------------------------
+# PostgreSQL under Patroni with etcd on every member (a three-member etcd cluster: Patroni's store
+# survives the loss of any one droplet), synchronous_mode on, one synchronous standby
+# (remote/patroni-setup.sh; Patroni 4.1.5 and etcd 3.4 as the local replicated stack). The
+# service and orders-bench get a multi-host URL with target_session_attrs=read-write, as the local
+# replicated stack gives them.
+
+# Patroni's failover settings (its defaults): the leader key lives TTL seconds, Patroni loops every
+# LOOP_WAIT seconds; a dead primary's key expires after at most TTL, then its synchronous standby
+# takes over.
+PATRONI_TTL=${PATRONI_TTL:-30}
+PATRONI_LOOP_WAIT=${PATRONI_LOOP_WAIT:-10}
+PATRONI_RETRY_TIMEOUT=${PATRONI_RETRY_TIMEOUT:-10}
+
+# Its secrets: the superuser's and replication's passwords (Patroni's, the same on every member).
+postgres_replica_secrets() { printf '%s\n' PG_SUPERUSER_PASSWORD PG_REPLICATION_PASSWORD; }
+
+# postgres_member_ports PAIR: "PORT FROM" lines, what the members reach on each other: PostgreSQL's
+# streaming replication and pg_rewind, Patroni's REST API, etcd's clients and peers.
+postgres_member_ports() { printf '%s\n' "5432 $1-db" "8008 $1-db" "2379 $1-db" "2380 $1-db"; }
+
+# postgres_replica_urls PAIR: the service's and orders-bench's URLs (the single server's, as
+# postgres_render wrote them) name every member, and open read-write sessions only.
+postgres_replica_urls() {
+  local ip hosts f
+  ip=$(need_ip "$1-db" private)
+  hosts=$(replica_hosts "$1" 5432)
+  for f in "$STATE_DIR/env/$(pair_service "$1").env" "$STATE_DIR/env/bench.env"; do
+    sed -i "s|^\([A-Z_]*\)=\(.*\)@$ip:5432/orders\$|\1='\2@$hosts/orders?target_session_attrs=read-write'|" "$f"
+  done
+}
+
+# PostgreSQL: Patroni and etcd on every member; member 1 bootstraps the cluster when there is
+# none, the others join it as standbys (one synchronous). Then the roles and migrations on the
+# primary, the plan log's threshold on every member, the exporter on member 1.
+postgres_replicas_provision() {
+  local pair=$1 role host etcd='' sep='' members='' primary dir remote=$ENGINES_DIR/postgres/remote f
+  for role in $(replica_members "$pair"); do
+    etcd+=$sep"pg$(replica_index "$role")=$(need_ip "$role" private)"
+    members+=$sep$(need_ip "$role" private)
+    sep=,
+  done
+  f=$STATE_DIR/env/patroni.env
+  (
+    umask 077
+    printf 'PG_SUPERUSER_PASSWORD=%s\nPG_REPLICATION_PASSWORD=%s\n' "$PG_SUPERUSER_PASSWORD" "$PG_REPLICATION_PASSWORD"
+    printf 'PATRONI_TTL=%s\nPATRONI_LOOP_WAIT=%s\nPATRONI_RETRY_TIMEOUT=%s\n' "$PATRONI_TTL" "$PATRONI_LOOP_WAIT" "$PATRONI_RETRY_TIMEOUT"
+  ) >"$f"
+  # Configure every member (etcd starts: it needs a majority of its members to answer), then
+  # start Patroni on member 1 and wait for its leader, then on the others.
+  for role in $(replica_members "$pair"); do
+    host=$(need_ip "$role" public)
+    send "$host" "$f"
+    rscript "$host" "$remote/patroni-setup.sh" configure "pg$(replica_index "$role")" "$(need_ip "$role" private)" \
+      "$etcd" "$members" "$VPC_CIDR" "$TAG" "$PG_PLAN_LOG_MS"
+  done
+  for role in $(replica_members "$pair"); do
+    rscript "$(need_ip "$role" public)" "$remote/patroni-setup.sh" start
+    if [ "$role" = "$pair-db" ]; then
+      dry || wait_replica_primary "$pair" 180 >/dev/null || die "no PostgreSQL primary 180 s after Patroni started on $TAG-$pair-db"
+    fi
+  done
+  rscript "$(need_ip "$pair-db" public)" "$remote/patroni-setup.sh" wait "$REPLICAS"
+  primary=$pair-db
+  if ! dry; then primary=$(wait_replica_primary "$pair" 60) || die "no PostgreSQL primary among the members"; fi
+  say "PostgreSQL: Patroni's leader is $TAG-$primary; roles and migrations there"
+  dir=$(db_env_dir "$pair")
+  host=$(need_ip "$primary" public)
+  send "$host" "$dir/postgres-db.env" "$STATE_DIR/migrations.tar"
+  rscript "$host" "$remote/setup.sh" jsonb
+  rscript "$host" "$remote/patroni-setup.sh" grants
+  rscript "$host" "$remote/setup-plan-log.sh" "$PG_PLAN_LOG_MS"
+  # The other members keep a copy of the roles' passwords, as member 1 always did.
+  for role in $(replica_members "$pair"); do
+    [ "$role" != "$primary" ] || continue
+    send "$(need_ip "$role" public)" "$dir/postgres-db.env"
+    rssh "$(need_ip "$role" public)" 'install -m 0600 /opt/orders/incoming/postgres-db.env /etc/orders/postgres-db.env && rm -rf /opt/orders/incoming'
+  done
+  install_on "$(need_ip "$pair-db" public)" prometheus-postgres-exporter "http://$(need_ip "$pair-db" private):$PG_EXPORTER_PORT/metrics" \
+    "$dir/postgres-exporter.env" /etc/orders/postgres-exporter.env 0600 \
+    "$REPO/infra/monitoring/exporters/postgres-queries.yaml" /etc/prometheus/postgres-queries.yaml 0644
 }
 
 # --- do.sh toggle ----------------------------------------------------------------------------------
@@ -98,10 +183,11 @@ USAGE
 # HYBRID=1 to the hybrid-app droplet too: orders-pg-hybrid reads the same PG_PLAN_CACHE_MODE and
 # PG_STATEMENT_MODE, and both PostgreSQL services must run with the same ones for a round to
 # compare their layouts alone. The GIN index's fastupdate is orders-pg's alone (the hybrid layout
-# has no GIN index): it is applied on the postgres-db droplet as the role that owns the index,
+# has no GIN index): it is applied on the postgres-db droplet (on a replicated deployment the
+# member that is primary now: db_primary, infra/do/replicas.sh) as the role that owns the index,
 # which orders-pg's role on droplets is not (docs/security.md); the service reads it back.
 cmd_toggle() {
-  local kv fastupdate='' service=()
+  local kv fastupdate='' primary service=()
   [ $# -gt 0 ] || die "usage: infra/do/do.sh toggle NAME=VALUE... (see: infra/do/do.sh help)"
   for kv in "$@"; do
     case $kv in
@@ -115,7 +201,10 @@ cmd_toggle() {
   refresh_droplets
   check_hybrid_setting
   if [ -n "$fastupdate" ]; then
-    rscript "$(need_ip postgres-db public)" "$ENGINES_DIR/postgres/remote/gin-fastupdate.sh" "$fastupdate"
+    # On the primary: postgres-db, or on a replicated deployment the member that is primary now.
+    primary=$(db_primary postgres)
+    if replicated_pair postgres; then say "PG_GIN_FASTUPDATE on $TAG-$primary, the primary now"; fi
+    rscript "$(need_ip "$primary" public)" "$ENGINES_DIR/postgres/remote/gin-fastupdate.sh" "$fastupdate"
   fi
   toggle_service postgres-app ${service[@]+"${service[@]}"}
   if hybrid && [ ${#service[@]} -gt 0 ]; then
