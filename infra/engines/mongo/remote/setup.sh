@@ -5,7 +5,8 @@
 #   orders_service  orders-mongo (role ordersService): find, insert, update on orders.orders;
 #                   createIndex there (the service applies migrations/mongo at start-up, a no-op
 #                   once the indexes exist); $collStats for its /diagnostics, and serverStatus,
-#                   getCmdLineOpts, getDefaultRWConcern. No remove, no drop, no other collection.
+#                   getCmdLineOpts, getDefaultRWConcern, getParameter (the server's tlsMode). No
+#                   remove, no drop, no other collection.
 #   orders_loader   orders-bench on the load droplets (role ordersLoader): seeding orders.orders
 #                   (drop, insert, build the indexes), counting it, and the figures a round reads:
 #                   serverStatus, and fsync for the checkpoint after a load.
@@ -41,7 +42,7 @@ orders='{"db": "orders", "collection": "orders"}'
 # KIND NAME FIELDS, one object per line.
 objects="Role|ordersService|\"roles\": [], \"privileges\": [
   {\"resource\": $orders, \"actions\": [\"find\", \"insert\", \"update\", \"createIndex\", \"collStats\"]},
-  {\"resource\": {\"cluster\": true}, \"actions\": [\"serverStatus\", \"getCmdLineOpts\", \"getDefaultRWConcern\"]}]
+  {\"resource\": {\"cluster\": true}, \"actions\": [\"serverStatus\", \"getCmdLineOpts\", \"getDefaultRWConcern\", \"getParameter\"]}]
 Role|ordersLoader|\"roles\": [], \"privileges\": [
   {\"resource\": $orders, \"actions\": [\"find\", \"insert\", \"update\", \"remove\", \"createCollection\", \"dropCollection\", \"createIndex\", \"dropIndex\", \"listIndexes\", \"collStats\"]},
   {\"resource\": {\"cluster\": true}, \"actions\": [\"serverStatus\", \"fsync\"]}]
