@@ -9,6 +9,8 @@ use crate::config::acknowledgment_text;
 use crate::error::{describe, store_error};
 use crate::indexes::COLLECTION;
 pub use crate::replication::{SentWriteConcern, WriteAck};
+pub use crate::section::Section;
+use crate::section::section;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::options::Acknowledgment;
 use mongodb::{Collection, Database};
@@ -55,23 +57,6 @@ pub struct Diagnostics {
     /// Whether the connections are encrypted, and what the server says of it (`crate::tls`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<crate::tls::Tls>,
-}
-
-/// A section as read, or the error the server answered instead (`{"error": "..."}`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Section<T> {
-    Refused { error: String },
-    Read(T),
-}
-
-impl<T> Section<T> {
-    pub fn read(&self) -> Option<&T> {
-        match self {
-            Section::Read(value) => Some(value),
-            Section::Refused { .. } => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -308,13 +293,6 @@ pub async fn collect(
 /// Runs a command; a refusal becomes its message (the report shows it in place of the section).
 async fn command(db: &Database, command: Document) -> Result<Document, String> {
     db.run_command(command).await.map_err(|error| describe(&error))
-}
-
-fn section<T>(result: &Result<Document, String>, read: impl Fn(&Document) -> T) -> Section<T> {
-    match result {
-        Ok(document) => Section::Read(read(document)),
-        Err(error) => Section::Refused { error: error.clone() },
-    }
 }
 
 fn flatten<T>(section: Section<Section<T>>) -> Section<T> {

@@ -20,6 +20,7 @@ pub mod indexes;
 pub mod pool;
 pub mod raw_json;
 pub mod replication;
+pub mod section;
 pub mod store;
 pub mod tls;
 

@@ -6,7 +6,7 @@
 //! not exist; the server confirms it with its `tlsMode` (`requireTLS`: it accepts nothing else)
 //! and counts the TLS connections it accepted by version (`serverStatus.transportSecurity`).
 
-use crate::diagnostics::Section;
+use crate::section::{Section, section};
 use mongodb::bson::{Bson, Document};
 use mongodb::options::{ClientOptions, Tls as DriverTls};
 use serde::{Deserialize, Serialize};
@@ -77,13 +77,7 @@ pub fn report(client: &ClientTls, parameter: &Result<Document, String>, status: 
         encrypted: Some(client.enabled),
         verified: Some(client.enabled && !client.unverified),
         ca_file: client.ca_file.clone(),
-        server_tls_mode: Some(match parameter {
-            Ok(document) => Section::Read(mode(document)),
-            Err(error) => Section::Refused { error: error.clone() },
-        }),
-        server_tls_connections: Some(match status {
-            Ok(document) => Section::Read(connections(document)),
-            Err(error) => Section::Refused { error: error.clone() },
-        }),
+        server_tls_mode: Some(section(parameter, mode)),
+        server_tls_connections: Some(section(status, connections)),
     }
 }
