@@ -1,24 +1,12 @@
-//! Serving and draining. `Server::bind` takes the listener first (port 0 works, and tests learn the
-//! port before any request); `Server::run` accepts connections and serves each with hyper until a
-//! shutdown future resolves, then drains, so that every connection the kernel accepted before the
-//! signal gets its answers:
-//! 1. readiness turns 503 (`Draining`, seen by `/readyz`), and from now on every response carries
-//!    `Connection: close`, so a busy keep-alive connection ends after its current response;
-//! 2. the connections still waiting in the listen backlog are accepted (they completed their
-//!    handshake before the signal; closing the listener would reset them), then the listener is
-//!    closed and new connections are refused;
-//! 3. a connection with no request in flight gets `IDLE_GRACE` to send a last one (a client may
-//!    be writing it right now; closing under it would fail that request), then it is closed;
-//! 4. the process returns once every connection is closed, at the latest after the drain timeout
-//!    (`SHUTDOWN_TIMEOUT_MS`).
-//!
-//! While serving, each connection is held to `ConnectionLimits` (module `connection`): it must
-//! send a request's header within `HEADER_READ_TIMEOUT_MS`, and is closed when it has asked
-//! nothing for `IDLE_TIMEOUT_MS`; beyond `MAX_CONNECTIONS` open at once, a new connection gets a
-//! 503 and is closed at once, instead of waiting in the listen backlog or using up the process's
-//! file descriptors.
-//!
-//! `serve` is what both binaries call.
+//! Serving and draining, what both binaries call. `Server::bind` takes the listener first (port 0
+//! works; tests learn the port before any request); `Server::run` serves each connection with
+//! hyper, held to `ConnectionLimits` (module `connection`: header and idle timeouts, at most
+//! `MAX_CONNECTIONS` open, a 503 beyond), until a shutdown future resolves. Then it drains, so
+//! every connection the kernel accepted before the signal gets its answers: readiness turns 503
+//! and every response carries `Connection: close`; the backlog is accepted before the listener
+//! closes (closing it would reset those handshakes); a connection with nothing in flight gets
+//! `IDLE_GRACE` for a last request; the process returns once all are closed, at the latest after
+//! `SHUTDOWN_TIMEOUT_MS` (docs/configuration.md).
 
 use crate::config::HttpConfig;
 use crate::connection::{Activity, ConnectionLimits, Watched};

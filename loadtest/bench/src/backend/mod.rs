@@ -7,10 +7,8 @@
 //! report shows them, keyed by name (`pg`, `mongo`, `pgh`: the key in result.json, the manifest
 //! and the load generators).
 //!
-//! Adding an engine is a module here with one `impl Backend` and an `IDENTITY`, one line in `all`
-//! and one in `IDENTITIES`
-//! (its database's URL comes from `--database NAME=URL`), and its service's crate and infra folder
-//! (loadtest/README.md, "Adding a backend").
+//! Adding an engine is a module here with one `impl Backend` and an `IDENTITY`, a line in `all` and
+//! in `IDENTITIES`, and its service's crate and infra folder (loadtest/README.md, "Adding a backend").
 
 mod feed;
 mod figures;
