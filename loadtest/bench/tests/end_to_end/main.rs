@@ -7,7 +7,6 @@
 
 mod support;
 
-mod demo_custom_mix;
 mod demo_quick;
 mod experiment_deployed;
 mod experiment_failover;
