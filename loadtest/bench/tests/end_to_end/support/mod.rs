@@ -163,19 +163,23 @@ pub fn marked_processes(marker: &str) -> Vec<String> {
 }
 
 /// The service binaries of this build profile beside the orders-bench binary under test, built
-/// from this checkout. A workspace test run (`cargo nextest run --workspace`: what CI runs) has
-/// built them already and cargo finds nothing to do; a run of this crate alone would otherwise
-/// drive whatever binaries an older build left there (an orders-pg from before a fix once made
-/// the failover test fail as the fix's own bug did).
+/// from this checkout (a run of this crate alone would otherwise drive whatever binaries an older
+/// build left there: an orders-pg from before a fix once made the failover test fail as the fix's
+/// own bug did). Built as `cargo build --workspace --bins`, CI's first step, so cargo finds
+/// nothing to do there: a `-p orders-pg -p orders-mongo` build resolves other features and took
+/// 50 s in the middle of a test run, and the next `nextest` compiled again.
 pub fn ensure_services(services: &[&str]) {
     let dir = Path::new(env!("CARGO_BIN_EXE_orders-bench")).parent().expect("target folder").to_path_buf();
     let mut cargo = Command::new(env!("CARGO"));
-    cargo.arg("build").arg("-q").args(services.iter().flat_map(|s| ["-p", s])).current_dir(repo());
+    cargo.args(["build", "-q", "--workspace", "--bins"]).current_dir(repo());
     if dir.file_name().is_some_and(|n| n == "release") {
         cargo.arg("--release");
     }
     let output = cargo.output().expect("run cargo");
     assert!(output.status.success(), "building the services:\n{}", describe(&output));
+    for service in services {
+        assert!(dir.join(service).is_file(), "{service} was not built in {}", dir.display());
+    }
 }
 
 /// Drops database `name` on both PostgreSQL servers of the stack and on mongod.
