@@ -5,8 +5,8 @@
 # Chromium the report's first-screen test opens (pinned Debian packages), runs every test of the
 # workspace against those servers, checks the infrastructure files (the simulated cloud included)
 # and fuzzes every service from its OpenAPI description (scripts/fuzz-api.sh), and, as root,
-# checks the replicated stack (infra/local/test-replicas.sh) and runs the services' replica tests
-# against one. Stops the servers afterwards if it started them.
+# checks the replicated stack (infra/local/test-replicas.sh) and runs the replica tests on it
+# (scripts/replica-tests.sh). Stops the servers afterwards if it started them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -35,16 +35,13 @@ for component in rustfmt clippy; do
 	fi
 done
 
-started_stack=0 started_replicas=0
+started_stack=0
 if ! bash infra/local/stack.sh status >/dev/null 2>&1; then
 	step "starting the local stack"
 	bash infra/local/stack.sh start >/dev/null
 	started_stack=1
 fi
 stop_stack() {
-	if [ "$started_replicas" = 1 ]; then
-		bash infra/local/stack.sh stop --only-replicas >/dev/null || true
-	fi
 	if [ "$started_stack" = 1 ]; then
 		bash infra/local/stack.sh stop >/dev/null || true
 	fi
@@ -140,40 +137,14 @@ fi
 rm -f "$fuzz_install_log"
 bash scripts/fuzz-api.sh
 
-# The replicated stack (issue 42; root only: network namespaces, a bridge, cgroups): its own
-# check, which starts and stops one (58-71 s here), then the services' replica tests (each
-# integration binary's `replicas::`: an acknowledged write is on the synchronous standby / on a
-# majority, and /diagnostics says so) and `experiment replication --quick` (bytes shipped per
-# write, what each write waited for) against a second one started here (start 35-46 s, the
-# tests 3 s and the experiment about 2 min, stop 18 s), then `experiment failover --quick` (each
-# engine's primary killed under inserts: no acknowledged write lost, none twice). Last, and alone: the delay's round trips are checked to 0.1 ms. The
-# single servers keep running (`stop --only-replicas`).
+# The replicated stack (issues 42 and 43; root only: network namespaces, a bridge, cgroups):
+# infra/local/test-replicas.sh starts one, checks it (roles, synchronous replication, round trips,
+# budgets), runs scripts/replica-tests.sh on it (the services' replica tests, `experiment
+# replication --quick`, then `experiment failover --quick`), stops it and checks nothing is left.
+# The single servers keep running (`--only-replicas`).
 if [[ $(id -u) != 0 ]]; then
 	step "replicated stack: skipped (needs root: network namespaces, a bridge and cgroups)"
 else
-	step "replicated stack: infra/local/test-replicas.sh"
-	bash infra/local/test-replicas.sh
-
-	step "replica tests (orders-pg, orders-mongo) against a replicated stack"
-	started_replicas=1
-	bash infra/local/stack.sh start --replicas 3 --only-replicas >/dev/null
-	(
-		eval "$(bash infra/local/stack.sh env)"
-		export REPLICA_DATABASE_URL REPLICA_MONGODB_URI REPLICA_PATRONI_URLS
-		if [[ ${run_tests[0]} == cargo && ${run_tests[1]} == nextest ]]; then
-			"${run_tests[@]}" -E '(binary(integration) & test(/^replicas::/)) | (binary(end_to_end) & test(/^experiment_replication::/))'
-		else
-			"${run_tests[@]}" --test integration -- replicas::
-			"${run_tests[@]}" --test end_to_end -- experiment_replication::
-		fi
-		# Last on this stack, since it kills each engine's primary (issue 43): the test waits for
-		# the old primaries to be standbys again, but the primaries have moved.
-		if [[ ${run_tests[0]} == cargo && ${run_tests[1]} == nextest ]]; then
-			"${run_tests[@]}" -E 'binary(end_to_end) & test(/^experiment_failover::/)'
-		else
-			"${run_tests[@]}" --test end_to_end -- experiment_failover::
-		fi
-	)
-	bash infra/local/stack.sh stop --only-replicas >/dev/null
-	started_replicas=0
+	step "replicated stack: infra/local/test-replicas.sh, with the replica tests while it is up"
+	bash infra/local/test-replicas.sh bash scripts/replica-tests.sh
 fi

@@ -2,10 +2,12 @@
 # Checks the replicated local stack (issue 42, point 1) end to end: starts it with
 # `stack.sh start --replicas 3 --rtt 0.5 --only-replicas` (the single servers are left alone),
 # checks the members' roles, PostgreSQL's synchronous replication, the round-trip times and the
-# budgets, stops it and checks that nothing is left. Needs root. Exits non-zero on any failed
-# check and ends with "N passed, N failed". Takes about a minute and a half here.
+# budgets, runs COMMAND (if given) while the stack is up with its REPLICA_* variables exported
+# (scripts/test.sh: the services' replica tests, so CI starts one replicated stack, not two),
+# stops it and checks that nothing is left. Needs root. Exits non-zero on any failed check (the
+# command's failure is one) and ends with "N passed, N failed". About a minute without a command.
 #
-# Usage: infra/local/test-replicas.sh   (RTT_MS=0.5 and RTT_TOLERANCE_MS=0.1 may be set)
+# Usage: infra/local/test-replicas.sh [COMMAND ARGS...]   (RTT_MS=0.5 and RTT_TOLERANCE_MS=0.1 may be set)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -203,6 +205,15 @@ budgets="$(for ns in "$PREFIX"-mongo{1..3} "$PREFIX"-pg{1..3}; do
 done | sort | uniq -c)"
 check "every member of both engines has the same budget, 0.25 CPU and 2 GiB ($(tr -s ' \n' ' ' <<<"$budgets"))" \
 	grep -qE '^ *6 cpus=0.25 period_us=10000 memory=2147483648$' <<<"$budgets"
+
+# --- the caller's command, on the stack just checked ---------------------------------------------
+if (($# > 0)); then
+	t0=$SECONDS
+	if (
+		export REPLICA_DATABASE_URL REPLICA_MONGODB_URI REPLICA_PATRONI_URLS
+		"$@"
+	); then ok "while the stack was up: $* ($((SECONDS - t0)) s)"; else not_ok "while the stack was up: $*"; fi
+fi
 
 # --- stop --------------------------------------------------------------------------------------------
 t0=$SECONDS
