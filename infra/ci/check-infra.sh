@@ -14,7 +14,7 @@
 #                   account, recording ssh/scp: plan, refusals, firewalls, tags, flags, teardown)
 #   simulated cloud infra/ci/test-do-simcloud.sh (the whole DigitalOcean journey for real on
 #                   namespaces of this machine; skipped, saying why, without root or namespaces),
-#                   then infra/ci/test-do-simcloud-replicas.sh (the replicated journey: up
+#                   and beside it infra/ci/test-do-simcloud-replicas.sh (the replicated journey: up
 #                   --replicas 3, a round, a failover per engine, down)
 # Prints one line per check and a summary; exits non-zero when any check failed.
 set -euo pipefail
@@ -80,20 +80,28 @@ check() { # DESCRIPTION COMMAND...: run it, print ok/FAIL, show its output when 
 }
 
 # The simulated cloud mostly waits (droplets booting, rounds of 20-40 req/s: three to four
-# minutes, then about four for the replicated journey, one after the other: two worlds at once
-# would share two cores): it starts first and the other checks (a minute of shellcheck,
-# cloud-init and the dry run, on their own temporary folders and tag) run beside it. Their
-# results are counted at the end.
+# minutes for each journey): both journeys run at once, each in a world of its own (namespaces
+# named by a random prefix, its own tag), after their installs ran one after the other (apt and
+# the shared venvs). They start first and the other checks (a minute of shellcheck, cloud-init
+# and the dry run, on their own temporary folders and tag) run beside them. Their results are
+# counted at the end.
 simcloud_log=$(mktemp)
 replicas_log=$(mktemp)
 simcloud_rc=$(mktemp -d)
 (
-  rc=0
-  bash infra/ci/test-do-simcloud.sh >"$simcloud_log" 2>&1 || rc=$?
-  echo "$rc" >"$simcloud_rc/single"
-  rc=0
-  bash infra/ci/test-do-simcloud-replicas.sh >"$replicas_log" 2>&1 || rc=$?
-  echo "$rc" >"$simcloud_rc/replicas"
+  prepared=0
+  SIMCLOUD_PREPARE_ONLY=1 bash infra/ci/test-do-simcloud.sh >"$simcloud_log" 2>&1 &&
+    SIMCLOUD_PREPARE_ONLY=1 bash infra/ci/test-do-simcloud-replicas.sh >"$replicas_log" 2>&1 || prepared=$?
+  for journey in single replicas; do
+    (
+      rc=$prepared
+      script=infra/ci/test-do-simcloud.sh journey_log=$simcloud_log
+      if [ "$journey" = replicas ]; then script=infra/ci/test-do-simcloud-replicas.sh journey_log=$replicas_log; fi
+      if [ "$rc" = 0 ]; then bash "$script" >>"$journey_log" 2>&1 || rc=$?; fi
+      echo "$rc" >"$simcloud_rc/$journey"
+    ) &
+  done
+  wait
 ) &
 simcloud_pid=$!
 # Left early: it still tears its world down before the temporary files go.

@@ -81,6 +81,9 @@ if [ "$(cat "$patroni_venv/.pins" 2>/dev/null)" != "${PATRONI[*]}" ]; then
   printf '%s\n' "${PATRONI[*]}" >"$patroni_venv/.pins"
 fi
 chmod -R o+rX "$patroni_venv"
+# SIMCLOUD_PREPARE_ONLY=1: the installs above and nothing else (check-infra.sh runs both journeys'
+# installs one after the other, then the journeys at once).
+if [ "${SIMCLOUD_PREPARE_ONLY:-0}" = 1 ]; then echo "test-do-simcloud-replicas: prepared"; exit 0; fi
 profile=${SIMCLOUD_PROFILE:-release}
 case $profile in release) bin=release ;; dev) bin=debug ;; *) fail "SIMCLOUD_PROFILE: release or dev, not $profile" ;; esac
 if [ "$profile" = dev ]; then
@@ -127,7 +130,10 @@ cleanup() {
 trap cleanup EXIT
 mkdir "$W/binaries"
 for binary in "${binaries[@]}"; do cp "$target_dir/$bin/$binary" "$W/binaries/"; done
-ln -sfn "$W/binaries/mongo-serverstatus-exporter" "$REPO/.local/simcloud/mongo-serverstatus-exporter"
+# A copy, renamed into place, not a link into this world: the other journey may run at once, and
+# its world goes away when it ends.
+cp "$W/binaries/mongo-serverstatus-exporter" "$REPO/.local/simcloud/.exporter-$$"
+mv -f "$REPO/.local/simcloud/.exporter-$$" "$REPO/.local/simcloud/mongo-serverstatus-exporter"
 OPNS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$W/state.json")-op
 TAG=obrep
 export TAG REGION=fra1 LOAD_COUNT=1 HYBRID=0 OPERATOR_IP=$OPERATOR POOL_SIZE=8 BIN_DIR=$W/binaries \

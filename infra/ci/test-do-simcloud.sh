@@ -76,6 +76,9 @@ if ! "$venv/bin/python" -c 'import pymongo, yaml' 2>/dev/null; then
   /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "${PYMONGO[@]}"
 fi
+# SIMCLOUD_PREPARE_ONLY=1: the installs above and nothing else (check-infra.sh runs both journeys'
+# installs one after the other, then the journeys at once).
+if [ "${SIMCLOUD_PREPARE_ONLY:-0}" = 1 ]; then echo "test-do-simcloud: prepared"; exit 0; fi
 profile=${SIMCLOUD_PROFILE:-release}
 case $profile in release) bin=release ;; dev) bin=debug ;; *) fail "SIMCLOUD_PROFILE: release or dev, not $profile" ;; esac
 # dev: the binaries of the test build (`cargo test --workspace --no-run`, what `cargo nextest run
@@ -131,7 +134,10 @@ trap cleanup EXIT
 mkdir "$W/binaries"
 for binary in "${binaries[@]}"; do cp "$target_dir/$bin/$binary" "$W/binaries/"; done
 # What serves Percona's command line on the simulated mongo-db (simcloud/mongodb_exporter.py).
-ln -sfn "$W/binaries/mongo-serverstatus-exporter" "$REPO/.local/simcloud/mongo-serverstatus-exporter"
+# A copy, renamed into place, not a link into this world: the other journey may run at once, and
+# its world goes away when it ends.
+cp "$W/binaries/mongo-serverstatus-exporter" "$REPO/.local/simcloud/.exporter-$$"
+mv -f "$REPO/.local/simcloud/.exporter-$$" "$REPO/.local/simcloud/mongo-serverstatus-exporter"
 OPNS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$W/state.json")-op
 TAG=obsim
 # Percona's tarball is not downloaded here (the install step is simulated): any well-formed pin.

@@ -126,7 +126,7 @@ def mongo_db():
         f.write(f"#!/bin/sh\nexec '{SIM_VENV}/bin/python' '{HERE}/mongosh.py' \"$@\"\n")
     os.chmod("/usr/bin/mongosh", 0o755)
     if not os.path.exists(MONGO_STAND_IN):
-        sys.exit(f"siminstall: {MONGO_STAND_IN} is missing (the test links the built mongo-serverstatus-exporter there)")
+        sys.exit(f"siminstall: {MONGO_STAND_IN} is missing (the test copies the built mongo-serverstatus-exporter there)")
     os.makedirs("/usr/local/lib/simcloud", exist_ok=True)
     shutil.copy(MONGO_STAND_IN, "/usr/local/lib/simcloud/mongo-serverstatus-exporter")
     with open("/usr/local/bin/mongodb_exporter", "w") as f:
