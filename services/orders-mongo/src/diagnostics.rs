@@ -54,6 +54,9 @@ pub struct Diagnostics {
     pub wiredtiger_cache: Option<Section<CacheFigures>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub product_query: Option<Section<ProductQuery>>,
+    /// Where reads go: `MONGODB_URI`'s read preference and the member that answers it (`crate::reads`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads: Option<crate::reads::Reads>,
     /// Whether the connections are encrypted, and what the server says of it (`crate::tls`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<crate::tls::Tls>,
@@ -282,6 +285,7 @@ pub async fn collect(
             server_selection_timeout_ms: None,
         }),
         replication: Some(replication),
+        reads: Some(crate::reads::read(db, orders).await),
         collection: Some(collection_stats(orders).await),
         opcounters: Some(section(&server_status, opcounters)),
         wiredtiger_cache: Some(flatten(section(&server_status, |s| wired_tiger(s, "cache", cache_figures)))),

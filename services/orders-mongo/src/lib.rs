@@ -19,6 +19,7 @@ pub mod error;
 pub mod indexes;
 pub mod pool;
 pub mod raw_json;
+pub mod reads;
 pub mod replication;
 pub mod section;
 pub mod store;

@@ -12,13 +12,14 @@ use orders_core::{
 use orders_pg::PgConfig;
 use orders_pg::config::LimitMode;
 use orders_pg::errors::from_db;
-use orders_pg::pool::{self, PgPool};
+use orders_pg::pool;
+use orders_pg::pools::Pools;
 use orders_pg::sql::{JsonbText, stored_json};
 use orders_pg::writes::{self, KeyedInsertStatements, StatusStatements};
 use tokio_postgres::types::ToSql;
 
 pub struct HybridStore {
-    pool: PgPool,
+    pools: Pools,
 }
 
 impl HybridStore {
@@ -35,7 +36,7 @@ impl HybridStore {
         if config.gin_fastupdate.is_some() {
             tracing::warn!("PG_GIN_FASTUPDATE is ignored: the hybrid layout has no GIN index");
         }
-        Ok(Self { pool: PgPool::new(pg, config)? })
+        Ok(Self { pools: Pools::new(pg, config, "orders-pg-hybrid")? })
     }
 }
 
@@ -74,7 +75,7 @@ impl OrderStore for HybridStore {
     }
 
     async fn get(&self, id: OrderId) -> Result<OrderJson, StoreError> {
-        let rows = self.pool.query(&sql::GET_ORDER, &[&id.as_i64()]).await?;
+        let rows = self.pools.reads().query(&sql::GET_ORDER, &[&id.as_i64()]).await?;
         let row = rows.first().ok_or(StoreError::NotFound)?;
         Ok(OrderJson::from_stored(stored_json(row)?.to_vec()))
     }
@@ -83,24 +84,24 @@ impl OrderStore for HybridStore {
         let before = query.before.map_or(i64::MAX, OrderId::as_i64);
         let limit = i64::from(query.limit.get());
         let params: [&(dyn ToSql + Sync); 3] = [&query.customer.as_i64(), &before, &limit];
-        self.pool.list(&sql::ORDERS_BY_CUSTOMER, &params, query.max_bytes).await
+        self.pools.reads().list(&sql::ORDERS_BY_CUSTOMER, &params, query.max_bytes).await
     }
 
     async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let product = query.product.as_i64();
-        let mode = self.pool.config().limit_mode;
+        let mode = self.pools.writes.config().limit_mode;
         let statement = sql::orders_by_product(mode, query.limit);
         let limit = i64::from(query.limit.get());
         let params: &[&(dyn ToSql + Sync)] = match mode {
             LimitMode::Literal => &[&product],
             LimitMode::Parameter => &[&product, &limit],
         };
-        self.pool.list(&statement, params, query.max_bytes).await
+        self.pools.reads().list(&statement, params, query.max_bytes).await
     }
 
     async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {
         let params = InsertParams::of(order);
-        let rows = self.pool.write(&sql::INSERT_ORDER, &params.as_params()).await?;
+        let rows = self.pools.writes.write(&sql::INSERT_ORDER, &params.as_params()).await?;
         if rows.is_empty() { Err(StoreError::id_taken(order.order().id)) } else { Ok(()) }
     }
 
@@ -115,11 +116,11 @@ impl OrderStore for HybridStore {
         let params: [&(dyn ToSql + Sync); 8] =
             [id, customer, status, updated_at, json, products, &key.as_str(), &fingerprint];
         let statements = KeyedInsertStatements { insert: &sql::INSERT_ORDER_WITH_KEY, by_key: &sql::ORDER_BY_KEY };
-        writes::insert_with_key(&self.pool, statements, &params, order.order().id, key).await
+        writes::insert_with_key(&self.pools.writes, statements, &params, order.order().id, key).await
     }
 
     async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {
-        self.pool.write(&sql::FORGET_KEY, &[&id.as_i64(), &key.as_str()]).await.map(drop)
+        self.pools.writes.write(&sql::FORGET_KEY, &[&id.as_i64(), &key.as_str()]).await.map(drop)
     }
 
     async fn update_status(
@@ -130,22 +131,23 @@ impl OrderStore for HybridStore {
         returning: Returning,
     ) -> Result<Option<OrderJson>, StoreError> {
         let statements = StatusStatements { document: &sql::UPDATE_STATUS, minimal: &sql::UPDATE_STATUS_MINIMAL };
-        writes::update_status(&self.pool, statements, id, change, now, returning).await
+        writes::update_status(&self.pools.writes, statements, id, change, now, returning).await
     }
 
     async fn ready(&self) -> Result<(), StoreError> {
-        let client = self.pool.connection().await?;
+        let client = self.pools.writes.connection().await?;
         client.simple_query("SELECT 1").await.map(drop).map_err(from_db)
     }
 
     async fn diagnostics(&self) -> Result<serde_json::Value, StoreError> {
-        let client = self.pool.connection().await?;
-        let mut report = diagnostics::collect(&client, self.pool.config()).await.map_err(from_db)?;
-        report.pool_plans = Some(self.pool.plans(client, sql::PRODUCT_SEARCH).await?);
+        let client = self.pools.writes.connection().await?;
+        let mut report = diagnostics::collect(&client, self.pools.writes.config()).await.map_err(from_db)?;
+        report.pool_plans = Some(self.pools.writes.plans(client, sql::PRODUCT_SEARCH).await?);
+        report.reads = Some(self.pools.reads_report().await);
         serde_json::to_value(report).map_err(|error| StoreError::Internal(error.to_string()))
     }
 
     fn pool_status(&self) -> PoolStatus {
-        self.pool.status()
+        self.pools.status()
     }
 }

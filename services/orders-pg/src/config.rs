@@ -35,7 +35,19 @@ pub struct PgConfig {
     )]
     pub database_url: String,
 
-    /// Largest number of database connections.
+    /// Reads (get, list by customer, list by product) from a second pool on this URL, e.g. a
+    /// replicated deployment's standbys (`target_session_attrs=read-only`,
+    /// `load_balance_hosts=random`); writes stay on DATABASE_URL. Unset: every statement on one pool.
+    #[arg(
+        long = "read-database-url",
+        env = "READ_DATABASE_URL",
+        value_name = "READ_DATABASE_URL",
+        hide_env_values = true,
+        value_parser = parse_database_url
+    )]
+    pub read_database_url: Option<String>,
+
+    /// Largest number of database connections (per pool: the reads' pool has as many).
     #[arg(
         long = "pg-pool-size",
         env = "PG_POOL_SIZE",
@@ -137,6 +149,7 @@ impl PgConfig {
     pub fn with_url(database_url: impl Into<String>) -> Self {
         Self {
             database_url: database_url.into(),
+            read_database_url: None,
             pool_size: 16,
             gin_fastupdate: None,
             plan_cache_mode: None,

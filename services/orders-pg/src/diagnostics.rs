@@ -70,6 +70,9 @@ pub struct Diagnostics {
     /// The member the pooled connection is on and what a commit waits for (`replication`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replication: Option<crate::replication::Replication>,
+    /// Which pool the reads use and, with `READ_DATABASE_URL`, the server it is on (`pools`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads: Option<crate::pools::Reads>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prepared_statements: Option<Vec<PreparedStatement>>,
     #[serde(skip_serializing_if = "Option::is_none")]

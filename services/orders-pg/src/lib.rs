@@ -17,6 +17,7 @@ pub mod diagnostics;
 pub mod errors;
 pub mod migrate;
 pub mod pool;
+pub mod pools;
 pub mod replication;
 pub mod sql;
 pub mod store;

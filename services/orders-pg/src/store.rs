@@ -8,7 +8,8 @@
 
 use crate::config::{LimitMode, PgConfig, StatementMode, setting_name};
 use crate::errors::from_db;
-use crate::pool::{self, PgPool};
+use crate::pool;
+use crate::pools::Pools;
 use crate::sql::{self, JsonbText, Statement, stored_json};
 use crate::writes::{self, KeyedInsertStatements, StatusStatements};
 use crate::{diagnostics, migrate};
@@ -20,7 +21,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 pub struct PgStore {
-    pool: PgPool,
+    pools: Pools,
 }
 
 impl PgStore {
@@ -38,19 +39,19 @@ impl PgStore {
             tracing::info!(fastupdate = setting_name(setting), "set GIN fastupdate on orders_items");
         }
         drop(client);
-        Ok(Self { pool: PgPool::new(pg, config)? })
+        Ok(Self { pools: Pools::new(pg, config, "orders-pg")? })
     }
 
     async fn query(&self, statement: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
-        self.pool.query(statement, params).await
+        self.pools.reads().query(statement, params).await
     }
 
     async fn write(&self, statement: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
-        self.pool.write(statement, params).await
+        self.pools.writes.write(statement, params).await
     }
 
     pub fn statement_mode(&self) -> StatementMode {
-        self.pool.config().statement_mode
+        self.pools.writes.config().statement_mode
     }
 }
 
@@ -69,18 +70,18 @@ impl OrderStore for PgStore {
         let before = query.before.map_or(i64::MAX, OrderId::as_i64);
         let limit = i64::from(query.limit.get());
         let params: [&(dyn ToSql + Sync); 3] = [&query.customer.as_i64(), &before, &limit];
-        self.pool.list(&sql::ORDERS_BY_CUSTOMER, &params, query.max_bytes).await
+        self.pools.reads().list(&sql::ORDERS_BY_CUSTOMER, &params, query.max_bytes).await
     }
 
     async fn by_product(&self, query: ProductQuery) -> Result<OrderListJson, StoreError> {
         let containment = serde_json::json!([{ "product_id": query.product.get() }]);
-        let statement = sql::orders_by_product(self.pool.config().limit_mode, query.limit);
+        let statement = sql::orders_by_product(self.pools.writes.config().limit_mode, query.limit);
         let limit = i64::from(query.limit.get());
-        let params: &[&(dyn ToSql + Sync)] = match self.pool.config().limit_mode {
+        let params: &[&(dyn ToSql + Sync)] = match self.pools.writes.config().limit_mode {
             LimitMode::Literal => &[&containment],
             LimitMode::Parameter => &[&containment, &limit],
         };
-        self.pool.list(&statement, params, query.max_bytes).await
+        self.pools.reads().list(&statement, params, query.max_bytes).await
     }
 
     async fn insert(&self, order: &OrderToStore) -> Result<(), StoreError> {
@@ -98,7 +99,7 @@ impl OrderStore for PgStore {
         let (id, json) = (order.order().id, order.json());
         let params: [&(dyn ToSql + Sync); 4] = [&id.as_i64(), &JsonbText(json.as_bytes()), &key.as_str(), &fingerprint];
         let statements = KeyedInsertStatements { insert: &sql::INSERT_ORDER_WITH_KEY, by_key: &sql::ORDER_BY_KEY };
-        writes::insert_with_key(&self.pool, statements, &params, id, key).await
+        writes::insert_with_key(&self.pools.writes, statements, &params, id, key).await
     }
 
     async fn forget_key(&self, key: &IdempotencyKey, id: OrderId) -> Result<(), StoreError> {
@@ -113,22 +114,23 @@ impl OrderStore for PgStore {
         returning: Returning,
     ) -> Result<Option<OrderJson>, StoreError> {
         let statements = StatusStatements { document: &sql::UPDATE_STATUS, minimal: &sql::UPDATE_STATUS_MINIMAL };
-        writes::update_status(&self.pool, statements, id, change, now, returning).await
+        writes::update_status(&self.pools.writes, statements, id, change, now, returning).await
     }
 
     async fn ready(&self) -> Result<(), StoreError> {
-        let client = self.pool.connection().await?;
+        let client = self.pools.writes.connection().await?;
         client.simple_query("SELECT 1").await.map(drop).map_err(from_db)
     }
 
     async fn diagnostics(&self) -> Result<serde_json::Value, StoreError> {
-        let client = self.pool.connection().await?;
-        let mut report = diagnostics::collect(&client, self.pool.config()).await.map_err(from_db)?;
-        report.pool_plans = Some(self.pool.plans(client, sql::PRODUCT_SEARCH).await?);
+        let client = self.pools.writes.connection().await?;
+        let mut report = diagnostics::collect(&client, self.pools.writes.config()).await.map_err(from_db)?;
+        report.pool_plans = Some(self.pools.writes.plans(client, sql::PRODUCT_SEARCH).await?);
+        report.reads = Some(self.pools.reads_report().await);
         serde_json::to_value(report).map_err(|error| StoreError::Internal(error.to_string()))
     }
 
     fn pool_status(&self) -> PoolStatus {
-        self.pool.status()
+        self.pools.status()
     }
 }

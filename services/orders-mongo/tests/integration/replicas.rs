@@ -150,3 +150,61 @@ async fn an_acknowledged_order_is_on_a_majority_and_diagnostics_say_so() {
 
     let _ = Client::with_uri_str(&uri).await.expect("client").database(&database).drop().await;
 }
+
+/// `opcounters.query` of every member in `hosts`, as each one counts it.
+async fn queries(hosts: &[String]) -> Vec<i64> {
+    let mut counts = Vec::new();
+    for host in hosts {
+        let status = direct(host).await.database("admin").run_command(doc! {"serverStatus": 1}).await;
+        let status = status.unwrap_or_else(|error| panic!("serverStatus on {host}: {error}"));
+        let opcounters = status.get_document("opcounters").expect("opcounters");
+        counts
+            .push(opcounters.get_i64("query").or_else(|_| opcounters.get_i32("query").map(i64::from)).expect("query"));
+    }
+    counts
+}
+
+#[tokio::test]
+async fn with_secondary_preferred_reads_reach_the_secondaries_and_diagnostics_say_which() {
+    let Some(uri) = replica_uri() else { return };
+    let database = unique_db_name("orders_replica_reads");
+    let mut config = MongoConfig::new(format!("{uri}&readPreference=secondaryPreferred"), database.clone());
+    config.pool_size = 2;
+    let store = MongoStore::connect(&config).await.expect("connect to the replica set");
+    let app = TestApp::spawn(store, HttpConfig::for_tests()).await;
+
+    let reply = app.get("/diagnostics").await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let (reads, replication) = (&reply.json["reads"], &reply.json["replication"]);
+    assert_eq!(reads["read_preference"], "secondaryPreferred", "{reads:#}");
+    assert_eq!(reads["source"], "MONGODB_URI's readPreference", "{reads:#}");
+    assert_eq!(reads["role"], "secondary", "{reads:#}");
+    assert_ne!(reads["answered_by"], replication["primary"], "{:#}", reply.json);
+    let primary = replication["primary"].as_str().expect("the primary").to_owned();
+    let secondaries: Vec<String> = replication["hosts"]
+        .as_array()
+        .expect("hosts")
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|host| *host != primary)
+        .map(str::to_owned)
+        .collect();
+
+    // An order written on the primary is found through the secondaries once one has applied it.
+    let id = create(&app).await;
+    let began = std::time::Instant::now();
+    while app.get(&format!("/orders/{id}")).await.status != 200 {
+        assert!(began.elapsed() < Duration::from_secs(2), "order {id} not found through the secondaries in 2 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The secondaries count the service's reads as their own queries.
+    let before = queries(&secondaries).await;
+    for _ in 0..20 {
+        assert_eq!(app.get(&format!("/orders/{id}")).await.status, 200);
+    }
+    let after = queries(&secondaries).await;
+    let counted: i64 = after.iter().zip(&before).map(|(a, b)| a - b).sum();
+    assert!(counted >= 20, "the secondaries {secondaries:?} counted {counted} queries for 20 reads");
+
+    let _ = Client::with_uri_str(&uri).await.expect("client").database(&database).drop().await;
+}

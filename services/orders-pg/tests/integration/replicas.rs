@@ -215,6 +215,87 @@ async fn an_acknowledged_order_is_on_the_synchronous_standby_and_diagnostics_say
     let _ = admin.batch_execute(&format!("DROP DATABASE {database} WITH (FORCE)")).await;
 }
 
+/// Replay paused (`pg_wal_replay_pause()`) on every listed standby until this is dropped.
+struct PausedReplay(Vec<String>);
+
+impl PausedReplay {
+    async fn pause(servers: Vec<String>) -> PausedReplay {
+        for server in &servers {
+            connect(server).await.batch_execute("SELECT pg_wal_replay_pause()").await.expect("pause replay");
+        }
+        PausedReplay(servers)
+    }
+}
+
+impl Drop for PausedReplay {
+    fn drop(&mut self) {
+        for server in self.0.clone() {
+            let resumed = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                runtime.block_on(async { connect(&server).await.batch_execute("SELECT pg_wal_replay_resume()").await })
+            });
+            let _ = resumed.join();
+        }
+    }
+}
+
+/// `GET /orders/{id}` until it answers 200, for up to two seconds; whether it did.
+async fn found_within_two_seconds(app: &TestApp, id: i64) -> bool {
+    let began = std::time::Instant::now();
+    while began.elapsed() < Duration::from_secs(2) {
+        if app.get(&format!("/orders/{id}")).await.status == 200 {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn with_read_database_url_reads_go_to_a_standby_and_diagnostics_say_which() {
+    let Some(url) = replica_url() else { return };
+    let database = format!("replica_reads_{}_{}", std::process::id(), random_id() % 1_000_000);
+    let admin = connect(&with_database(&url, "postgres")).await;
+    admin.batch_execute(&format!("CREATE DATABASE {database}")).await.expect("create the test database");
+    let database_url = with_database(&url, &database);
+    let primary = connect(&database_url).await;
+    let standbys: Vec<String> = primary
+        .query("SELECT host(client_addr) FROM pg_stat_replication", &[])
+        .await
+        .expect("the standbys")
+        .iter()
+        .map(|row| row.get::<_, String>(0))
+        .map(|host| format!("postgres://postgres@{host}:{}/postgres", port_of(&url, &host)))
+        .collect();
+    assert_eq!(standbys.len(), 2, "two standbys stream from the primary");
+    let base = database_url.split_once('?').map_or(database_url.as_str(), |(base, _)| base);
+    let mut config = PgConfig::with_url(database_url.clone());
+    config.read_database_url = Some(format!("{base}?target_session_attrs=read-only&load_balance_hosts=random"));
+    config.pool_size = 2;
+    // The reads' pool connects on the first read (the standbys may still be replaying the new
+    // database: `found_within_two_seconds` asks again).
+    let store = PgStore::connect(&config).await.expect("connect to the primary and migrate");
+    let app = TestApp::spawn(store, HttpConfig::for_tests()).await;
+    let id = create(&app).await;
+    assert!(found_within_two_seconds(&app, id).await, "order {id} found through the standbys");
+
+    let reply = app.get("/diagnostics").await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reads = &reply.json["reads"];
+    assert_eq!(reads["pool"], "READ_DATABASE_URL", "{reads:#}");
+    assert_eq!(reads["server"]["in_recovery"], true, "reads on a standby: {reads:#}");
+    assert_ne!(reads["server"]["server_addr"], reply.json["replication"]["server_addr"], "{:#}", reply.json);
+
+    // Replay paused on both standbys: a new order is acknowledged (the synchronous standby has its
+    // WAL) but not found, since reads go to the standbys; found once replay resumes.
+    let paused = PausedReplay::pause(standbys).await;
+    let id = create(&app).await;
+    assert_eq!(app.get(&format!("/orders/{id}")).await.status, 404, "order {id} read on a paused standby");
+    drop(paused);
+    assert!(found_within_two_seconds(&app, id).await, "order {id} found once replay resumed");
+    let _ = admin.batch_execute(&format!("DROP DATABASE {database} WITH (FORCE)")).await;
+}
+
 #[test]
 fn urls_keep_their_hosts_and_parameters() {
     let url = "postgres://postgres@198.18.42.21:5432,198.18.42.22:5433/orders?target_session_attrs=read-write";
