@@ -86,7 +86,28 @@ async fn replication_ships_bytes_per_write_and_every_row_says_what_each_write_wa
         assert!(waited["mongo"].as_str().is_some_and(|m| m.starts_with("w:majority, j:true")), "{waited:#}");
         assert!(number(&r["pg"]["log_bytes"]) > 0.0, "{r:#}");
     }
+    // Reads on the primary, then spread: where they went is each service's word, every probe's
+    // order was found, and each read round measured both targets.
+    let reads = result["reads_spread"].as_array().expect("reads_spread");
+    assert_eq!(reads.len(), 2, "reads on the primary, then spread: {reads:#?}");
+    for (row, pg_role, mongo_role) in [(&reads[0], "(primary)", "(primary)"), (&reads[1], "(standby)", "(secondary)")] {
+        let from = &row["reads_from"];
+        assert!(from["pg"].as_str().is_some_and(|m| m.ends_with(pg_role)), "{row:#}");
+        assert!(from["mongo"].as_str().is_some_and(|m| m.ends_with(mongo_role)), "{row:#}");
+        for engine in ["pg", "mongo"] {
+            let seen = &row["visibility"][engine];
+            assert_eq!((seen["inserts"].as_u64(), seen["never_seen"].as_u64()), (Some(50), Some(0)), "{row:#}");
+            assert!(row["round"][engine]["median"].is_number(), "{engine}'s read round: {row:#}");
+        }
+    }
+    for engine in ["pg", "mongo"] {
+        assert_eq!(
+            reads[0]["visibility"][engine]["first_read_missed"], 0,
+            "{engine}: reads on the primary see its writes"
+        );
+    }
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(report.contains("## Reads on the primary, and spread over the members"), "{report}");
     assert!(
         report.contains("## Bytes shipped per write (replicated)")
             && report.contains("A status update of a 100 KB order"),

@@ -8,6 +8,7 @@
 
 pub(super) mod cluster;
 mod counters;
+mod spread;
 mod tables;
 mod window;
 
@@ -126,7 +127,7 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, sizes: &[DocSize]) -> Resul
     let single_note = ctx.budget_note.replace(members_budget(replicas));
     let mut probe = Probe::connect(&ctx.databases.database_url, &ctx.databases.mongodb_uri, &db, Some(lan)).await?;
     probe.find_replicas(replicas.get("REPLICA_NS_PREFIX")?).await?;
-    let done = deployment(
+    let mut done = deployment(
         ctx,
         (replicated.name, &replicated.variant),
         &probe,
@@ -136,6 +137,18 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, sizes: &[DocSize]) -> Resul
         &mut refs,
     )
     .await;
+    let mut reads = Vec::new();
+    if done.is_ok() {
+        let logs = ctx.out.join("logs").join("reads-spread");
+        let smallest = sizes.first().context("no size")?;
+        let data = doc_size::data_for(smallest, ctx.scale.orders)?;
+        let spread = spread::spread_services(&ctx.services, &logs);
+        done = match spread {
+            Ok(mut spread) => spread::measure(ctx, &replicated.variant, &mut spread, data, &mut refs).await,
+            Err(error) => Err(error),
+        }
+        .map(|measured| reads = measured);
+    }
     ctx.services.stop().await;
     replicated.swap(ctx);
     ctx.budget_note = single_note;
@@ -144,7 +157,7 @@ async fn measure(ctx: &mut Ctx, replicas: &Replicas, sizes: &[DocSize]) -> Resul
     let mut probe = Probe::connect(&ctx.databases.database_url, &ctx.databases.mongodb_uri, &db, None).await?;
     probe.single_servers(pg_port(&ctx.databases.database_url), mongo_port(&ctx.databases.mongodb_uri));
     deployment(ctx, ("single", &single), &probe, None, sizes, &mut rows, &mut refs).await?;
-    Ok(tables::outcome(&rows, refs, replicas))
+    Ok(tables::outcome(&rows, &reads, refs, replicas))
 }
 
 /// The replicas' budget as a round's report names it: every member's, from the stack's own account.

@@ -5,6 +5,7 @@
 //! jsonb update writes a whole new row version; MongoDB's `$set` entry records the changed fields).
 
 use super::cluster::Replicas;
+use super::spread::SpreadRow;
 use super::window::PerWrite;
 use super::{Row, SIZES};
 use crate::experiment::figures::RoundFigures;
@@ -274,7 +275,7 @@ fn idle(rows: &[Row]) -> Option<String> {
     })
 }
 
-pub fn outcome(rows: &[Row], refs: Vec<RoundRef>, replicas: &Replicas) -> Outcome {
+pub fn outcome(rows: &[Row], reads: &[SpreadRow], refs: Vec<RoundRef>, replicas: &Replicas) -> Outcome {
     let env = |k: &str| replicas.env.get(k).cloned().unwrap_or_else(|| "?".into());
     Outcome {
         title: "Experiment replication: what a durable write costs on three members, and what it ships".into(),
@@ -301,10 +302,52 @@ pub fn outcome(rows: &[Row], refs: Vec<RoundRef>, replicas: &Replicas) -> Outcom
             bytes_table(rows),
             Block::Heading(2, "Durable write cost, replicated and single".into()),
             cost_table(rows),
+            Block::Heading(2, "Reads on the primary, and spread over the members (replicated, 1 KB)".into()),
+            Block::Paragraph(
+                "The `read` mix (orders by id) on the replicas with every read on the primary, then with \
+                 orders-pg reading from `READ_DATABASE_URL` (the members, `target_session_attrs=read-only`, \
+                 `load_balance_hosts=random`) and orders-mongo with `readPreference=secondaryPreferred`; writes \
+                 stay on the primary. Where the reads went is each service's `/diagnostics` (`reads`). Visibility: \
+                 inserts one after the other through each service, each followed at once by `GET`s of it until \
+                 one finds it: how often the first missed, and how long after the `201` the order was found."
+                    .into(),
+            ),
+            reads_table(reads),
         ],
         charts: Vec::new(),
         variants: serde_json::to_value(rows).unwrap_or_default(),
         rounds: refs,
-        extra: serde_json::Map::new(),
+        extra: [("reads_spread".to_owned(), serde_json::to_value(reads).unwrap_or_default())].into_iter().collect(),
     }
+}
+
+fn reads_table(reads: &[SpreadRow]) -> Block {
+    let mut out = Vec::new();
+    for row in reads {
+        for (label, key) in [("PostgreSQL", "pg"), ("MongoDB", "mongo")] {
+            let rate = row.round.as_ref().and_then(|r| if key == "pg" { r.pg.as_ref() } else { r.mongo.as_ref() });
+            let seen = row.visibility.get(key);
+            out.push(vec![
+                label.to_owned(),
+                row.reads.to_owned(),
+                row.reads_from.get(key).cloned().unwrap_or_else(|| NONE.into()),
+                rate.map_or_else(|| NONE.into(), |r| format::count(r.median)),
+                seen.map_or_else(|| NONE.into(), |v| format!("{} of {}", v.first_read_missed, v.inserts)),
+                seen.map_or_else(|| NONE.into(), |v| format!("{:.2} / {:.2}", v.p50_ms, v.max_ms)),
+                seen.map_or_else(|| NONE.into(), |v| v.never_seen.to_string()),
+            ]);
+        }
+    }
+    headed(
+        &[
+            "engine",
+            "reads on",
+            "a read answered by",
+            "read max rate, req/s",
+            "first GET after the 201 missed",
+            "found after, ms (median / max)",
+            "never found in 2 s",
+        ],
+        out,
+    )
 }
