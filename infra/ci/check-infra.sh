@@ -75,6 +75,8 @@ check() { # DESCRIPTION COMMAND...: run it, print ok/FAIL, show its output when 
   else
     failed=$((failed + 1))
     printf 'FAIL  %s\n' "$what"
+    # The failed checks by name (a long output's tail may not show them), then its end.
+    grep -E '^ *(FAIL|not ok)' "$log" | head -n 20 | sed 's/^/      /' || true
     sed 's/^/      /' "$log" | tail -n 40
   fi
 }
