@@ -294,7 +294,7 @@ pub fn outcome(rows: &[Row], reads: &[SpreadRow], refs: Vec<RoundRef>, replicas:
             env("REPLICA_DB_CPUS"),
             env("REPLICA_DB_MEMORY").parse::<f64>().map_or_else(|_| "?".into(), format::bytes),
         ),
-        statements: statements(rows),
+        statements: statements(rows).into_iter().chain(reads_statement(reads)).collect(),
         setups: Vec::new(),
         comparisons: Vec::new(),
         details: vec![
@@ -321,6 +321,31 @@ pub fn outcome(rows: &[Row], reads: &[SpreadRow], refs: Vec<RoundRef>, replicas:
     }
 }
 
+/// The read rate on the primary against spread, per engine, and what the first reads missed.
+fn reads_statement(reads: &[SpreadRow]) -> Option<String> {
+    let [primary, spread] = reads else { return None };
+    let engine = |label: &str, key: &str| -> Option<String> {
+        let rate = |row: &SpreadRow| {
+            let summary =
+                row.round.as_ref().and_then(|r| if key == "pg" { r.pg.as_ref() } else { r.mongo.as_ref() })?;
+            Some((summary.median, if summary.lower_bound { "≥ " } else { "" }))
+        };
+        let ((on_primary, b1), (on_others, b2)) = (rate(primary)?, rate(spread)?);
+        let missed = spread.visibility.get(key).map_or(0, |v| v.first_read_missed);
+        let inserts = spread.visibility.get(key).map_or(0, |v| v.inserts);
+        Some(format!(
+            "{label} {b1}{} req/s on the primary, {b2}{} spread ({:.2}×; a GET right after the 201 missed the \
+             order {missed} times of {inserts})",
+            format::count(on_primary),
+            format::count(on_others),
+            on_others / on_primary.max(1.0)
+        ))
+    };
+    let engines: Vec<String> =
+        [("PostgreSQL", "pg"), ("MongoDB", "mongo")].iter().filter_map(|(l, k)| engine(l, k)).collect();
+    (!engines.is_empty()).then(|| format!("Reads (1 KB, the read mix) on the replicas: {}.", engines.join("; ")))
+}
+
 fn reads_table(reads: &[SpreadRow]) -> Block {
     let mut out = Vec::new();
     for row in reads {
@@ -331,7 +356,18 @@ fn reads_table(reads: &[SpreadRow]) -> Block {
                 label.to_owned(),
                 row.reads.to_owned(),
                 row.reads_from.get(key).cloned().unwrap_or_else(|| NONE.into()),
-                rate.map_or_else(|| NONE.into(), |r| format::count(r.median)),
+                rate.map_or_else(
+                    || NONE.into(),
+                    |r| {
+                        let bound = if r.lower_bound { "≥ " } else { "" };
+                        let limit = row.round.as_ref().and_then(|f| f.limits.get(key)).map(|l| l.join(", "));
+                        format!(
+                            "{bound}{}{}",
+                            format::count(r.median),
+                            limit.map_or(String::new(), |l| format!(" ({l})"))
+                        )
+                    },
+                ),
                 seen.map_or_else(|| NONE.into(), |v| format!("{} of {}", v.first_read_missed, v.inserts)),
                 seen.map_or_else(|| NONE.into(), |v| format!("{:.2} / {:.2}", v.p50_ms, v.max_ms)),
                 seen.map_or_else(|| NONE.into(), |v| v.never_seen.to_string()),
@@ -343,7 +379,7 @@ fn reads_table(reads: &[SpreadRow]) -> Block {
             "engine",
             "reads on",
             "a read answered by",
-            "read max rate, req/s",
+            "read max rate, req/s (what stopped it)",
             "first GET after the 201 missed",
             "found after, ms (median / max)",
             "never found in 2 s",
