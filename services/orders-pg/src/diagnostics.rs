@@ -72,7 +72,7 @@ pub struct Diagnostics {
     pub replication: Option<crate::replication::Replication>,
     /// Which pool the reads use and, with `READ_DATABASE_URL`, the server it is on (`pools`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reads: Option<crate::pools::Reads>,
+    pub reads: Option<crate::replication::Reads>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prepared_statements: Option<Vec<PreparedStatement>>,
     #[serde(skip_serializing_if = "Option::is_none")]

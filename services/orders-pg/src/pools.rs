@@ -6,27 +6,12 @@
 use crate::config::PgConfig;
 use crate::errors::from_db;
 use crate::pool::{PgConnection, PgPool, connection_config};
-use crate::replication::Replication;
+use crate::replication::Reads;
 use orders_core::{PoolStatus, StoreError};
-use serde::{Deserialize, Serialize};
 
 pub struct Pools {
     pub writes: PgPool,
     reads: Option<PgPool>,
-}
-
-/// `/diagnostics`' `reads`: which URL's pool the reads use and, for `READ_DATABASE_URL`'s, what
-/// the server a connection of it is on says of itself (a standby: `in_recovery`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Reads {
-    /// `DATABASE_URL` (one pool for everything) or `READ_DATABASE_URL`.
-    pub pool: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub server: Option<Replication>,
-    /// Why the reads' pool could not be asked (the rest of `/diagnostics` still answers).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 impl Pools {

@@ -2,7 +2,8 @@
 //! pooled connection is on and what a commit on it waits for, read back in one query
 //! (`inet_server_addr()`, `pg_is_in_recovery()`, `synchronous_standby_names`, the session's
 //! `synchronous_commit` and `pg_stat_replication`), so "a commit waits for the synchronous standby
-//! pg2" is the server's word, not the configuration's.
+//! pg2" is the server's word, not the configuration's; and `reads`, the same read on a connection of
+//! the reads' pool when there is one (`pools`).
 
 use serde::{Deserialize, Serialize};
 use tokio_postgres::Client;
@@ -151,6 +152,20 @@ fn commit_waits_for(in_recovery: bool, names: &str, commit: &str, standbys: &[St
         many => format!("the synchronous standbys {} as '{names}' asks", many.join(", ")),
     };
     format!("the WAL flush on this server and the WAL {remote} on {whom}")
+}
+
+/// `/diagnostics`' `reads`: which URL's pool the reads use and, for `READ_DATABASE_URL`'s, what
+/// the server a connection of it is on says of itself (a standby: `in_recovery`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Reads {
+    /// `DATABASE_URL` (one pool for everything) or `READ_DATABASE_URL`.
+    pub pool: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<Replication>,
+    /// Why the reads' pool could not be asked (the rest of `/diagnostics` still answers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]
