@@ -74,9 +74,9 @@ async fn the_quick_demo_writes_its_report_and_leaves_nothing_running() {
     let db = format!("demo_test_{}", std::process::id());
     let (output, seconds) = quick_demo(&out, &mixes, &db).await;
     assert!(output.status.success(), "{}", describe(&output));
-    // The README's four mixes take about three minutes (132-160 s a run in CI), so five rounds
-    // under five: the same 2-core VM once ran a third slower after the host paused and resumed it.
-    assert!(seconds < 300, "--quick with five rounds must finish in under five minutes, took {seconds} s");
+    // Five rounds took 242 s in CI here (2026-12-07); the same 2-core VM once ran a third slower
+    // after the host paused and resumed it, so under six minutes.
+    assert!(seconds < 360, "--quick with five rounds must finish in under six minutes, took {seconds} s");
     eprintln!("orders-bench demo --quick took {seconds} s");
 
     for file in ["result.json", "report.md", "report.html", "dataset.json", "logs/orders-pg.log"] {
