@@ -70,11 +70,12 @@ pub async fn build(repo: &Path) -> Result<PathBuf> {
 }
 
 /// A variable `cargo run` gives the program it runs (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...).
-/// They must not reach the demo's own `cargo build`: ring's build script asks to run again when
+/// They must not reach the demo's own `cargo build` (nor the end-to-end tests' `ensure_services`):
+/// ring's build script asks to run again when
 /// `CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR` or `OUT_DIR` differ from the build before, which under
 /// `cargo run` they always do, and that compiled ring, rustls, the mongodb driver and everything on
 /// top of them a second time (3 to 4 minutes on two cores).
-fn without_cargo_run_vars(command: &mut std::process::Command) {
+pub fn without_cargo_run_vars(command: &mut std::process::Command) {
     for (name, _) in std::env::vars_os() {
         if name.to_str().is_some_and(set_by_cargo_run) {
             command.env_remove(&name);

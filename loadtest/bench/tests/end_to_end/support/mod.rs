@@ -166,12 +166,15 @@ pub fn marked_processes(marker: &str) -> Vec<String> {
 /// from this checkout (a run of this crate alone would otherwise drive whatever binaries an older
 /// build left there: an orders-pg from before a fix once made the failover test fail as the fix's
 /// own bug did). Built as `cargo build --workspace --bins`, CI's first step, so cargo finds
-/// nothing to do there: a `-p orders-pg -p orders-mongo` build resolves other features and took
-/// 50 s in the middle of a test run, and the next `nextest` compiled again.
+/// nothing to do there (a `-p orders-pg -p orders-mongo` build resolves other features).
 pub fn ensure_services(services: &[&str]) {
     let dir = Path::new(env!("CARGO_BIN_EXE_orders-bench")).parent().expect("target folder").to_path_buf();
     let mut cargo = Command::new(env!("CARGO"));
     cargo.args(["build", "-q", "--workspace", "--bins"]).current_dir(repo());
+    // What cargo set for this test process (CARGO_MANIFEST_DIR, CARGO_PKG_NAME): left in, ring's
+    // build script runs again and ring, rustls and everything above them compile again (64 s in
+    // CI's replica stage, and the next nextest compiled them back).
+    orders_bench::scaffold::services::without_cargo_run_vars(&mut cargo);
     if dir.file_name().is_some_and(|n| n == "release") {
         cargo.arg("--release");
     }
