@@ -330,7 +330,7 @@ pub fn outcome(rows: &[Row], reads: &[SpreadRow], refs: Vec<RoundRef>, replicas:
     }
 }
 
-/// Per replicated row and engine: every standby's or secondary's median and largest lag.
+/// Per replicated row and engine: the member written to, every other member's median and largest lag.
 fn lag_table(rows: &[Row]) -> Block {
     let mut out = Vec::new();
     for row in rows.iter().filter(|r| r.deployment == "replicated") {
@@ -349,10 +349,11 @@ fn lag_table(rows: &[Row]) -> Block {
                 })
                 .collect();
             let lags = if lags.is_empty() { NONE.to_owned() } else { lags.join(", ") };
-            out.push(vec![format!("{} {}", row.mix, row.size), label.to_owned(), lags]);
+            let primary = row.primaries.get(key).cloned().unwrap_or_else(|| NONE.to_owned());
+            out.push(vec![format!("{} {}", row.mix, row.size), label.to_owned(), primary, lags]);
         }
     }
-    headed(&["write", "engine", "lag: median (max) per standby or secondary"], out)
+    headed(&["write", "engine", "primary (written to)", "lag: median (max) per standby or secondary"], out)
 }
 
 /// The read rate on the primary against spread, per engine, and what the first reads missed.
