@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's and CI's): starts the local stack (real
-# PostgreSQL 18 and mongod 6.0.5 from pinned wheels), checks formatting, the Markdown files'
-# relative links and lints, installs the monitoring tools the dashboard test runs and the headless
-# Chromium the report's first-screen test opens (pinned Debian packages), runs every test of the
+# PostgreSQL 18 and mongod 6.0.5 from pinned wheels), checks formatting, the layout (no import
+# cycle between a crate's modules, no file over 500 lines outside tests: scripts/check-layout.py),
+# the Markdown files' relative links and lints, installs the monitoring tools the dashboard test
+# runs and the headless Chromium the report's first-screen test opens (pinned Debian packages), runs every test of the
 # workspace against those servers, checks the infrastructure files (the simulated cloud included)
 # and fuzzes every service from its OpenAPI description (scripts/fuzz-api.sh), and, as root,
 # checks the replicated stack (infra/local/test-replicas.sh) and runs the replica tests on it
@@ -52,6 +53,10 @@ export DATABASE_URL STACK_PG_ADMIN_URL HYBRID_DATABASE_URL STACK_PGH_ADMIN_URL M
 
 step "cargo fmt --check"
 cargo fmt --all --check
+
+step "layout: no import cycle between a crate's modules, no file over 500 lines outside tests"
+python3 scripts/check-layout-test.py
+python3 scripts/check-layout.py
 
 step "every relative link of the Markdown files resolves"
 python3 scripts/check-links.py

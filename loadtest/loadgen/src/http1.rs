@@ -6,6 +6,9 @@
 
 use std::io::Write as _;
 
+/// The `User-Agent` of every request.
+pub const AGENT: &str = "orders-bench-load/1";
+
 /// The `host:port` of a target's `http://host[:port][/]` (port 80 when none is given): the one
 /// form of target both loops take (no path, no TLS).
 pub fn authority(url: &str) -> anyhow::Result<String> {

@@ -7,7 +7,6 @@
 //! of databases or of the runner: it depends only on the data set and the result model.
 
 mod closed;
-mod conn;
 mod control;
 pub mod duration;
 pub mod flags;
@@ -21,7 +20,6 @@ mod record;
 mod request;
 mod stamp;
 pub mod summary;
-mod tasks;
 mod wire;
 
 use crate::flags::{PassMarkArgs, StaircaseArgs};

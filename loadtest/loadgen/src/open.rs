@@ -9,7 +9,6 @@
 //! slept, longer ones waited on the poll; above one iteration per `SLOT`, those due within a slot
 //! leave together. Measurements: loadtest/README.md, "`orders-bench load`".
 
-use super::conn::AGENT;
 use super::control::Control;
 use super::http1;
 use super::live;
@@ -61,15 +60,16 @@ pub struct Ran {
     pub stopped_early: bool,
 }
 
-/// What a request carries through the wire: where it is recorded and when it was due.
+/// What a request carries through the wire: where it is recorded and when it was due (in the
+/// closed loop: when it was sent).
 #[derive(Debug, Clone, Copy)]
-struct Due {
-    slot: Slot,
-    due: Instant,
+pub(super) struct Due {
+    pub slot: Slot,
+    pub due: Instant,
 }
 
 /// Records one request's outcome: latency from its intended time to the arrival of its answer.
-fn record(recorder: &mut Recorder, endpoints: &[EndpointPlan], pending: Pending<Due>, outcome: Outcome) {
+pub(super) fn record(recorder: &mut Recorder, endpoints: &[EndpointPlan], pending: Pending<Due>, outcome: Outcome) {
     let Due { slot, due } = pending.tag;
     let (end, error) = match outcome {
         Outcome::Answer { status, arrived } if status == endpoints[slot.endpoint].expect => (arrived, None),
@@ -234,7 +234,7 @@ impl OpenLoop {
                             endpoint.method.as_str(),
                             &request.path,
                             host,
-                            AGENT,
+                            http1::AGENT,
                             endpoint.headers,
                             body,
                         );

@@ -1,5 +1,6 @@
-//! The open loop's HTTP/1.1 connections to every target: non-blocking sockets on one `mio::Poll`,
-//! written and read by the loop itself, with no runtime, task or waker per request. Like k6's VUs,
+//! The generator's HTTP/1.1 connections to every target, for the open and the closed loop:
+//! non-blocking sockets on one `mio::Poll`, written and read by the loop itself, with no runtime,
+//! task or waker per request (one connection's own work: `connection`). Like k6's VUs,
 //! a request never shares a connection with another in flight: an idle one is reused, else a new
 //! one is opened without blocking, and a couple of spares are kept ahead of need. An answer is
 //! timed by the kernel's timestamp of its last bytes (`stamp`).
@@ -8,12 +9,15 @@
 //! the answer is whole, and an answer that ends exactly where a full buffer ends closes its
 //! connection (bytes behind it would never be reported again). Why mio: docs/decisions.md.
 
-use super::http1::{self, Parsed};
+mod connection;
+
+use super::http1;
 use super::stamp::{self, Clock};
+use connection::{Connection, Read, State, alive, connect_error, read_answer, start_connect, write_request};
 use mio::event::Event;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
-use std::io::{self, Write as _};
+use std::io;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs as _};
 use std::os::fd::AsRawFd as _;
 use std::time::{Duration, Instant};
@@ -41,31 +45,6 @@ pub enum Outcome {
     Answer { status: u16, arrived: Instant },
     /// Why there is no answer: `connect: ...`, `write: ...`, `closed by the server`, `timeout`.
     Failed(String, Instant),
-}
-
-enum State<T> {
-    Idle {
-        since: Instant,
-    },
-    /// Connecting; with the request to write once connected, if one is waiting.
-    Connecting(Option<Pending<T>>),
-    Busy(Pending<T>),
-}
-
-struct Connection<T> {
-    stream: TcpStream,
-    target: usize,
-    state: State<T>,
-    /// The request's bytes and how many the kernel took so far.
-    out: Vec<u8>,
-    written: usize,
-    /// Whether the poll watches it for being writable (a connect or a write not done yet).
-    watching_writes: bool,
-    /// What has been read of the answer: `buffer[..filled]`.
-    buffer: Vec<u8>,
-    filled: usize,
-    /// When the bytes of the last read arrived (kernel timestamp, wall clock), if known.
-    arrived: Option<Duration>,
 }
 
 /// One target's address and its connections' bookkeeping.
@@ -112,91 +91,6 @@ pub fn resolve(url: &str) -> anyhow::Result<(SocketAddr, String)> {
 /// Readable always, writable too when a connect or a write is not done yet.
 fn interest(writable: bool) -> Interest {
     if writable { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE }
-}
-
-/// A non-blocking connect: the socket, and whether it is connected already.
-fn start_connect(address: SocketAddr) -> io::Result<(TcpStream, bool)> {
-    use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-    let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_nonblocking(true)?;
-    match socket.connect(&SockAddr::from(address)) {
-        Ok(()) => Ok((socket.into(), true)),
-        Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => Ok((socket.into(), false)),
-        Err(error) => Err(error),
-    }
-}
-
-/// The error a connect in progress ended with, if any (`SO_ERROR`).
-fn connect_error(stream: &TcpStream) -> Option<io::Error> {
-    stream.take_error().unwrap_or_else(Some)
-}
-
-/// Still open and quiet (a connection the server closed reads as end of file). The socket is
-/// non-blocking, so the peek never waits.
-fn alive(stream: &TcpStream) -> bool {
-    let mut probe = [0u8; 1];
-    matches!(stream.peek(&mut probe), Err(error) if error.kind() == io::ErrorKind::WouldBlock)
-}
-
-/// What reading a busy connection came to.
-enum Read {
-    /// The answer is not whole yet.
-    Waiting,
-    /// A whole answer; `wall`: the kernel's time of its last bytes.
-    Answer {
-        status: u16,
-        closing: bool,
-        wall: Option<Duration>,
-    },
-    Failed(String),
-}
-
-/// Reads what arrived on `connection` until its answer is whole or nothing more is there.
-fn read_answer<T>(connection: &mut Connection<T>) -> Read {
-    let fd = connection.stream.as_raw_fd();
-    loop {
-        if connection.filled == connection.buffer.len() {
-            connection.buffer.resize(connection.buffer.len() * 2, 0);
-        }
-        match stamp::receive(fd, &mut connection.buffer[connection.filled..]) {
-            Ok((0, _)) => return Read::Failed("closed by the server".into()),
-            Ok((n, arrived)) => {
-                connection.filled += n;
-                if arrived.is_some() {
-                    connection.arrived = arrived;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Read::Waiting,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Read::Failed(format!("read: {}", e.kind())),
-        }
-        match http1::parse(&connection.buffer[..connection.filled]) {
-            Err(why) => return Read::Failed(why),
-            Ok(Parsed::Partial) => {}
-            Ok(Parsed::Complete(complete)) => {
-                // Anything beyond the answer was never asked for: the connection is not reused.
-                // A full buffer may hide more bytes, which edge-triggered polling would not report.
-                let closing = complete.closing
-                    || connection.filled > complete.length
-                    || connection.filled == connection.buffer.len();
-                connection.filled = 0;
-                return Read::Answer { status: complete.status, closing, wall: connection.arrived.take() };
-            }
-        }
-    }
-}
-
-/// Writes what the kernel takes of `connection`'s request: true once all of it is written.
-fn write_request<T>(connection: &mut Connection<T>) -> Result<bool, String> {
-    while connection.written < connection.out.len() {
-        match connection.stream.write(&connection.out[connection.written..]) {
-            Ok(n) => connection.written += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("write: {}", e.kind())),
-        }
-    }
-    Ok(true)
 }
 
 impl<T: Copy> Wire<T> {
@@ -530,7 +424,7 @@ impl<T: Copy> Wire<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read as _;
+    use std::io::{Read as _, Write as _};
     use std::net::TcpListener;
 
     /// A server on a thread: on each accepted connection, `answer` gets the number of the request

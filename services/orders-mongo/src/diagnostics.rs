@@ -3,7 +3,8 @@
 //! `getCmdLineOpts`, `getDefaultRWConcern`, `getParameter`, `$collStats`, `explain`), except the
 //! write concern the driver attaches to every write and its TLS setting, which only the client knows. A section the server refuses (a
 //! command a standalone or a restricted user cannot run) reports its error instead of failing the
-//! whole report; only an unreachable server fails it.
+//! whole report; only an unreachable server fails it. The orders collection's own figures
+//! (`$collStats`, the product query's plan) are in `collection`.
 
 use crate::config::acknowledgment_text;
 use crate::error::{describe, store_error};
@@ -19,8 +20,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 use std::collections::BTreeMap;
 
-/// The product whose query plan is explained (any id gives the same plan shape).
-const EXPLAINED_PRODUCT: i64 = 1;
+mod collection;
+pub use collection::{CollectionStats, ProductQuery, coll_stats, storage_stats};
+use collection::{collection_stats, product_query_plan};
 
 /// What `GET /diagnostics` answers (before the HTTP layer adds `pool`). The service serializes it
 /// and the bench runner deserializes it (and fills a few sections itself from its own
@@ -164,32 +166,6 @@ pub struct PoolSettings {
     pub max_pool_size_per_server: Option<u32>,
 }
 
-/// `$collStats` storage statistics of the orders collection, under the server's names.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct CollectionStats {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub count: Option<Number>,
-    /// Uncompressed BSON bytes of the documents.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<Number>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub avg_obj_size: Option<Number>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub storage_size: Option<Number>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub free_storage_size: Option<Number>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nindexes: Option<Number>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub total_index_size: Option<Number>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub total_size: Option<Number>,
-    /// Bytes per index, by name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub index_sizes: Option<BTreeMap<String, Number>>,
-}
-
 /// `serverStatus` opcounters (server-wide); any counter a server adds is kept in `other`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -228,17 +204,6 @@ pub struct CacheFigures {
     pub bytes_read_into_cache: Option<Number>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes_written_from_cache: Option<Number>,
-}
-
-/// The winning plan of the product query, with its stage and index names flattened.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ProductQuery {
-    pub command: Value,
-    pub stages: Vec<String>,
-    pub index_names: Vec<String>,
-    pub rejected_plans: usize,
-    pub winning_plan: Value,
 }
 
 pub async fn collect(
@@ -295,7 +260,7 @@ pub async fn collect(
 }
 
 /// Runs a command; a refusal becomes its message (the report shows it in place of the section).
-async fn command(db: &Database, command: Document) -> Result<Document, String> {
+pub(super) async fn command(db: &Database, command: Document) -> Result<Document, String> {
     db.run_command(command).await.map_err(|error| describe(&error))
 }
 
@@ -311,7 +276,7 @@ fn json(value: Option<&Bson>) -> Value {
 }
 
 /// A figure as the server sent it; `None` when absent or not a number.
-fn number(value: Option<&Bson>) -> Option<Number> {
+pub(super) fn number(value: Option<&Bson>) -> Option<Number> {
     match json(value) {
         Value::Number(number) => Some(number),
         _ => None,
@@ -402,105 +367,10 @@ pub fn opcounters(server_status: &Document) -> Opcounters {
     }
 }
 
-/// `$collStats` storage statistics from its `storageStats` document.
-pub fn storage_stats(storage: &Document) -> CollectionStats {
-    let figure = |key: &str| number(storage.get(key));
-    CollectionStats {
-        count: figure("count"),
-        size: figure("size"),
-        avg_obj_size: figure("avgObjSize"),
-        storage_size: figure("storageSize"),
-        free_storage_size: figure("freeStorageSize"),
-        nindexes: figure("nindexes"),
-        total_index_size: figure("totalIndexSize"),
-        total_size: figure("totalSize"),
-        index_sizes: storage
-            .get_document("indexSizes")
-            .ok()
-            .map(|sizes| sizes.iter().filter_map(|(name, size)| Some((name.clone(), number(Some(size))?))).collect()),
-    }
-}
-
-async fn collection_stats(orders: &Collection<Document>) -> Section<CollectionStats> {
-    match coll_stats(orders).await {
-        Ok(Some(storage)) => Section::Read(storage_stats(&storage)),
-        Ok(None) => Section::Refused { error: "$collStats returned no storageStats".into() },
-        Err(error) => Section::Refused { error: describe(&error) },
-    }
-}
-
-/// The winning plan of the product query (`find({"items.product_id": N}).limit(10)`), with the
-/// stage names and index names of the plan tree flattened so `IXSCAN` on `orders_items` is easy
-/// to see (and to test).
-async fn product_query_plan(db: &Database) -> Section<ProductQuery> {
-    let find = doc! {"find": COLLECTION, "filter": {"items.product_id": EXPLAINED_PRODUCT}, "limit": 10_i64};
-    let explained = match command(db, doc! {"explain": find.clone(), "verbosity": "queryPlanner"}).await {
-        Ok(explained) => explained,
-        Err(error) => return Section::Refused { error },
-    };
-    let Ok(planner) = explained.get_document("queryPlanner") else {
-        return Section::Refused { error: "explain returned no queryPlanner".into() };
-    };
-    let winning = planner.get("winningPlan").cloned().unwrap_or(Bson::Null);
-    let (mut stages, mut indexes) = (Vec::new(), Vec::new());
-    walk_plan(&winning, &mut stages, &mut indexes);
-    Section::Read(ProductQuery {
-        command: Bson::Document(find).into_relaxed_extjson(),
-        stages,
-        index_names: indexes,
-        rejected_plans: planner.get_array("rejectedPlans").map(Vec::len).unwrap_or(0),
-        winning_plan: winning.into_relaxed_extjson(),
-    })
-}
-
-/// Collects `stage` and `indexName` in pre-order through `inputStage`, `inputStages` and any other
-/// nesting (such as the `queryPlan` of a slot-based plan).
-fn walk_plan(plan: &Bson, stages: &mut Vec<String>, indexes: &mut Vec<String>) {
-    match plan {
-        Bson::Document(node) => {
-            if let Ok(stage) = node.get_str("stage") {
-                stages.push(stage.to_owned());
-            }
-            if let Ok(index) = node.get_str("indexName") {
-                indexes.push(index.to_owned());
-            }
-            node.values().for_each(|child| walk_plan(child, stages, indexes));
-        }
-        Bson::Array(children) => children.iter().for_each(|child| walk_plan(child, stages, indexes)),
-        _ => {}
-    }
-}
-
-/// The `storageStats` of `$collStats`; `None` when the stage returned nothing.
-pub async fn coll_stats(orders: &Collection<Document>) -> Result<Option<Document>, mongodb::error::Error> {
-    let stats: Vec<Document> =
-        futures_util::TryStreamExt::try_collect(orders.aggregate([doc! {"$collStats": {"storageStats": {}}}]).await?)
-            .await?;
-    Ok(stats.first().and_then(|s| s.get_document("storageStats").ok()).cloned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn plan_stages_are_flattened_in_order_through_nested_inputs() {
-        let plan = Bson::Document(doc! {
-            "queryPlan": {
-                "stage": "LIMIT",
-                "inputStage": {
-                    "stage": "FETCH",
-                    "inputStage": {"stage": "IXSCAN", "indexName": "orders_items", "keyPattern": {"items.product_id": 1}},
-                },
-            },
-            "slotBasedPlan": {"stages": "[1] limit 10"},
-        });
-        let (mut stages, mut indexes) = (Vec::new(), Vec::new());
-        walk_plan(&plan, &mut stages, &mut indexes);
-        assert_eq!(stages, ["LIMIT", "FETCH", "IXSCAN"]);
-        assert_eq!(indexes, ["orders_items"]);
-    }
 
     #[test]
     fn a_refused_section_reports_the_error_in_its_place() {
