@@ -4,8 +4,8 @@
 //! second PostgreSQL server (`HYBRID_DATABASE_URL`, a CPU budget of its own). Not by default: on
 //! two cores a third database and service take CPU the other two would have.
 
-use crate::backend::{NAMES, hybrid};
 use anyhow::{Context, Result, bail};
+use orders_bench_engines::{NAMES, hybrid};
 use std::collections::BTreeMap;
 
 /// The targets every demo runs.
@@ -51,7 +51,7 @@ pub fn other_databases(
             hybrid::STACK_URL
         )
     })?;
-    Ok(vec![(hybrid::NAME.to_owned(), crate::databases::with_database(server, db_name))])
+    Ok(vec![(hybrid::NAME.to_owned(), orders_bench_engines::databases::with_database(server, db_name))])
 }
 
 #[cfg(test)]

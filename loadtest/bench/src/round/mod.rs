@@ -16,8 +16,6 @@ pub mod launch;
 pub mod lead_in;
 pub mod live_line;
 mod lowering;
-pub mod plan_log;
-pub mod plan_probe;
 mod repeat;
 #[cfg(test)]
 mod report_tests;
@@ -91,7 +89,7 @@ pub struct RoundArgs {
     pub load: RoundLoadArgs,
     /// A target's service, `NAME=URL` (repeatable): `pg=http://10.0.0.5:8080`. Every known target
     /// is driven; those not named here at their service's default URL (pg :8080, mongo :8081).
-    #[arg(long = "target", value_parser = crate::backend::parse_target)]
+    #[arg(long = "target", value_parser = orders_bench_engines::parse_target)]
     pub targets: Vec<(String, String)>,
     /// Base URL of the orders-pg service (the same as `--target pg=URL`).
     #[arg(long = "pg-url")]
@@ -118,7 +116,7 @@ pub struct RoundArgs {
     pub manifest: PathBuf,
     /// Where the databases are (reseeding, exact counts, WAL; CPU when they are local).
     #[command(flatten)]
-    pub databases: crate::databases::Databases,
+    pub databases: orders_bench_engines::databases::Databases,
     /// Equal budgets for the databases, when they are the local stack's [default: leave them as
     /// they are; the report says what they were].
     #[command(flatten)]
@@ -248,8 +246,8 @@ impl RoundArgs {
 #[derive(Debug, Clone)]
 pub struct Setup {
     /// The systems under test: every engine and its service.
-    pub targets: crate::backend::Targets,
-    pub databases: crate::databases::Databases,
+    pub targets: orders_bench_engines::Targets,
+    pub databases: orders_bench_engines::databases::Databases,
     pub k6: PathBuf,
     pub script: PathBuf,
     pub manifest: PathBuf,
@@ -309,7 +307,7 @@ pub async fn run(args: RoundArgs) -> Result<()> {
         ..RoundSpec::new(name.clone(), args.mix.clone(), args.load.staircase.plan()?)
     };
     let setup = Setup {
-        targets: crate::backend::Targets::new(&args.databases, &args.target_urls())?,
+        targets: orders_bench_engines::Targets::new(&args.databases, &args.target_urls())?,
         databases: args.databases.clone(),
         k6: match args.generator {
             launch::Generator::K6 => crate::k6::binary(args.k6.as_deref(), repo.as_deref())?,
@@ -437,7 +435,7 @@ pub async fn run_round(spec: &RoundSpec, setup: &Setup, out: &Path) -> Result<Ro
 /// so far). `None`: enough.
 fn needs_another(
     spec: &RoundSpec,
-    targets: &crate::backend::Targets,
+    targets: &orders_bench_engines::Targets,
     repeats: &[RepeatResult],
     spent: Duration,
 ) -> Option<String> {
@@ -470,24 +468,25 @@ fn searches_products(mix: &str) -> bool {
         .is_ok_and(|m| m.weights.contains_key("product"))
 }
 
-/// The planner probe of a round that searches by product, on a copy of the data set's snapshot
-/// (only when the repeats restore one: the probe never touches the round's own database).
+/// The planner probe of a round that searches by product, by the first target whose engine has
+/// one (`Backend::plan_probe`), on a copy of the data set's snapshot (only when the repeats
+/// restore one: the probe never touches the round's own database).
 async fn planner_probe(spec: &RoundSpec, setup: &Setup) -> Option<orders_bench_model::plans::PlanProbe> {
     let crate::fresh::Reset::Restore(snapshots) = &spec.reset else { return None };
     if !searches_products(&spec.mix) {
         return None;
     }
     let manifest = manifest::read(&setup.manifest).ok()?;
-    let template = crate::backend::postgres::template(&setup.databases.database_url, snapshots.label());
-    let source = plan_probe::Source {
-        admin_url: snapshots.admin_url(),
-        template: &template,
-        database_url: &setup.databases.database_url,
-        orders: manifest.orders,
-        products: manifest.products,
-    };
-    eprintln!("round {}: planner probe on a copy of {} ({} orders)", spec.name, source.template, source.orders);
-    let probe = plan_probe::run(&source).await;
+    let (label, orders) = (snapshots.label(), manifest.orders);
+    eprintln!("round {}: planner probe on a copy of snapshot {label} ({orders} orders)", spec.name);
+    let mut probe = None;
+    for target in setup.targets.iter() {
+        probe = target.backend.plan_probe(label, orders, manifest.products).await;
+        if probe.is_some() {
+            break;
+        }
+    }
+    let probe = probe?;
     match (&probe.error, probe.switch_after_inserts) {
         (Some(error), _) => eprintln!("round {}: the planner probe failed: {error}", spec.name),
         (None, Some(inserts)) => eprintln!(
