@@ -279,3 +279,44 @@ mod tests {
         assert_eq!(product_in("((doc -> 'items'::text) @> $1)"), None);
     }
 }
+
+/// The hook as a round uses it, against a database of the test's own on the local stack.
+#[cfg(test)]
+mod hook_tests {
+    use crate::Backend as _;
+    use crate::databases::pg_session;
+    use crate::hybrid::Hybrid;
+    use crate::postgres::Postgres;
+    use orders_bench_model::explain::{EngineExplain, PgExplain};
+
+    /// Only orders-pg's jsonb layout keeps a plan log (its figures are where S1's scans are
+    /// attributed); the hybrid layout on the same engine has none to turn on.
+    #[tokio::test]
+    async fn orders_pgs_plan_log_attributes_a_scan_of_its_own_database_and_the_hybrid_keeps_none() {
+        let url = orders_pg::testing::fresh_database().await;
+        orders_pg::PgStore::connect(&orders_pg::PgConfig::with_url(url.clone())).await.expect("migrate");
+        assert!(Hybrid::new(&url).plan_log(0.0).await.is_none(), "the hybrid keeps no plan log");
+        let mut log = match Postgres::at(&url).plan_log(0.0).await {
+            Some(Ok(log)) => log,
+            Some(Err(error)) => panic!("turning the plan log on: {error:#}"),
+            None => panic!("orders-pg keeps a plan log"),
+        };
+        log.mark().await.expect("the log's position");
+        let (client, _connection) = pg_session(&url).await.expect("a new session, which logs its plans");
+        client.simple_query("SET enable_indexscan = off; SET enable_bitmapscan = off").await.expect("set");
+        client.simple_query("SELECT doc FROM orders WHERE doc->>'status' = 'shipped'").await.expect("a scan");
+        let mut seen = 0;
+        for _ in 0..50 {
+            let mut figures = EngineExplain::Pg(Box::new(PgExplain { seq_scans: Some(1.0), ..PgExplain::default() }));
+            log.add_scans(&mut figures).await;
+            let scans = figures.as_pg().and_then(|pg| pg.scans.clone()).expect("scans in the figures");
+            assert_eq!(scans.error, None);
+            seen = scans.other_seq_scans;
+            if seen >= 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(seen, 1, "the scan of another statement, logged on its database");
+    }
+}
