@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 const ALWAYS: [&str; 2] = ["pg", "mongo"];
 
 /// One name of `--targets` (clap's value parser): an engine the runner knows
-/// (`backend::NAMES`), or an error naming them all.
+/// (`orders_bench_engines::NAMES`), or an error naming them all.
 pub fn parse_name(text: &str) -> Result<String, String> {
     match NAMES.contains(&text) {
         true => Ok(text.to_owned()),
