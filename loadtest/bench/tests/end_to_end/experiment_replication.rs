@@ -3,7 +3,8 @@
 //! the WAL sent to each standby and the bytes its standbys received on the wire positive, and the
 //! 100 KB inserts shipping more than the 1 KB ones on both engines; every row saying what each
 //! write waited for as the servers report it (a synchronous standby and `synchronous_commit=on`;
-//! `w: majority, j: true` on 2 of 3 members; on the single servers, no standby). Gated like the
+//! `w: majority, j: true` on 2 of 3 members; on the single servers, no standby); every standby's
+//! and secondary's lag sampled during the write windows. Gated like the
 //! services' `replicas::` tests: skipped, saying so, without `REPLICA_DATABASE_URL` (root:
 //! `stack.sh start --replicas 3 --only-replicas`, then `eval "$(infra/local/stack.sh env)"`).
 
@@ -56,6 +57,23 @@ fn assert_replicated_row(row: &Value) {
     let mongo = waited["mongo"].as_str().expect("mongo waited");
     assert!(mongo.starts_with("w:majority, j:true"), "{mongo}");
     assert_eq!((waited["mongo_acknowledged_by"].as_u64(), waited["mongo_members"].as_u64()), (Some(2), Some(3)));
+    assert_lag_sampled(row);
+}
+
+/// Every standby and secondary, and only they, have a lag sampled during the write window.
+fn assert_lag_sampled(row: &Value) {
+    let lag = row["lag"].as_object().unwrap_or_else(|| panic!("a lag per member: {row:#}"));
+    for engine in ["pg", "mongo"] {
+        let primary = row["primaries"][engine].as_str().expect("the primary");
+        let members: Vec<_> = lag.iter().filter(|(m, _)| m.starts_with(engine)).collect();
+        assert_eq!(members.len(), 2, "{engine}: both standbys' lag: {lag:?}");
+        for (member, l) in members {
+            assert_ne!(member, primary, "the primary has no lag of its own: {lag:?}");
+            assert!(number(&l["samples"]) > 0.0, "{member} was sampled: {l}");
+            let (median, max) = (number(&l["median_ms"]), number(&l["max_ms"]));
+            assert!((0.0..=max).contains(&median) && max < 60_000.0, "{member}: {l}");
+        }
+    }
 }
 
 #[tokio::test]
@@ -85,6 +103,7 @@ async fn replication_ships_bytes_per_write_and_every_row_says_what_each_write_wa
         assert_eq!(waited["pg_sync_standbys"].as_array().map(Vec::len), Some(0), "a single server: {waited:#}");
         assert!(waited["mongo"].as_str().is_some_and(|m| m.starts_with("w:majority, j:true")), "{waited:#}");
         assert!(number(&r["pg"]["log_bytes"]) > 0.0, "{r:#}");
+        assert_eq!(r["lag"].as_object().map(|l| l.len()), Some(0), "a single server has no standby: {r:#}");
     }
     // Reads on the primary, then spread: where they went is each service's word, every probe's
     // order was found, and each read round measured both targets.
@@ -108,6 +127,7 @@ async fn replication_ships_bytes_per_write_and_every_row_says_what_each_write_wa
     }
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
     assert!(report.contains("## Reads on the primary, and spread over the members"), "{report}");
+    assert!(report.contains("## Replication lag during the write windows (replicated)"), "{report}");
     assert!(
         report.contains("## Bytes shipped per write (replicated)")
             && report.contains("A status update of a 100 KB order"),

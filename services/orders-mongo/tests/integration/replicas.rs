@@ -140,15 +140,34 @@ async fn an_acknowledged_order_is_on_a_majority_and_diagnostics_say_so() {
         drop(locked);
         panic!("answered {} within {HELD:?} while no secondary could write (order {})", reply.status, reply.json["id"]);
     }
-    locked.unlock(&secondaries[0]).await;
+    // The secondary to unlock is one that fetches the oplog from the primary: MongoDB chains
+    // secondaries by default, and one that syncs from the other (still locked) gets nothing.
+    let unlocked = syncing_from(&primary, &secondaries).await;
+    locked.unlock(&unlocked).await;
     let reply = tokio::time::timeout(Duration::from_secs(10), post).await.expect("a 201 once a secondary writes again");
-    assert_eq!(reply.status, 201, "{}", reply.text);
+    assert_eq!(reply.status, 201, "unlocked {unlocked}: {}", reply.text);
     let id = reply.json["id"].as_i64().expect("an order id");
-    let holding = members_holding(&[primary.clone(), secondaries[0].clone()], &database, id).await;
+    let holding = members_holding(&[primary.clone(), unlocked.clone()], &database, id).await;
     assert_eq!(holding.len(), 2, "order {id} is on the primary and the unlocked secondary: {holding:?}");
     drop(locked);
 
     let _ = Client::with_uri_str(&uri).await.expect("client").database(&database).drop().await;
+}
+
+/// The first of `secondaries` whose sync source (`replSetGetStatus.syncSourceHost`, read on the
+/// primary) is the primary itself.
+async fn syncing_from(primary: &str, secondaries: &[String]) -> String {
+    let status = direct(primary).await.database("admin").run_command(doc! {"replSetGetStatus": 1}).await;
+    let status = status.unwrap_or_else(|error| panic!("replSetGetStatus on {primary}: {error}"));
+    let members = status.get_array("members").expect("members");
+    let source_of = |host: &str| {
+        members.iter().filter_map(|member| member.as_document()).find_map(|member| {
+            (member.get_str("name").ok() == Some(host))
+                .then(|| member.get_str("syncSourceHost").unwrap_or("").to_owned())
+        })
+    };
+    let found = secondaries.iter().find(|host| source_of(host).as_deref() == Some(primary));
+    found.unwrap_or_else(|| panic!("no secondary syncs from the primary {primary}: {members:?}")).clone()
 }
 
 /// `opcounters.query` of every member in `hosts`, as each one counts it.

@@ -24,8 +24,8 @@ pub struct Member {
 
 /// What the probe reads: the two engines' servers and, for replicas, the bridge.
 pub struct Probe {
-    pg: tokio_postgres::Client,
-    mongo: mongodb::Client,
+    pub(super) pg: tokio_postgres::Client,
+    pub(super) mongo: mongodb::Client,
     mongo_db: String,
     /// The namespace that holds the bridge (`orders-lan`), for replicas.
     lan: Option<String>,

@@ -8,6 +8,7 @@
 
 pub(super) mod cluster;
 mod counters;
+mod lag;
 mod spread;
 mod tables;
 mod window;
@@ -79,6 +80,8 @@ pub struct Row {
     pub window: BTreeMap<String, closed_loop::TargetRun>,
     pub pg: PerWrite,
     pub mongo: PerWrite,
+    /// Each standby's and secondary's lag during the write window (none for single servers).
+    pub lag: BTreeMap<String, lag::Lag>,
     /// Bytes/s each member sent and received with no load, just before the window.
     pub idle_bytes_per_second: BTreeMap<String, f64>,
     /// Cores each member used with no load, in the same seconds.
@@ -193,7 +196,9 @@ async fn deployment(
             let before = probe.sample().await?;
             let waited = cluster::waited(&diagnostics, &before, patroni).await;
             eprintln!("experiment: {} {mix} {}: PostgreSQL {}; MongoDB {}", name, size.label, waited.pg, waited.mongo);
-            let runs = rounds::closed_loop(ctx, &urls, work, 1, ctx.scale.closed_seconds, minimal).await?;
+            let window = rounds::closed_loop(ctx, &urls, work, 1, ctx.scale.closed_seconds, minimal);
+            let (runs, lag) = lag::during(probe, window).await;
+            let runs = runs?;
             let after = probe.sample().await?;
             let oplog = match (before.oplog_last, after.oplog_last) {
                 (Some(from), Some(to)) => Some(probe.oplog_since(from, to).await?),
@@ -225,6 +230,7 @@ async fn deployment(
                 window: run.targets.clone(),
                 pg,
                 mongo,
+                lag,
                 idle_bytes_per_second: window::idle_rates(&idle_start, &before),
                 idle_cores: window::idle_cores(&idle_start, &before),
                 at_max_rate: measured.as_ref().map(|m| at_max_rate(&m.round)).unwrap_or_default(),

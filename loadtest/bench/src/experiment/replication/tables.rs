@@ -300,6 +300,15 @@ pub fn outcome(rows: &[Row], reads: &[SpreadRow], refs: Vec<RoundRef>, replicas:
         details: vec![
             Block::Heading(2, "Bytes shipped per write (replicated)".into()),
             bytes_table(rows),
+            Block::Heading(2, "Replication lag during the write windows (replicated)".into()),
+            Block::Paragraph(
+                "Sampled on each primary four times a second while the write window ran: a PostgreSQL \
+                 standby's `pg_stat_replication.replay_lag` (the primary's flush of the WAL to the standby's \
+                 replay of it), a MongoDB secondary's `lastAppliedWallTime` behind the primary's \
+                 (`replSetGetStatus`). How stale a read on that member could be; not what a write waited for."
+                    .into(),
+            ),
+            lag_table(rows),
             Block::Heading(2, "Durable write cost, replicated and single".into()),
             cost_table(rows),
             Block::Heading(2, "Reads on the primary, and spread over the members (replicated, 1 KB)".into()),
@@ -319,6 +328,32 @@ pub fn outcome(rows: &[Row], reads: &[SpreadRow], refs: Vec<RoundRef>, replicas:
         rounds: refs,
         extra: [("reads_spread".to_owned(), serde_json::to_value(reads).unwrap_or_default())].into_iter().collect(),
     }
+}
+
+/// Per replicated row and engine: the member written to, every other member's median and largest lag.
+fn lag_table(rows: &[Row]) -> Block {
+    let mut out = Vec::new();
+    for row in rows.iter().filter(|r| r.deployment == "replicated") {
+        for (label, key, _) in engines(row) {
+            let lags: Vec<String> = row
+                .lag
+                .iter()
+                .filter(|(member, _)| member.starts_with(key) && Some(*member) != row.primaries.get(key))
+                .map(|(member, l)| {
+                    format!(
+                        "{member} {} (max {}, {} samples)",
+                        format::ms(Some(l.median_ms)),
+                        format::ms(Some(l.max_ms)),
+                        l.samples
+                    )
+                })
+                .collect();
+            let lags = if lags.is_empty() { NONE.to_owned() } else { lags.join(", ") };
+            let primary = row.primaries.get(key).cloned().unwrap_or_else(|| NONE.to_owned());
+            out.push(vec![format!("{} {}", row.mix, row.size), label.to_owned(), primary, lags]);
+        }
+    }
+    headed(&["write", "engine", "primary (written to)", "lag: median (max) per standby or secondary"], out)
 }
 
 /// The read rate on the primary against spread, per engine, and what the first reads missed.
