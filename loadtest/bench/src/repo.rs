@@ -7,7 +7,6 @@ use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
 pub const SCRIPT: &str = "loadtest/k6/orders.js";
-pub const STACK: &str = "infra/local/stack.sh";
 
 fn search_up(start: &Path) -> Option<PathBuf> {
     start.ancestors().find(|dir| dir.join(SCRIPT).is_file()).map(Path::to_path_buf)

@@ -76,9 +76,10 @@ impl ScanAttribution {
     }
 }
 
-/// The planner probe of a round (`round::plan_probe`): the product search's plans on a copy of
-/// the round's data, before any load, as the GIN pending list grows. It shows whether finding F1
-/// can happen at this table size, from how many inserts on, and what a prepared statement keeps.
+/// The planner probe of a round (`orders_bench_engines::postgres::plan_probe`): the product
+/// search's plans on a copy of the round's data, before any load, as the GIN pending list grows.
+/// It shows whether finding F1 can happen at this table size, from how many inserts on, and what a
+/// prepared statement keeps.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PlanProbe {
     pub orders: u64,

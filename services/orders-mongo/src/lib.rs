@@ -4,13 +4,12 @@
 //! `migrations/mongo` (`indexes`), how driver errors map to store errors (`error`), pool figures
 //! from the driver's pool events (`pool`) and the `/diagnostics` report (`diagnostics`, with
 //! `replication`: the member written to and what a write waits for, and `tls`: whether the
-//! connections are encrypted, `tls=true` in `MONGODB_URI`); `admin`
-//! holds what the bench runner asks this database besides (seeding checks, `fsync`, sizes, counts,
-//! samples). The HTTP API itself is the shared `orders-http` crate.
+//! connections are encrypted, `tls=true` in `MONGODB_URI`). What the bench runner asks this
+//! database besides (seeding checks, `fsync`, sizes, counts, samples) lives in
+//! `orders-bench-engines`. The HTTP API itself is the shared `orders-http` crate.
 
 #![forbid(unsafe_code)]
 
-pub mod admin;
 mod bson_bytes;
 pub mod config;
 pub mod diagnostics;

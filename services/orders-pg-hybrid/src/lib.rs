@@ -4,16 +4,16 @@
 //! command line (the same Postgres settings as orders-pg), `migrate` applies
 //! `migrations/postgres-hybrid`, `sql` holds every statement (each answer joins the columns back
 //! into the document, so the JSON is byte for byte orders-pg's), `store` implements `OrderStore`
-//! on orders-pg's pool, `diagnostics` reports this layout, and `admin` holds what the bench runner sends it besides. Connections, statement modes,
-//! errors and the report's types are orders-pg's.
+//! on orders-pg's pool, and `diagnostics` reports this layout. Connections, statement modes,
+//! errors and the report's types are orders-pg's; what the bench runner sends this layout
+//! besides lives in `orders-bench-engines`.
 
 #![forbid(unsafe_code)]
 
-// First: its `order_json!` and `rest_of!` macros are `admin`'s too.
+// First: its `order_json!` and `rest_of!` macros are used by the modules after it.
 #[macro_use]
 pub mod sql;
 
-pub mod admin;
 pub mod config;
 pub mod diagnostics;
 pub mod migrate;

@@ -15,7 +15,9 @@ use tokio_postgres::types::Type;
 
 /// The API's order: `doc` with `id`, `customer.id`, `status` and `updated_at` from the columns
 /// (`updated_at` in the API's form, RFC 3339 UTC with milliseconds). Column names are unqualified:
-/// `orders` and `order_items` share none.
+/// `orders` and `order_items` share none. Exported for the bench's seeding and fingerprint
+/// (`orders_bench_engines::hybrid::admin`), which must build the same JSON.
+#[macro_export]
 macro_rules! order_json {
     () => {
         "doc || jsonb_build_object(\
@@ -26,7 +28,8 @@ macro_rules! order_json {
     };
 }
 
-/// `$5` (the order's JSON) without the fields the columns hold.
+/// `$5` (the order's JSON) without the fields the columns hold (exported like `order_json!`).
+#[macro_export]
 macro_rules! rest_of {
     ($param:literal) => {
         concat!($param, "::jsonb - 'id' - 'status' - 'updated_at' #- '{customer,id}'")

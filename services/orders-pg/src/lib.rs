@@ -6,12 +6,11 @@
 //! keyed insert and the status change, shared with `orders-pg-hybrid`), and `diagnostics` reads
 //! back what the server is really doing (settings, GIN pending list, table counters, plans of the
 //! product query), with `replication` (the member the pool writes to and what a commit waits for,
-//! shared with `orders-pg-hybrid`). `admin` holds what the bench runner asks this database besides (seeding,
-//! counts, `CHECKPOINT`, WAL figures).
+//! shared with `orders-pg-hybrid`). What the bench runner asks this database besides (seeding,
+//! counts, `CHECKPOINT`, WAL figures) lives in `orders-bench-engines`.
 
 #![forbid(unsafe_code)]
 
-pub mod admin;
 pub mod config;
 pub mod diagnostics;
 pub mod errors;

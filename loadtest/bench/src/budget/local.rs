@@ -6,8 +6,8 @@
 //! databases elsewhere are refused here too ([`local_only`]).
 
 use super::{Applied, Budget, BudgetArgs, Cap, demo_default, machine_memory, stack_method};
-use crate::stack::Stack;
 use anyhow::{Result, bail};
+use orders_bench_engines::stack::Stack;
 use orders_bench_report::format::bytes;
 use std::collections::BTreeMap;
 

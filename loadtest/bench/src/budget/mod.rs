@@ -12,9 +12,9 @@
 pub mod local;
 pub mod record;
 
-use crate::stack::Stack;
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use orders_bench_engines::stack::Stack;
 use orders_bench_report::format::bytes;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -231,7 +231,7 @@ const STACK_SERVERS: [(&str, &str); 3] =
 /// Whether `databases` are on the servers of the stack whose `stack.sh env` is `stack_env`:
 /// orders-pg's on its PostgreSQL and orders-mongo's on its mongod, any other's on any of them (the
 /// hybrid's on its own server, or on orders-pg's).
-fn on_the_stack(databases: &crate::databases::Databases, stack_env: &BTreeMap<String, String>) -> bool {
+fn on_the_stack(databases: &orders_bench_engines::databases::Databases, stack_env: &BTreeMap<String, String>) -> bool {
     let port = crate::components::local_port;
     let on =
         |url: &str, variable: &str| port(url).is_some() && port(url) == stack_env.get(variable).and_then(|u| port(u));
@@ -245,7 +245,7 @@ fn on_the_stack(databases: &crate::databases::Databases, stack_env: &BTreeMap<St
 /// can budget), then applies the budget `args` ask for on top of the current one.
 pub async fn apply_to_round(
     args: &BudgetArgs,
-    databases: &crate::databases::Databases,
+    databases: &orders_bench_engines::databases::Databases,
     repo: &std::path::Path,
 ) -> Result<Applied> {
     let stack = Stack::plain(repo);
@@ -313,7 +313,7 @@ mod tests {
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .into_iter()
         .collect();
-        let databases = |pg: &str, others: &[&str]| crate::databases::Databases {
+        let databases = |pg: &str, others: &[&str]| orders_bench_engines::databases::Databases {
             database_url: pg.into(),
             mongodb_uri: "mongodb://127.0.0.1:58017".into(),
             mongodb_db: "orders".into(),

@@ -3,8 +3,8 @@
 //! its diagnostics, and the one-line label the report and the headline use ("0.25 CPU and 4.0 GiB
 //! each", "no budgets", or "UNEQUAL budgets").
 
-use crate::backend::Targets;
 use crate::diagnostics::Snapshot;
+use orders_bench_engines::Targets;
 pub use orders_bench_model::budget::{CgroupVersion as Version, DbBudget};
 use orders_bench_report::format::bytes;
 use orders_budget::{Placement, Reading};

@@ -185,7 +185,7 @@ async fn body(
         urls.push((info.name, service.url.clone()));
         started.services.push(service);
     }
-    let targets = crate::backend::Targets::new(&databases, &urls)?;
+    let targets = orders_bench_engines::Targets::new(&databases, &urls)?;
     let client = crate::diagnostics::Client::new(&targets)?;
     services::wait_ready(&client, &mut started.services).await?;
     let up: Vec<String> = started.services.iter().map(|s| format!("{} {}", s.name, s.url)).collect();

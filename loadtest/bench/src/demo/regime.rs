@@ -6,8 +6,8 @@
 
 use crate::budget::{Applied, Cap};
 use crate::round::{self, RoundSpec, Setup};
-use crate::stack::Stack;
 use anyhow::{Context, Result};
+use orders_bench_engines::stack::Stack;
 use orders_bench_model::regime::{RegimeCheck, RegimeStep};
 use orders_bench_model::result::{RatePlan, RoundResult};
 use orders_bench_model::step_cost;

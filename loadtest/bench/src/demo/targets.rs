@@ -4,15 +4,15 @@
 //! second PostgreSQL server (`HYBRID_DATABASE_URL`, a CPU budget of its own). Not by default: on
 //! two cores a third database and service take CPU the other two would have.
 
-use crate::backend::{NAMES, hybrid};
 use anyhow::{Context, Result, bail};
+use orders_bench_engines::{NAMES, hybrid};
 use std::collections::BTreeMap;
 
 /// The targets every demo runs.
 const ALWAYS: [&str; 2] = ["pg", "mongo"];
 
 /// One name of `--targets` (clap's value parser): an engine the runner knows
-/// (`backend::NAMES`), or an error naming them all.
+/// (`orders_bench_engines::NAMES`), or an error naming them all.
 pub fn parse_name(text: &str) -> Result<String, String> {
     match NAMES.contains(&text) {
         true => Ok(text.to_owned()),
@@ -51,7 +51,7 @@ pub fn other_databases(
             hybrid::STACK_URL
         )
     })?;
-    Ok(vec![(hybrid::NAME.to_owned(), crate::databases::with_database(server, db_name))])
+    Ok(vec![(hybrid::NAME.to_owned(), orders_bench_engines::databases::with_database(server, db_name))])
 }
 
 #[cfg(test)]

@@ -1,14 +1,14 @@
 //! The services' `GET /diagnostics`, fetched from every target at the same moment: raw JSON is kept
 //! for the result folder, and each engine's backend reads the figures the bench compares
-//! (counters, sizes, plans, settings) into types (`crate::backend::*::snapshot`). A field a service
+//! (counters, sizes, plans, settings) into types (`orders_bench_engines::*::snapshot`). A field a service
 //! does not report becomes `None`/empty rather than an error, so a report from an older or
 //! differently configured service still renders. `probe` samples the databases during a run.
 
 pub mod probe;
 
-use crate::backend::Targets;
 use anyhow::{Context, Result, bail};
 use indexmap::IndexMap;
+use orders_bench_engines::Targets;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Duration;
@@ -25,8 +25,8 @@ pub struct Snapshot {
 #[cfg(test)]
 pub mod samples {
     //! Trimmed `/diagnostics` answers of both services as they really look, and a snapshot of both.
-    pub use crate::backend::mongo::snapshot::samples::mongo;
-    pub use crate::backend::postgres::snapshot::samples::pg;
+    pub use orders_bench_engines::mongo::snapshot::samples::mongo;
+    pub use orders_bench_engines::postgres::snapshot::samples::pg;
 
     /// Both services' answers at one moment.
     pub fn both(at_s: f64, pg: serde_json::Value, mongo: serde_json::Value) -> super::Snapshot {

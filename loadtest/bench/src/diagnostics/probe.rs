@@ -12,8 +12,8 @@
 //! for the snapshots before and after a run.
 
 use super::{Client, Snapshot};
-use crate::backend::{Sampler, Targets};
 use indexmap::IndexMap;
+use orders_bench_engines::{Sampler, Targets};
 use orders_bench_model::cpu::ProbeCost;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -102,10 +102,10 @@ impl Probe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::mongo::snapshot::MongoSnapshot;
-    use crate::backend::postgres::snapshot::PgSnapshot;
-    use crate::databases::Databases;
     use mongodb::bson::{Document, doc};
+    use orders_bench_engines::databases::Databases;
+    use orders_bench_engines::mongo::snapshot::MongoSnapshot;
+    use orders_bench_engines::postgres::snapshot::PgSnapshot;
 
     fn mongodb_uri() -> String {
         // Tests read the environment directly, as the other database tests do.

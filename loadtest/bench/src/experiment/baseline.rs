@@ -6,9 +6,9 @@
 //! figure through the service it shows what the service's way of asking adds.
 
 use crate::components::local_port;
-use crate::databases::Databases;
 use crate::procstat;
 use anyhow::{Context, Result, bail};
+use orders_bench_engines::databases::Databases;
 use orders_dataset::manifest::Manifest;
 use serde::Serialize;
 use std::path::Path;

@@ -5,11 +5,11 @@
 //! own", which `doc-size` measures beside them. Which ones run is `--targets` (`Selection`):
 //! PostgreSQL and MongoDB always, since every study row compares them; the hybrid only on a
 //! PostgreSQL server of its own (`own_server`). Everything else in the
-//! runner takes its targets from the backends (`crate::backend`); every name here is the
+//! runner takes its targets from the backends (`orders_bench_engines`); every name here is the
 //! backend's own constant.
 
-use crate::backend::{Identity, hybrid, mongo, postgres};
 use anyhow::{Result, bail};
+use orders_bench_engines::{Identity, hybrid, mongo, postgres};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -25,7 +25,7 @@ impl Target {
     /// Every target, in the order the report shows them (the backends' order).
     pub const ALL: [Target; 3] = [Target::Pg, Target::Mongo, Target::Pgh];
 
-    /// Its engine's names (`crate::backend::Identity`).
+    /// Its engine's names (`orders_bench_engines::Identity`).
     pub const fn identity(self) -> Identity {
         match self {
             Target::Pg => postgres::IDENTITY,
@@ -148,7 +148,7 @@ pub fn own_server(pg_url: &str, url: Option<&str>) -> std::result::Result<String
         return Err(format!(
             "its database ({}) is on orders-pg's PostgreSQL server, and WAL per update is read from the server's WAL \
              position, which would sum both layouts' writes: give it a server of its own",
-            crate::databases::redact(url)
+            orders_bench_engines::databases::redact(url)
         ));
     }
     Ok(url.to_owned())

@@ -294,14 +294,13 @@ async fn prefill(ctx: &mut Ctx, data: Data) -> Result<(u32, String)> {
         return Ok((FALLBACK_PREFILL, format!("{FALLBACK_PREFILL} (no planner probe against deployed databases)")));
     };
     let manifest = orders_dataset::manifest::read(&ctx.manifest)?;
-    let source = crate::round::plan_probe::Source {
-        admin_url: snapshots.admin_url(),
-        template: &crate::backend::postgres::template(&ctx.databases.database_url, snapshots.label()),
-        database_url: &ctx.databases.database_url,
-        orders: manifest.orders,
-        products: manifest.products,
-    };
-    let probe = crate::round::plan_probe::run(&source).await;
+    let probe = orders_bench_engines::postgres::plan_probe::on_snapshot(
+        &ctx.databases.database_url,
+        snapshots.label(),
+        manifest.orders,
+        manifest.products,
+    )
+    .await;
     Ok(match probe.switch_after_inserts {
         Some(inserts) => {
             let prefill = u32::try_from(inserts * 2).unwrap_or(u32::MAX).max(MIN_PREFILL);

@@ -8,11 +8,11 @@
 //! catalog already proves for every round.
 
 use super::Ctx;
-use crate::backend::Backend;
-use crate::backend::hybrid::Hybrid;
-use crate::databases::{pg_session, redact};
 use anyhow::{Context, Result};
-use orders_pg::admin::{self, IndexEntry};
+use orders_bench_engines::Backend;
+use orders_bench_engines::databases::{pg_session, redact};
+use orders_bench_engines::hybrid::Hybrid;
+use orders_bench_engines::postgres::admin::{self, IndexEntry};
 use serde::Serialize;
 
 /// What the catalogs said, or why they were not read.
@@ -92,11 +92,11 @@ pub async fn read(ctx: &Ctx) -> HybridCatalog {
 /// `create`; migrated as the service does) and of orders-pg's at `jsonb_url`.
 async fn read_at(url: &str, jsonb_url: &str, create: bool) -> HybridCatalog {
     let read = async {
+        let hybrid = Hybrid::new(url);
         if create {
-            Hybrid::new(url).create_database().await?;
+            hybrid.create_database().await?;
         }
-        let (mut client, _connection) = pg_session(url).await?;
-        orders_pg_hybrid::migrate::run(&mut client).await.context("applying migrations/postgres-hybrid")?;
+        hybrid.migrate().await?;
         anyhow::Ok((indexes_of(url).await?, indexes_of(jsonb_url).await?))
     };
     let database = Some(redact(url));

@@ -68,7 +68,7 @@ fn seed_args(ctx: &Ctx, data: Data) -> SeedArgs {
 /// the manifest. For the closed loops, which are not rounds.
 pub async fn reload(ctx: &mut Ctx, data: Data) -> Result<Manifest> {
     let reset = ctx.reset_for(data).await?;
-    let targets = crate::backend::Targets::new(&ctx.databases, &[])?;
+    let targets = orders_bench_engines::Targets::new(&ctx.databases, &[])?;
     crate::fresh::prepare(&reset, &targets, crate::fresh::QUIET_WAIT, "experiment:").await?;
     manifest::read(&ctx.manifest)
 }
@@ -140,7 +140,7 @@ pub async fn measure(ctx: &mut Ctx, plan: &RoundPlan<'_>) -> Result<Option<Measu
             ..RoundSpec::new(plan.name.clone(), plan.mix, rates)
         };
         let setup = Setup {
-            targets: crate::backend::Targets::new(&ctx.databases, &urls.services())?,
+            targets: orders_bench_engines::Targets::new(&ctx.databases, &urls.services())?,
             databases: ctx.databases.clone(),
             // Experiments drive with the native generator, which needs no k6 (as `round` without
             // `--generator k6`).

@@ -3,8 +3,8 @@
 //! the pending list fills with inserts, and whether the scans start once it has (study S1's
 //! finding F1), as a chart per quantity with one line per variant.
 
-use crate::backend::postgres::snapshot::PgSnapshot;
 use crate::diagnostics::Snapshot as Pair;
+use orders_bench_engines::postgres::snapshot::PgSnapshot;
 use orders_bench_report::charts::{Chart, Point as ChartPoint, Series};
 use serde::Serialize;
 use std::path::Path;

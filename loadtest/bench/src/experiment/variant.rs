@@ -10,10 +10,10 @@
 //! setting of an index the layout does not have (`gin_fastupdate`: the hybrid has no GIN index,
 //! its service ignores `PG_GIN_FASTUPDATE` and reports none).
 
-use crate::backend::mongo::snapshot::MongoSnapshot;
-use crate::backend::postgres::snapshot::PgSnapshot;
 use crate::diagnostics::Snapshot;
 use crate::experiment::engine::Target;
+use orders_bench_engines::mongo::snapshot::MongoSnapshot;
+use orders_bench_engines::postgres::snapshot::PgSnapshot;
 use serde::Serialize;
 
 /// A setting `/diagnostics` must report: `gin_fastupdate`, `plan_cache_mode`, `statement_mode`,

@@ -11,10 +11,10 @@ mod quiet;
 pub mod snapshot;
 pub mod unbudgeted;
 
-use crate::backend::Targets;
 use crate::seed::{self, SeedArgs};
-use crate::stack::Stack;
 use anyhow::{Context, Result};
+use orders_bench_engines::Targets;
+use orders_bench_engines::stack::Stack;
 use orders_bench_model::start::{DatabaseStart, StartState};
 pub use snapshot::Snapshots;
 use std::time::{Duration, Instant};

@@ -9,9 +9,9 @@
 //! `QUIET_UNWRITTEN_MIB` unwritten. It waits at most `limit`; the repeat then goes on, and its
 //! record says why the start was not quiet.
 
-use crate::backend::{Target, Targets};
 use crate::components::locate;
 use crate::procstat;
+use orders_bench_engines::{Target, Targets};
 use orders_bench_model::cpu::Role;
 use orders_bench_model::start::{DatabaseStart, QUIET_CORES, QUIET_UNWRITTEN_MIB, StartState};
 use std::time::{Duration, Instant};
@@ -111,7 +111,7 @@ pub async fn wait(targets: &Targets, limit: Duration, start: &mut StartState) {
 mod tests {
     use super::*;
 
-    use crate::databases::{Databases, pg_session};
+    use orders_bench_engines::databases::{Databases, pg_session};
 
     /// The test servers (`infra/local/stack.sh env`), with a database of the test's own on
     /// PostgreSQL.

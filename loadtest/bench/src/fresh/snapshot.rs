@@ -6,17 +6,16 @@
 //! snapshot was, where every reload lays the files out anew (mongod's on-disk size differed by 3%
 //! between two reloads).
 
-use crate::backend::{self, Backend, Local};
-use crate::databases::Databases;
-use crate::stack::Stack;
 use anyhow::{Context, Result};
+use orders_bench_engines::databases::Databases;
+use orders_bench_engines::stack::Stack;
+use orders_bench_engines::{self as backend, Backend, Local};
 use std::sync::Arc;
 
 /// The snapshots of one data set.
 #[derive(Clone)]
 pub struct Snapshots {
     stack: Stack,
-    admin_url: String,
     label: String,
     backends: Vec<Arc<dyn Backend>>,
 }
@@ -39,7 +38,6 @@ impl Snapshots {
             // mongod restarts under a snapshot and a restore: it stays the stack's server, not
             // one of the command's processes.
             stack: stack.unmarked(),
-            admin_url: crate::backend::postgres::Postgres::new(databases).admin_url(),
             label: label.to_owned(),
             backends: backend::all(databases),
         };
@@ -48,12 +46,6 @@ impl Snapshots {
             backend.snapshot(&snapshots.local()).await.with_context(|| format!("the snapshot of {name}"))?;
         }
         Ok(snapshots)
-    }
-
-    /// A connection URL to orders-pg's PostgreSQL server's `postgres` database (the planner probe
-    /// copies its snapshot there).
-    pub fn admin_url(&self) -> &str {
-        &self.admin_url
     }
 
     /// The local stack the snapshots are kept on.

@@ -6,8 +6,8 @@
 //! budget is back before the runner waits for quiet databases and long before the first step,
 //! and the per-step CPU figures read the cgroups' counters during the load only.
 
-use crate::stack::Stack;
 use anyhow::{Context, Result};
+use orders_bench_engines::stack::Stack;
 
 /// Runs `work` with the CPU budget the stack's servers share lifted (`stack.sh budget --db-cpus
 /// none`; memory stays as it is), and puts it back whether `work` failed or not; returns its

@@ -8,9 +8,9 @@
 //! A failed check refuses the round unless `--allow-mismatch`, and then the report says so at the
 //! top.
 
-use crate::backend::{Facts, Targets};
 use crate::diagnostics::Snapshot;
 use indexmap::IndexMap;
+use orders_bench_engines::{Facts, Targets};
 use orders_bench_model::fairness::{Check, Fairness};
 use orders_dataset::manifest::Manifest;
 use std::collections::BTreeMap;
@@ -194,9 +194,9 @@ pub fn check_all(manifest: Option<&Manifest>, inserted: &BTreeMap<String, u64>, 
 #[cfg(test)]
 pub mod tests {
     use super::*;
-    use crate::backend::Targets;
-    use crate::databases::Databases;
     use crate::diagnostics::samples;
+    use orders_bench_engines::Targets;
+    use orders_bench_engines::databases::Databases;
     use orders_core::Timestamp;
     use orders_dataset::Profile;
     use orders_dataset::manifest::TargetRecord;

@@ -434,15 +434,15 @@ pub(crate) mod tests {
             step_seconds: Duration::from_secs(4),
             factor: Some(1.5),
         });
-        let databases = crate::databases::Databases {
+        let databases = orders_bench_engines::databases::Databases {
             database_url: String::new(),
             mongodb_uri: String::new(),
             mongodb_db: String::new(),
-            ..crate::databases::Databases::default()
+            ..orders_bench_engines::databases::Databases::default()
         };
         let urls = [("pg", "http://127.0.0.1:1"), ("mongo", "http://127.0.0.1:2")].map(|(n, u)| (n.into(), u.into()));
         let setup = Setup {
-            targets: crate::backend::Targets::new(&databases, &urls).expect("targets"),
+            targets: orders_bench_engines::Targets::new(&databases, &urls).expect("targets"),
             databases,
             k6: PathBuf::new(),
             script: PathBuf::new(),

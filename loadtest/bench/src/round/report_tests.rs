@@ -3,9 +3,9 @@
 //! round is named at the top, and the combined result.json reads back.
 
 use super::fairness;
-use crate::backend::Targets;
-use crate::databases::Databases;
 use crate::diagnostics::{Snapshot, samples};
+use orders_bench_engines::Targets;
+use orders_bench_engines::databases::Databases;
 use orders_bench_model::cpu::CpuReport;
 use orders_bench_model::explain::Explain;
 use orders_bench_model::result::{self, RoundResult};
@@ -316,7 +316,9 @@ fn the_headline_says_in_words_which_rows_are_not_database_limited() {
     assert!(head.contains("like two equal database machines; the load generator, both services"), "{head}");
     let mut three = shop.clone();
     three.targets = orders_bench_model::target::TargetInfo::legacy();
-    three.targets.push(crate::backend::Backend::info(&crate::backend::hybrid::Hybrid::new("postgres://h:55433/o")));
+    three
+        .targets
+        .push(orders_bench_engines::Backend::info(&orders_bench_engines::hybrid::Hybrid::new("postgres://h:55433/o")));
     let head = doc::markdown(&summary::budget_paragraph(&[&three]).into_iter().collect::<Vec<_>>());
     assert!(head.contains("like three equal database machines; the load generator, the three services"), "{head}");
     shop.budget = Some("no budgets (not root)".into());
@@ -604,7 +606,7 @@ fn f2_and_f3_are_not_seen_when_postgresql_writes_less_than_the_document_and_upda
 
 #[test]
 fn a_third_target_on_postgresql_gets_a_table_of_its_own_figures() {
-    use crate::backend::{Backend as _, hybrid::Hybrid};
+    use orders_bench_engines::{Backend as _, hybrid::Hybrid};
     use orders_bench_model::explain::EngineExplain;
     use orders_bench_model::target::TargetInfo;
     let out = std::env::temp_dir().join(format!("orders-bench-report-three-{}", std::process::id()));

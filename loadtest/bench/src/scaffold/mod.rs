@@ -7,12 +7,12 @@
 
 pub mod services;
 
-use crate::backend::Backend;
 use crate::budget::BudgetArgs;
 use crate::budget::local::Session;
-use crate::databases::{Databases, with_database};
-use crate::stack::Stack;
 use anyhow::{Context, Result, anyhow, bail};
+use orders_bench_engines::Backend;
+use orders_bench_engines::databases::{Databases, with_database};
+use orders_bench_engines::stack::Stack;
 use services::Service;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -116,7 +116,7 @@ impl<S> Started<S> {
 
 /// Every backend of `databases`, its database created.
 pub async fn create_databases(databases: &Databases) -> Result<Vec<Arc<dyn Backend>>> {
-    let backends = crate::backend::all(databases);
+    let backends = orders_bench_engines::all(databases);
     for backend in &backends {
         backend.create_database().await?;
     }

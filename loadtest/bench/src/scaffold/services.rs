@@ -4,8 +4,8 @@
 //! stopped with SIGTERM (SIGKILL after ten seconds). A `Service` that is dropped without being
 //! stopped is killed, so an error or a Ctrl-C never leaves one running.
 
-use crate::backend::{hybrid, mongo, postgres};
 use anyhow::{Context, Result, bail};
+use orders_bench_engines::{hybrid, mongo, postgres};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -116,7 +116,7 @@ pub type Var = (String, String);
 
 /// A service's environment on the local stack: what its backend sets (its database), the worker
 /// threads and the marker of the run that started it.
-pub fn local_env(backend: &dyn crate::backend::Backend, threads: &str, marker: &Var) -> Vec<Var> {
+pub fn local_env(backend: &dyn orders_bench_engines::Backend, threads: &str, marker: &Var) -> Vec<Var> {
     let mut env = backend.service_env();
     env.extend([("WORKER_THREADS".to_owned(), threads.to_owned()), marker.clone()]);
     env

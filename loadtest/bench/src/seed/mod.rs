@@ -6,9 +6,9 @@
 
 mod progress;
 
-use crate::backend::{self, Backend, Loaded};
 use anyhow::{Result, bail};
 use clap::Args;
+use orders_bench_engines::{self as backend, Backend, Loaded};
 use orders_core::Timestamp;
 use orders_dataset::Profile;
 use orders_dataset::manifest::{Manifest, TargetRecord};
@@ -46,7 +46,7 @@ pub struct SeedArgs {
     #[arg(long)]
     pub reset: bool,
     #[command(flatten)]
-    pub databases: crate::databases::Databases,
+    pub databases: orders_bench_engines::databases::Databases,
     /// Where to write the data set manifest that the k6 script and the bench runner read.
     #[arg(long, default_value = ".local/dataset.json")]
     pub manifest: PathBuf,

@@ -75,7 +75,7 @@ pub async fn read_back(url: &str, records: &[Request]) -> Result<Written> {
 
 /// The run's orders (ids `first..=last`) in PostgreSQL, on the primary `url` leads to.
 pub async fn pg_counts(url: &str, first: u64, last: u64, w: &mut Written) -> Result<()> {
-    let (client, _) = crate::backend::postgres::seed::connect(url).await?;
+    let (client, _) = orders_bench_engines::postgres::seed::connect(url).await?;
     let row = client
         .query_one(
             "SELECT count(*), count(DISTINCT idempotency_key), count(DISTINCT id) FROM orders \

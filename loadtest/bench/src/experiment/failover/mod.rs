@@ -154,7 +154,7 @@ pub async fn run(ctx: &mut Ctx, plan: Plan, budget: &[String]) -> Result<Outcome
 async fn measure(ctx: &mut Ctx, replicas: &Replicas, plan: Plan) -> Result<Outcome> {
     let db = ctx.databases.mongodb_db.clone();
     let databases = replicas.databases(&db)?;
-    for backend in crate::backend::all(&databases) {
+    for backend in orders_bench_engines::all(&databases) {
         backend.create_database().await.context("creating the database on the replicas")?;
     }
     let services = cluster::services_over(&ctx.services, &databases, &ctx.out.join("logs").join("replicated"))?;

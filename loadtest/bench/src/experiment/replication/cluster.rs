@@ -5,12 +5,12 @@
 //! `/diagnostics`, from `pg_stat_replication` and from Patroni, never from the configuration.
 
 use super::counters::Sample;
-use crate::databases::Databases;
 use crate::diagnostics::Snapshot;
 use crate::experiment::engine::Target;
 use crate::experiment::services::{Local, Services};
-use crate::stack::Stack;
 use anyhow::{Context, Result};
+use orders_bench_engines::databases::Databases;
+use orders_bench_engines::stack::Stack;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -45,7 +45,7 @@ impl Replicas {
     /// The replicas' databases, named `db` as the single servers'.
     pub fn databases(&self, db: &str) -> Result<Databases> {
         Ok(Databases {
-            database_url: crate::databases::with_database(self.get("REPLICA_DATABASE_URL")?, db),
+            database_url: orders_bench_engines::databases::with_database(self.get("REPLICA_DATABASE_URL")?, db),
             mongodb_uri: self.get("REPLICA_MONGODB_URI")?.to_owned(),
             mongodb_db: db.to_owned(),
             ..Databases::default()

@@ -67,8 +67,8 @@ impl Probe {
     pub async fn connect(pg_url: &str, mongo_uri: &str, mongo_db: &str, lan: Option<String>) -> Result<Self> {
         // The `postgres` database: a reload drops the experiment's (and ends its sessions), and
         // the WAL and pg_stat_replication are the server's anyway.
-        let admin = crate::databases::with_database(pg_url, "postgres");
-        let (pg, _) = crate::backend::postgres::seed::connect(&admin).await?;
+        let admin = orders_bench_engines::databases::with_database(pg_url, "postgres");
+        let (pg, _) = orders_bench_engines::postgres::seed::connect(&admin).await?;
         let mut options = mongodb::options::ClientOptions::parse(mongo_uri).await.context("MongoDB URI")?;
         options.app_name = Some("orders-bench-replication".into());
         let mongo = mongodb::Client::with_options(options).context("MongoDB client")?;

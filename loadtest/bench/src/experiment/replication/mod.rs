@@ -20,13 +20,13 @@ use super::output::{Outcome, RoundRef};
 use super::rounds::{self, Data, RoundPlan};
 use super::variant::{Variant, mongo, pg};
 use super::{Ctx, closed_loop};
-use crate::databases::Databases;
 use crate::experiment::engine::Target;
 use crate::experiment::services::Services;
-use crate::stack::Stack;
 use anyhow::{Context, Result, bail};
 use cluster::{Replicas, Waited};
 use counters::Probe;
+use orders_bench_engines::databases::Databases;
+use orders_bench_engines::stack::Stack;
 use orders_bench_model::result::RoundResult;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -109,7 +109,7 @@ pub async fn run(ctx: &mut Ctx, sizes: &[String], budget: &[String]) -> Result<O
 async fn measure(ctx: &mut Ctx, replicas: &Replicas, sizes: &[DocSize]) -> Result<Outcome> {
     let db = ctx.databases.mongodb_db.clone();
     let databases = replicas.databases(&db)?;
-    for backend in crate::backend::all(&databases) {
+    for backend in orders_bench_engines::all(&databases) {
         backend.create_database().await.context("creating the database on the replicas")?;
     }
     let services = cluster::services_over(&ctx.services, &databases, &ctx.out.join("logs").join("replicated"))?;

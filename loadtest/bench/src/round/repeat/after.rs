@@ -2,10 +2,10 @@
 //! let in, PostgreSQL's table counters flushed), the snapshots written, and the repeat's files.
 
 use super::write_json;
-use crate::backend::postgres;
 use crate::diagnostics::{self, Snapshot};
 use crate::round::{RoundSpec, Setup};
 use anyhow::{Context, Result};
+use orders_bench_engines::WalStats;
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
@@ -18,7 +18,7 @@ const STATS_LAG: Duration = Duration::from_millis(2500);
 /// Where the databases stand after the load.
 pub struct After {
     pub after: Snapshot,
-    pub wal_after: BTreeMap<String, postgres::WalStats>,
+    pub wal_after: BTreeMap<String, WalStats>,
     /// What the closing figures miss, if anything.
     pub notes: Vec<String>,
 }

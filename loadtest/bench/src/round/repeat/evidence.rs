@@ -1,21 +1,19 @@
 //! A repeat's explaining figures: each backend's reading of the snapshots before, during and
-//! after the run, PostgreSQL's WAL over it and the plan log's scans, and the CPU report with the
-//! component that set each target's limit.
+//! after the run, its write-ahead log over it and its plan log's scans (where the engine has
+//! them), and the CPU report with the component that set each target's limit.
 
-use crate::backend::postgres;
 use crate::diagnostics::Snapshot;
-use crate::round::{Setup, plan_log};
+use orders_bench_engines::{PlanLog, Targets, WalStats};
 use orders_bench_model::cpu::CpuReport;
-use orders_bench_model::explain::{EngineExplain, Explain};
+use orders_bench_model::explain::Explain;
 use orders_bench_model::limit;
-use orders_bench_model::plans::ScanAttribution;
 use orders_bench_model::result::TargetResult;
 use std::collections::BTreeMap;
 
 /// Every target's explaining figures from the snapshots before, during and after the run, each
 /// backend reading its own engine's part; `writes` gives a target's write requests.
 pub fn explain_all(
-    targets: &crate::backend::Targets,
+    targets: &Targets,
     before: &Snapshot,
     polled: &[Snapshot],
     after: &Snapshot,
@@ -32,35 +30,32 @@ pub fn explain_all(
 }
 
 /// The write-ahead log of every target whose engine has one to read (`Backend::wal_stats`), by
-/// target. PostgreSQL's figures are server-wide: a target's own where its database has a server of
-/// its own (the hybrid's on the local stack), orders-pg's and its together where they share one.
-pub async fn wal_by_target(targets: &crate::backend::Targets) -> BTreeMap<String, postgres::WalStats> {
+/// target. The figures are server-wide: a target's own where its database has a server of its
+/// own, shared with the other targets of its server where it has not.
+pub async fn wal_by_target(targets: &Targets) -> BTreeMap<String, WalStats> {
     let read = targets.iter().map(|t| async move { (t.name(), t.backend.wal_stats().await) });
     futures_util::future::join_all(read).await.into_iter().filter_map(|(name, wal)| Some((name, wal?))).collect()
 }
 
-/// Each PostgreSQL target's WAL records, full-page images and flushes over the run.
+/// Each target's write-ahead log over the run, where its engine read one before and after.
 pub fn add_wal(
     explain: &mut Explain,
-    before: &BTreeMap<String, postgres::WalStats>,
-    after: &BTreeMap<String, postgres::WalStats>,
+    targets: &Targets,
+    before: &BTreeMap<String, WalStats>,
+    after: &BTreeMap<String, WalStats>,
 ) {
-    for (name, figures) in explain.0.iter_mut() {
-        if let (EngineExplain::Pg(pg), Some(b), Some(a)) = (figures, before.get(name), after.get(name)) {
-            pg.add_wal_stats(a.records - b.records, a.fpi - b.fpi, a.flushes.zip(b.flushes).map(|(a, b)| a - b));
+    for target in targets.iter() {
+        let name = target.name();
+        if let (Some(figures), Some(b), Some(a)) = (explain.0.get_mut(&name), before.get(&name), after.get(&name)) {
+            target.backend.add_wal(figures, b, a);
         }
     }
 }
 
-/// The plan log's sequential scans since `from`, attributed to the plans that ran them, beside
-/// the scans PostgreSQL counted.
-pub async fn add_scans(explain: &mut Explain, setup: &Setup, threshold: f64, from: &plan_log::Position) {
-    let mut scans = plan_log::read(&setup.databases.database_url, from, threshold)
-        .await
-        .unwrap_or_else(|error| ScanAttribution::failed(threshold, format!("{error:#}")));
-    if let Some(pg) = explain.pg_mut() {
-        scans.unattributed = pg.seq_scans.map(|counted| counted - scans.seq_scans() as f64);
-        pg.scans = Some(scans);
+/// The plan log's scans since its mark, in the figures of the target whose log it is.
+pub async fn add_scans(explain: &mut Explain, target: &str, log: &dyn PlanLog) {
+    if let Some(figures) = explain.0.get_mut(target) {
+        log.add_scans(figures).await;
     }
 }
 

@@ -68,9 +68,9 @@ pub async fn run(spec: &RoundSpec, setup: &Setup, round_dir: &Path, index: u32) 
     notes.extend(targets.iter().filter_map(|(name, t)| retirement_note(&labels, name, t)));
 
     let mut explain = explain_all(&setup.targets, &before, &polled, &after, |name| summary.write_requests(name));
-    evidence::add_wal(&mut explain, &wal_before, &wal_after);
-    if let Some((threshold, from)) = &plan_log {
-        evidence::add_scans(&mut explain, setup, *threshold, from).await;
+    evidence::add_wal(&mut explain, &setup.targets, &wal_before, &wal_after);
+    if let Some((target, log)) = &plan_log {
+        evidence::add_scans(&mut explain, target, log.as_ref()).await;
     }
     let requests: BTreeMap<String, u64> =
         setup.targets.names().into_iter().map(|n| (n.clone(), summary.requests(&n))).collect();
@@ -131,7 +131,8 @@ pub fn mix_weights(round_dir: &Path, repeats: &[RepeatResult]) -> BTreeMap<Strin
 #[cfg(test)]
 mod tests {
     use super::evidence::add_wal;
-    use crate::backend::postgres;
+    use orders_bench_engines::databases::Databases;
+    use orders_bench_engines::{Targets, WalStats};
     use orders_bench_model::explain::{EngineExplain, Explain, MongoExplain, PgExplain};
     use std::collections::BTreeMap;
 
@@ -142,11 +143,14 @@ mod tests {
         explain.0.insert("pg".into(), pg(100));
         explain.0.insert("mongo".into(), EngineExplain::Mongo(Box::default()));
         explain.0.insert("pgh".into(), pg(100));
-        let wal = |records, fpi, flushes| postgres::WalStats { records, fpi, flushes };
+        let wal = |records, fpi, flushes| WalStats { records, fpi, flushes };
         let before = BTreeMap::from([("pg".into(), wal(1000.0, 10.0, Some(5.0))), ("pgh".into(), wal(0.0, 0.0, None))]);
         let after =
             BTreeMap::from([("pg".into(), wal(1400.0, 30.0, Some(85.0))), ("pgh".into(), wal(250.0, 0.0, None))]);
-        add_wal(&mut explain, &before, &after);
+        let databases =
+            Databases { others: vec![("pgh".into(), "postgres://h:55433/o".into())], ..Databases::default() };
+        let targets = Targets::new(&databases, &[]).expect("targets");
+        add_wal(&mut explain, &targets, &before, &after);
         let (jsonb, hybrid) = (explain.pg_of("pg").expect("pg"), explain.pg_of("pgh").expect("pgh"));
         assert_eq!((jsonb.wal_records, jsonb.wal_fpi, jsonb.wal_flushes), (Some(400.0), Some(20.0), Some(80.0)));
         assert_eq!(

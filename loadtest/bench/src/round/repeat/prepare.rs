@@ -3,11 +3,11 @@
 //! the lead-in, the fairness gate and the `/diagnostics` snapshot the run's figures start from.
 
 use super::write_json;
-use crate::backend::postgres;
 use crate::diagnostics::{self, Snapshot};
 use crate::fresh;
-use crate::round::{RoundSpec, Setup, fairness, plan_log};
+use crate::round::{RoundSpec, Setup, fairness};
 use anyhow::{Result, bail};
+use orders_bench_engines::{PlanLog, WalStats};
 use orders_bench_model::fairness::Fairness;
 use orders_bench_model::start::StartState;
 use orders_dataset::manifest;
@@ -19,12 +19,11 @@ use std::time::Duration;
 pub struct Prepared {
     pub client: diagnostics::Client,
     pub start_state: StartState,
-    /// The plan log's threshold in effect (the one asked for, or the server's own), and where
-    /// the server's log stood before the load.
-    pub plan_log: Option<(f64, plan_log::Position)>,
+    /// The plan log, marked where it stood before the load, and the target whose log it is.
+    pub plan_log: Option<(String, Box<dyn PlanLog>)>,
     pub before: Snapshot,
     pub fairness: Fairness,
-    pub wal_before: BTreeMap<String, postgres::WalStats>,
+    pub wal_before: BTreeMap<String, WalStats>,
     /// What makes the repeat's figures less complete than usual, so far.
     pub notes: Vec<String>,
 }
@@ -32,14 +31,8 @@ pub struct Prepared {
 pub async fn prepare(spec: &RoundSpec, setup: &Setup, dir: &Path, label: &str) -> Result<Prepared> {
     let mut notes = Vec::new();
     let mut start_state = fresh::reset(&spec.reset, &setup.targets, label).await?;
-    let plan_log_ms = match spec.plan_log_ms {
-        Some(threshold) => match plan_log::enable(&setup.databases.database_url, threshold).await {
-            Ok(in_effect) => Some(in_effect),
-            Err(error) => {
-                notes.push(format!("no plan log: {error:#}"));
-                None
-            }
-        },
+    let mut plan_log = match spec.plan_log_ms {
+        Some(threshold) => enable_plan_log(setup, threshold, &mut notes).await,
         None => None,
     };
     let client = diagnostics::Client::new(&setup.targets)?;
@@ -75,17 +68,29 @@ pub async fn prepare(spec: &RoundSpec, setup: &Setup, dir: &Path, label: &str) -
         }
         eprintln!("{label} WARNING: fairness gate failed, running anyway (--allow-mismatch):\n  {list}");
     }
-    let plan_log = match plan_log_ms {
-        Some(threshold) => match plan_log::position(&setup.databases.database_url).await {
-            Ok(position) => Some((threshold, position)),
-            Err(error) => {
-                notes.push(format!("no plan log: {error:#}"));
-                None
-            }
-        },
-        None => None,
-    };
+    if let Some((_, log)) = &mut plan_log
+        && let Err(error) = log.mark().await
+    {
+        notes.push(format!("no plan log: {error:#}"));
+        plan_log = None;
+    }
     Ok(Prepared { client, start_state, plan_log, before, fairness, wal_before, notes })
+}
+
+/// The plan log of the first target whose engine keeps one (`Backend::plan_log`), turned on at
+/// `threshold` ms; `None`, with a note when turning it on failed, where none is kept.
+async fn enable_plan_log(setup: &Setup, threshold: f64, notes: &mut Vec<String>) -> Option<(String, Box<dyn PlanLog>)> {
+    for target in setup.targets.iter() {
+        match target.backend.plan_log(threshold).await {
+            Some(Ok(log)) => return Some((target.name(), log)),
+            Some(Err(error)) => {
+                notes.push(format!("no plan log: {error:#}"));
+                return None;
+            }
+            None => {}
+        }
+    }
+    None
 }
 
 /// The fairness gate, retried for a few seconds while only the data set differs (statistics may

@@ -6,20 +6,20 @@
 //! `CHECKPOINT`, what else runs, snapshots as template databases on its own server, the
 //! explaining figures, the fairness facts) is the `Postgres` backend's over this URL; what the
 //! layout changes (seeding, the prewarm, the fingerprint, the per-step sample) is
-//! `orders_pg_hybrid::admin`'s.
+//! `crate::hybrid::admin`'s.
 
+pub mod admin;
 pub mod seed;
 
 use super::postgres::{Layout, Postgres};
-use super::{Backend, Facts, Local, Sampler, Seeder};
+use super::{Backend, Facts, Local, Sampler, Seeder, WalStats};
 use crate::databases::pg_session;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use async_trait::async_trait;
 use orders_bench_model::explain::EngineExplain;
 use orders_bench_model::start::DatabaseStart;
 use orders_bench_model::target::TargetInfo;
 use orders_dataset::manifest::Manifest;
-use orders_pg_hybrid::admin;
 use serde_json::Value;
 
 /// Its target's name: the key of its figures and of `--database` / `--target`.
@@ -45,6 +45,13 @@ pub struct Hybrid {
 impl Hybrid {
     pub fn new(url: &str) -> Self {
         Self { pg: Postgres::at(url) }
+    }
+
+    /// Migrates its database exactly as orders-pg-hybrid does at start-up.
+    pub async fn migrate(&self) -> Result<()> {
+        let (mut client, _connection) = pg_session(self.database_url()).await?;
+        orders_pg_hybrid::migrate::run(&mut client).await.context("applying migrations/postgres-hybrid")?;
+        Ok(())
     }
 }
 
@@ -90,7 +97,7 @@ impl Backend for Hybrid {
         let (fingerprint, count) = admin::fingerprint(&client).await?;
         entry.data_fingerprint = Some(fingerprint);
         entry.orders = u64::try_from(count).ok();
-        entry.bytes_on_disk = Some(orders_pg::admin::database_size(&client).await? as f64);
+        entry.bytes_on_disk = Some(crate::postgres::admin::database_size(&client).await? as f64);
         Ok(())
     }
 
@@ -118,8 +125,12 @@ impl Backend for Hybrid {
         self.pg.sampler_of(Layout::Hybrid).await
     }
 
-    async fn wal_stats(&self) -> Option<super::postgres::WalStats> {
+    async fn wal_stats(&self) -> Option<WalStats> {
         self.pg.wal_stats().await
+    }
+
+    fn add_wal(&self, figures: &mut EngineExplain, before: &WalStats, after: &WalStats) {
+        super::postgres::add_wal(figures, before, after);
     }
 
     async fn flushed_table_counters(&self) -> Option<Result<Value>> {

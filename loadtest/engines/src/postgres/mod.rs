@@ -1,23 +1,26 @@
 //! PostgreSQL as a backend of the runner (`pg`, orders-pg over `postgres`). Its statements live in
-//! `orders_pg::admin`; here is what the runner does with them: seeding (`seed`: binary `COPY`),
+//! `crate::postgres::admin`; here is what the runner does with them: seeding (`seed`: binary `COPY`),
 //! counts, the warm-up and fingerprint of a repeat's start, checkpoints and what else runs, the
 //! snapshot of the data set as a template database, the per-step sample (one query), the
 //! explaining figures of a run (`explain`, from `/diagnostics` read by `snapshot`), and the facts
 //! the fairness gate compares.
 
+pub mod admin;
 pub mod explain;
+pub mod plan_log;
+pub mod plan_probe;
 pub mod seed;
 pub mod snapshot;
 
-use super::{Backend, Facts, Local, Sampler, Seeder};
+use super::{Backend, Facts, Local, PlanLog, Sampler, Seeder};
 use crate::databases::{Databases, pg_session, with_database};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use orders_bench_model::explain::EngineExplain;
+use orders_bench_model::plans::PlanProbe;
 use orders_bench_model::start::DatabaseStart;
 use orders_bench_model::target::TargetInfo;
 use orders_dataset::manifest::Manifest;
-use orders_pg::admin;
 use serde_json::Value;
 use snapshot::PgSnapshot;
 use std::time::Duration;
@@ -151,6 +154,14 @@ pub struct WalStats {
     pub flushes: Option<f64>,
 }
 
+/// The WAL a PostgreSQL layout's server wrote between `before` and `after`, in its figures.
+pub fn add_wal(figures: &mut EngineExplain, before: &WalStats, after: &WalStats) {
+    if let EngineExplain::Pg(pg) = figures {
+        let flushes = after.flushes.zip(before.flushes).map(|(a, b)| a - b);
+        pg.add_wal_stats(after.records - before.records, after.fpi - before.fpi, flushes);
+    }
+}
+
 /// The table counters of `orders` once every session on its database has sent its own: the
 /// round's sessions are ended (the services' pools reconnect on their next request; their plan
 /// counts were read before), then the counters read by a new sampler of `backend`'s layout
@@ -194,7 +205,7 @@ impl Sampler for PgSampler {
     async fn sample(&self) -> Value {
         match self.layout {
             Layout::Jsonb => super::sample_json(admin::sample(&self.client).await),
-            Layout::Hybrid => super::sample_json(orders_pg_hybrid::admin::sample(&self.client).await),
+            Layout::Hybrid => super::sample_json(crate::hybrid::admin::sample(&self.client).await),
         }
     }
 
@@ -301,13 +312,29 @@ impl Backend for Postgres {
     }
 
     /// One query per sample: the GIN pending list (`pgstatginindex`), the `pg_stat_user_tables`
-    /// counters of `orders` and the WAL position (`orders_pg::admin::sample`).
+    /// counters of `orders` and the WAL position (`crate::postgres::admin::sample`).
     async fn sampler(&self) -> Result<Box<dyn Sampler>, String> {
         self.sampler_of(Layout::Jsonb).await
     }
 
     async fn wal_stats(&self) -> Option<WalStats> {
         wal_stats(&self.url).await
+    }
+
+    fn add_wal(&self, figures: &mut EngineExplain, before: &WalStats, after: &WalStats) {
+        add_wal(figures, before, after);
+    }
+
+    async fn plan_probe(&self, label: &str, orders: u64, products: u64) -> Option<PlanProbe> {
+        Some(plan_probe::on_snapshot(&self.url, label, orders, products).await)
+    }
+
+    async fn plan_log(&self, threshold_ms: f64) -> Option<Result<Box<dyn PlanLog>>> {
+        Some(
+            plan_log::DatabasePlanLog::enable(&self.url, threshold_ms)
+                .await
+                .map(|log| Box::new(log) as Box<dyn PlanLog>),
+        )
     }
 
     async fn flushed_table_counters(&self) -> Option<Result<Value>> {

@@ -1,20 +1,23 @@
-//! A database engine as the runner sees it: one trait, `Backend`, for everything the runner asks
-//! of an engine besides its service's own HTTP requests, and one implementation per layout beside
-//! this file (`postgres`: orders-pg's jsonb, `hybrid`: orders-pg-hybrid's columns beside jsonb,
-//! `mongo`: orders-mongo's), whose statements and commands live in the layout's service crate
-//! (`orders_pg::admin`, `orders_pg_hybrid::admin`, `orders_mongo::admin`). The runner holds its
-//! systems under test as `Targets`: each a backend and its service's URL, in the order every
-//! report shows them, keyed by name (`pg`, `mongo`, `pgh`: the key in result.json, the manifest
-//! and the load generators).
+//! `orders-bench-engines`: a database engine as the bench runner sees it. One trait, `Backend`,
+//! for everything the runner asks of an engine besides its service's own HTTP requests, and one
+//! implementation per layout (`postgres`: orders-pg's jsonb, `hybrid`: orders-pg-hybrid's columns
+//! beside jsonb, `mongo`: orders-mongo's), each with its `admin` statements and commands. Steps
+//! only one engine has (the WAL, the plan probe, the plan log) are hooks with a default, so the
+//! round above names no engine. `Targets` holds the systems under test, keyed by name (`pg`,
+//! `mongo`, `pgh`); `databases` says where they are and `stack` runs the local servers.
 //!
 //! Adding an engine is a module here with one `impl Backend` and an `IDENTITY`, a line in `all` and
 //! in `IDENTITIES`, and its service's crate and infra folder (loadtest/README.md, "Adding a backend").
 
+pub mod databases;
 mod feed;
 mod figures;
 pub mod hybrid;
 pub mod mongo;
 pub mod postgres;
+pub mod stack;
+
+pub use postgres::WalStats;
 
 use crate::databases::Databases;
 use crate::stack::Stack;
@@ -22,6 +25,7 @@ use anyhow::{Result, bail};
 use async_trait::async_trait;
 use indicatif::ProgressBar;
 use orders_bench_model::explain::EngineExplain;
+use orders_bench_model::plans::PlanProbe;
 use orders_bench_model::start::DatabaseStart;
 use orders_bench_model::target::TargetInfo;
 use orders_dataset::Profile;
@@ -89,13 +93,27 @@ pub trait Backend: Send + Sync {
     async fn sampler(&self) -> Result<Box<dyn Sampler>, String>;
     /// Its server's write-ahead log so far (PostgreSQL's `pg_stat_wal`), read before and after a
     /// run; `None` where the engine has none to read or it cannot be reached.
-    async fn wal_stats(&self) -> Option<postgres::WalStats> {
+    async fn wal_stats(&self) -> Option<WalStats> {
         None
     }
+    /// Adds what its write-ahead log did between `before` and `after` (`wal_stats`) to its figures.
+    fn add_wal(&self, _figures: &mut EngineExplain, _before: &WalStats, _after: &WalStats) {}
     /// Its table counters once every session of the run has sent its own (PostgreSQL backends
     /// send theirs up to 10 s late, always when their session ends); `None` where they are
     /// current anyway.
     async fn flushed_table_counters(&self) -> Option<Result<Value>> {
+        None
+    }
+
+    /// The planner probe on a copy of the data set's snapshot `label` (PostgreSQL's: when the
+    /// prepared product search turns to a sequential scan as inserts grow), before a round loads
+    /// anything; `None` where the engine has none.
+    async fn plan_probe(&self, _label: &str, _orders: u64, _products: u64) -> Option<PlanProbe> {
+        None
+    }
+    /// Turns on its log of the plans of slow statements at `threshold_ms` (PostgreSQL's
+    /// `auto_explain`), before a repeat's load; `None` where the engine has none.
+    async fn plan_log(&self, _threshold_ms: f64) -> Option<Result<Box<dyn PlanLog>>> {
         None
     }
 
@@ -107,6 +125,18 @@ pub trait Backend: Send + Sync {
     fn facts(&self, diagnostics: &Value, manifest: Option<&Manifest>) -> Facts;
     /// Its engine's cache (PostgreSQL `shared_buffers`, the WiredTiger cache), from `/diagnostics`.
     fn cache_bytes(&self, diagnostics: &Value) -> Option<u64>;
+}
+
+/// A log of the plans a run's slow statements took, turned on by `Backend::plan_log`.
+#[async_trait]
+pub trait PlanLog: Send + Sync {
+    /// The threshold in effect: the one asked for, or the server's own where it logs plans already.
+    fn threshold_ms(&self) -> f64;
+    /// Notes where the log stands now; `add_scans` reads what was written after.
+    async fn mark(&mut self) -> Result<()>;
+    /// The sequential scans logged since `mark`, attributed to the plans that ran them, added to
+    /// its engine's figures (or why they could not be read).
+    async fn add_scans(&self, figures: &mut EngineExplain);
 }
 
 /// Where the local stack keeps the snapshots of one data set.

@@ -1,10 +1,11 @@
 //! MongoDB as a backend of the runner (`mongo`, orders-mongo over `mongod`). Its commands live in
-//! `orders_mongo::admin`; here is what the runner does with them: seeding (`seed`: unordered
+//! `crate::mongo::admin`; here is what the runner does with them: seeding (`seed`: unordered
 //! `insert_many`), counts, the warm-up and fingerprint of a repeat's start, `fsync` and what else
 //! runs, the snapshot of the data set (mongod's data directory copied by the local stack), the
 //! per-step sample (two commands), the explaining figures of a run (`explain`, from `/diagnostics`
 //! read by `snapshot`), and the facts the fairness gate compares.
 
+pub mod admin;
 pub mod explain;
 pub mod seed;
 pub mod snapshot;
@@ -19,7 +20,6 @@ use orders_bench_model::explain::EngineExplain;
 use orders_bench_model::start::DatabaseStart;
 use orders_bench_model::target::TargetInfo;
 use orders_dataset::manifest::Manifest;
-use orders_mongo::admin;
 use orders_mongo::indexes::COLLECTION;
 use serde_json::Value;
 use snapshot::MongoSnapshot;

@@ -12,10 +12,13 @@
 //! statements, which a threshold below the probe's measured scan time keeps to the scans and the
 //! statements the CPU budget held up.
 
+use crate::PlanLog;
 use crate::databases::pg_session;
+use crate::postgres::admin::LogAccess;
 use anyhow::{Context, Result};
+use async_trait::async_trait;
+use orders_bench_model::explain::EngineExplain;
 use orders_bench_model::plans::ScanAttribution;
-use orders_pg::admin::LogAccess;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -29,6 +32,45 @@ pub struct Position {
     access: LogAccess,
 }
 
+/// The plan log of one database, as `Backend::plan_log` hands it to a repeat.
+pub struct DatabasePlanLog {
+    database_url: String,
+    threshold_ms: f64,
+    from: Option<Position>,
+}
+
+impl DatabasePlanLog {
+    /// Turns the log on for the database of `database_url` (`enable`).
+    pub async fn enable(database_url: &str, threshold_ms: f64) -> Result<Self> {
+        let threshold_ms = enable(database_url, threshold_ms).await?;
+        Ok(Self { database_url: database_url.to_owned(), threshold_ms, from: None })
+    }
+}
+
+#[async_trait]
+impl PlanLog for DatabasePlanLog {
+    fn threshold_ms(&self) -> f64 {
+        self.threshold_ms
+    }
+
+    async fn mark(&mut self) -> Result<()> {
+        self.from = Some(position(&self.database_url).await?);
+        Ok(())
+    }
+
+    async fn add_scans(&self, figures: &mut EngineExplain) {
+        let read = match &self.from {
+            Some(from) => read(&self.database_url, from, self.threshold_ms).await,
+            None => Err(anyhow::anyhow!("the log's position was not noted before the load")),
+        };
+        let mut scans = read.unwrap_or_else(|error| ScanAttribution::failed(self.threshold_ms, format!("{error:#}")));
+        if let EngineExplain::Pg(pg) = figures {
+            scans.unattributed = pg.seq_scans.map(|counted| counted - scans.seq_scans() as f64);
+            pg.scans = Some(scans);
+        }
+    }
+}
+
 /// The most of the log one repeat reads (a plan is about 1.5 KiB).
 const MAX_READ: i64 = 256 << 20;
 
@@ -37,11 +79,11 @@ const MAX_READ: i64 = 256 << 20;
 /// that is left as it is and its own threshold returned.
 pub async fn enable(database_url: &str, threshold_ms: f64) -> Result<f64> {
     let (client, _connection) = pg_session(database_url).await?;
-    if let Some(server) = orders_pg::admin::server_plan_threshold_ms(&client).await? {
+    if let Some(server) = crate::postgres::admin::server_plan_threshold_ms(&client).await? {
         return Ok(server);
     }
     let name: String = client.query_one("SELECT current_database()", &[]).await?.get(0);
-    orders_pg::admin::log_slow_plans(&client, &name, threshold_ms)
+    crate::postgres::admin::log_slow_plans(&client, &name, threshold_ms)
         .await
         .context("turning on auto_explain for the round's database (needs a superuser)")?;
     Ok(threshold_ms)
@@ -51,8 +93,8 @@ pub async fn enable(database_url: &str, threshold_ms: f64) -> Result<f64> {
 pub async fn position(database_url: &str) -> Result<Position> {
     let (client, _connection) = pg_session(database_url).await?;
     let database: String = client.query_one("SELECT current_database()", &[]).await?.get(0);
-    let access = orders_pg::admin::log_access(&client).await?;
-    let (file, offset) = orders_pg::admin::json_log_position(&client, access)
+    let access = crate::postgres::admin::log_access(&client).await?;
+    let (file, offset) = crate::postgres::admin::json_log_position(&client, access)
         .await?
         .context("the server writes no JSON log (log_destination with jsonlog, logging_collector = on)")?;
     Ok(Position { file, offset, database, access })
@@ -62,7 +104,7 @@ pub async fn position(database_url: &str) -> Result<Position> {
 pub async fn read(database_url: &str, from: &Position, threshold_ms: f64) -> Result<ScanAttribution> {
     let (client, _connection) = pg_session(database_url).await?;
     let mut bytes = Vec::new();
-    let now = orders_pg::admin::json_log_position(&client, from.access).await?;
+    let now = crate::postgres::admin::json_log_position(&client, from.access).await?;
     let files: Vec<(String, i64)> = match (now, from.access) {
         // The log moved on to a new file: the rest of the old one, then the new one; where only
         // the current log can be read, the old one's tail is lost (the count says what was seen).
@@ -73,7 +115,7 @@ pub async fn read(database_url: &str, from: &Position, threshold_ms: f64) -> Res
         _ => vec![(from.file.clone(), from.offset)],
     };
     for (file, offset) in files {
-        let chunk = orders_pg::admin::read_server_file(&client, from.access, &file, offset, MAX_READ)
+        let chunk = crate::postgres::admin::read_server_file(&client, from.access, &file, offset, MAX_READ)
             .await
             .with_context(|| format!("reading the server log {file} (needs a superuser or pg_read_server_files)"))?;
         bytes.extend_from_slice(&chunk);
@@ -235,5 +277,46 @@ mod tests {
     fn products_are_read_from_the_containment() {
         assert_eq!(product_in("((doc -> 'items'::text) @> '[{\"product_id\": 680}]'::jsonb)"), Some(680));
         assert_eq!(product_in("((doc -> 'items'::text) @> $1)"), None);
+    }
+}
+
+/// The hook as a round uses it, against a database of the test's own on the local stack.
+#[cfg(test)]
+mod hook_tests {
+    use crate::Backend as _;
+    use crate::databases::pg_session;
+    use crate::hybrid::Hybrid;
+    use crate::postgres::Postgres;
+    use orders_bench_model::explain::{EngineExplain, PgExplain};
+
+    /// Only orders-pg's jsonb layout keeps a plan log (its figures are where S1's scans are
+    /// attributed); the hybrid layout on the same engine has none to turn on.
+    #[tokio::test]
+    async fn orders_pgs_plan_log_attributes_a_scan_of_its_own_database_and_the_hybrid_keeps_none() {
+        let url = orders_pg::testing::fresh_database().await;
+        orders_pg::PgStore::connect(&orders_pg::PgConfig::with_url(url.clone())).await.expect("migrate");
+        assert!(Hybrid::new(&url).plan_log(0.0).await.is_none(), "the hybrid keeps no plan log");
+        let mut log = match Postgres::at(&url).plan_log(0.0).await {
+            Some(Ok(log)) => log,
+            Some(Err(error)) => panic!("turning the plan log on: {error:#}"),
+            None => panic!("orders-pg keeps a plan log"),
+        };
+        log.mark().await.expect("the log's position");
+        let (client, _connection) = pg_session(&url).await.expect("a new session, which logs its plans");
+        client.simple_query("SET enable_indexscan = off; SET enable_bitmapscan = off").await.expect("set");
+        client.simple_query("SELECT doc FROM orders WHERE doc->>'status' = 'shipped'").await.expect("a scan");
+        let mut seen = 0;
+        for _ in 0..50 {
+            let mut figures = EngineExplain::Pg(Box::new(PgExplain { seq_scans: Some(1.0), ..PgExplain::default() }));
+            log.add_scans(&mut figures).await;
+            let scans = figures.as_pg().and_then(|pg| pg.scans.clone()).expect("scans in the figures");
+            assert_eq!(scans.error, None);
+            seen = scans.other_seq_scans;
+            if seen >= 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(seen, 1, "the scan of another statement, logged on its database");
     }
 }

@@ -5,7 +5,7 @@
 //! The WAL position is server-wide: activity of other databases on the same server counts too.
 
 use super::snapshot::PgSnapshot;
-use crate::backend::figures::{diff, float, growth_map, max_of};
+use crate::figures::{diff, float, growth_map, max_of};
 use orders_bench_model::explain::{Growth, PendingMerge, PgExplain, per_write};
 use orders_pg::diagnostics::TableCounters;
 
@@ -88,7 +88,7 @@ pub fn pg(before: &PgSnapshot, polled: &[(f64, PgSnapshot)], after: &PgSnapshot,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::postgres::snapshot::samples;
+    use crate::postgres::snapshot::samples;
     use serde_json::json;
 
     #[test]

@@ -1,6 +1,6 @@
 //! `Databases`: where the databases are, as `seed` and `round` both take them (flags or the same
 //! environment variables the services read), so the two subcommands cannot drift apart; each
-//! engine's backend (`crate::backend`) reads its own. And the runner's own connections to them,
+//! engine's backend reads its own. And the runner's own connections to them,
 //! and another database of the same server (`with_database`).
 
 use clap::Args;

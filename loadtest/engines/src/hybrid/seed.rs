@@ -2,17 +2,17 @@
 //! transaction lock both tables, empty them (`--reset`), stream the orders' JSON into a staging
 //! table with PostgreSQL's binary `COPY` (the same rows orders-pg's seeder copies), split them
 //! into the columns, the document and `order_items` by the service's own expressions
-//! (`orders_pg_hybrid::admin::SPLIT_STAGING`), and `VACUUM (FREEZE, ANALYZE)` after the commit.
+//! (`crate::hybrid::admin::SPLIT_STAGING`), and `VACUUM (FREEZE, ANALYZE)` after the commit.
 //! If the load fails, the transaction rolls back and the tables are as they were.
 
-use crate::backend::postgres::seed::{MAINTENANCE_WORK_MEM, connect, copy_orders};
-use crate::backend::{Loaded, Seeder, refusal_message};
+use crate::hybrid::admin;
+use crate::postgres::admin::{FLUSH_STATS, holds_orders};
+use crate::postgres::seed::{MAINTENANCE_WORK_MEM, connect, copy_orders};
+use crate::{Loaded, Seeder, refusal_message};
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use indicatif::ProgressBar;
 use orders_dataset::Profile;
-use orders_pg::admin::{FLUSH_STATS, holds_orders};
-use orders_pg_hybrid::admin;
 use std::time::Instant;
 use tokio_postgres::Client;
 

@@ -3,7 +3,7 @@
 //! growth, the product plan. Opcounters are server-wide.
 
 use super::snapshot::MongoSnapshot;
-use crate::backend::figures::{diff, growth_map};
+use crate::figures::{diff, growth_map};
 use orders_bench_model::explain::{Growth, MongoExplain, per_write};
 use std::collections::BTreeMap;
 
@@ -39,7 +39,7 @@ pub fn mongo(before: &MongoSnapshot, after: &MongoSnapshot, write_requests: u64)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::mongo::snapshot::samples;
+    use crate::mongo::snapshot::samples;
     use serde_json::json;
 
     #[test]

@@ -11,6 +11,9 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+/// The stack's script, from the repository's root.
+pub const SCRIPT: &str = "infra/local/stack.sh";
+
 #[derive(Debug, Clone)]
 pub struct Stack {
     script: PathBuf,
@@ -44,7 +47,7 @@ pub fn parse_env(text: &str) -> BTreeMap<String, String> {
 impl Stack {
     /// `marker`: an environment variable every process the script starts carries.
     pub fn new(repo: &Path, marker: (String, String)) -> Self {
-        Self { script: repo.join(crate::repo::STACK), repo: repo.to_path_buf(), marker: Some(marker) }
+        Self { script: repo.join(SCRIPT), repo: repo.to_path_buf(), marker: Some(marker) }
     }
 
     /// The same stack without the marker: for what restarts a server that outlives the command
@@ -55,7 +58,7 @@ impl Stack {
     }
 
     pub fn plain(repo: &Path) -> Self {
-        Self { script: repo.join(crate::repo::STACK), repo: repo.to_path_buf(), marker: None }
+        Self { script: repo.join(SCRIPT), repo: repo.to_path_buf(), marker: None }
     }
 
     fn command(&self, subcommand: &str) -> tokio::process::Command {
@@ -168,7 +171,7 @@ mod tests {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let run = |subcommand: &str, hybrid_port: &str| {
             std::process::Command::new("bash")
-                .arg(repo.join(crate::repo::STACK))
+                .arg(repo.join(SCRIPT))
                 .arg(subcommand)
                 .envs([("STACK_PG_PORT", "45432"), ("STACK_PGH_PORT", hybrid_port), ("STACK_MONGO_PORT", "47017")])
                 .output()

@@ -1,11 +1,10 @@
 //! The statements the bench runner (`orders-bench`) sends to PostgreSQL besides the service's
 //! own: seeding (`COPY`, `TRUNCATE`, index rebuilds, `ANALYZE`), exact counts, `CHECKPOINT`, the
 //! WAL statistics, the one-query sample of the figures `/diagnostics` reports while a run is
-//! measured, and creating a database. They live beside the service's SQL so that everything this
-//! engine is asked is in one crate, and a third backend gets a module of the same shape. The
-//! service itself runs none of them.
+//! measured, and creating a database. The service runs none of them, so they live with the
+//! runner's engines, not in orders-pg (whose schema and `/diagnostics` types they use).
 
-use crate::diagnostics::{Diagnostics, GinIndex, TableCounters, Wal};
+use orders_pg::diagnostics::{Diagnostics, GinIndex, TableCounters, Wal};
 use tokio_postgres::{Client, Error, GenericClient};
 
 /// Holds the table for the whole load; the sort memory of the index builds.

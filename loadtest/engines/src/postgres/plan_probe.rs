@@ -9,9 +9,9 @@
 //! orders, which sets the plan log's threshold. The scratch database is dropped afterwards.
 
 use crate::databases::{pg_session, with_database};
+use crate::postgres::admin;
 use anyhow::{Context, Result};
 use orders_bench_model::plans::{PlanProbe, ProbeRow};
-use orders_pg::admin;
 use serde_json::Value;
 use std::time::Instant;
 use tokio_postgres::types::Type;
@@ -43,6 +43,13 @@ fn products(count: u64, products: u64) -> Vec<u64> {
 
 fn containment(product: u64) -> serde_json::Value {
     serde_json::json!([{ "product_id": product }])
+}
+
+/// The probe on a copy of the snapshot `label` of the database at `database_url`, made on its own
+/// server.
+pub async fn on_snapshot(database_url: &str, label: &str, orders: u64, products: u64) -> PlanProbe {
+    let (admin_url, template) = (with_database(database_url, "postgres"), super::template(database_url, label));
+    run(&Source { admin_url: &admin_url, template: &template, database_url, orders, products }).await
 }
 
 /// Runs the probe; a failure is recorded in the result, not returned.

@@ -4,12 +4,12 @@
 //! the storage options the dropped ones had (say `fastupdate=off` set by a running service), and
 //! `VACUUM (ANALYZE)` after the commit. If the load fails, the transaction rolls back and the table is as it was.
 
-use crate::backend::{Loaded, Seeder, feed, refusal_message};
+use crate::postgres::admin;
+use crate::{Loaded, Seeder, feed, refusal_message};
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use indicatif::ProgressBar;
 use orders_dataset::Profile;
-use orders_pg::admin;
 use orders_pg::migrate::{self, SECONDARY_INDEXES};
 use orders_pg::sql::JsonbText;
 use std::time::Instant;
@@ -142,7 +142,7 @@ fn with_options(statement: &str, options: &[String]) -> Result<String> {
 }
 
 /// Streams every order as `(id, doc)` rows with `copy`, a binary `COPY ... FROM STDIN`
-/// (`orders_pg::admin::COPY_ORDERS`); returns the rows.
+/// (`crate::postgres::admin::COPY_ORDERS`); returns the rows.
 pub async fn copy_orders(tx: &Transaction<'_>, copy: &str, profile: Profile, bar: &ProgressBar) -> Result<u64> {
     let mut batches = feed::batches(profile, BATCH, |order| Ok((order.id.as_i64(), serde_json::to_vec(&order)?)));
     let sink = tx.copy_in(copy).await?;
@@ -180,7 +180,7 @@ mod tests {
 
     #[test]
     fn the_index_statements_are_those_of_the_migration() {
-        let migration = include_str!("../../../../../migrations/postgres/0001_orders.sql");
+        let migration = include_str!("../../../../migrations/postgres/0001_orders.sql");
         let names: Vec<&str> = SECONDARY_INDEXES.iter().map(|(name, _)| *name).collect();
         assert_eq!(names, ["orders_customer", "orders_items"]);
         for (name, statement) in SECONDARY_INDEXES {

@@ -1,10 +1,10 @@
 //! The statements the bench runner (`orders-bench`) sends to the hybrid layout besides the
-//! service's own, beside its SQL as `orders_pg::admin` is beside orders-pg's: seeding (the orders'
+//! service's own, built from its SQL macros (`orders_pg_hybrid::order_json!`): seeding (the orders'
 //! JSON copied into a staging table, then split into the columns, the document and `order_items`
 //! by the same expressions the service's insert uses), the prewarm of both tables, the data's
 //! fingerprint (of the API's JSON, so equal to orders-pg's for the same orders) and the one-query
 //! sample of the figures `/diagnostics` reports. What is the same as orders-pg's (counts,
-//! `CHECKPOINT`, snapshots, sessions) the runner takes from `orders_pg::admin`.
+//! `CHECKPOINT`, snapshots, sessions) the runner takes from `crate::postgres::admin`.
 
 use orders_pg::diagnostics::{Diagnostics, TableCounters, Wal};
 use tokio_postgres::{Client, Error, GenericClient};
@@ -27,7 +27,7 @@ pub const COPY_STAGING: &str = "COPY staging (id, doc) FROM STDIN (FORMAT binary
 pub const SPLIT_STAGING: &str = concat!(
     "INSERT INTO orders (id, customer_id, status, updated_at, doc) \
      SELECT id, (doc->'customer'->>'id')::bigint, doc->>'status', (doc->>'updated_at')::timestamptz, ",
-    rest_of!("doc"),
+    orders_pg_hybrid::rest_of!("doc"),
     " FROM staging; \
      INSERT INTO order_items (order_id, product_id) \
      SELECT DISTINCT s.id, (item->>'product_id')::bigint FROM staging s, jsonb_array_elements(s.doc->'items') AS item"
@@ -62,11 +62,11 @@ pub async fn prewarm(client: &Client) -> Result<i64, Error> {
 }
 
 /// A digest of every order in id order (of each id and the API's JSON text, columns joined back)
-/// and their number: the same as `orders_pg::admin::fingerprint` for the same orders.
+/// and their number: the same as `crate::postgres::admin::fingerprint` for the same orders.
 pub async fn fingerprint(client: &Client) -> Result<(String, i64), Error> {
     let sql = concat!(
         "SELECT coalesce(md5(string_agg(md5(id::text || ':' || (",
-        order_json!(),
+        orders_pg_hybrid::order_json!(),
         ")::text), '' ORDER BY id)), ''), count(*) FROM orders"
     );
     let row = client.query_one(sql, &[]).await?;

@@ -4,7 +4,8 @@
 //! indexes of `migrations/mongo` with `orders_mongo::indexes`. Writes use the service's default
 //! durability (`w: majority, j: true`).
 
-use crate::backend::{Loaded, Seeder, feed, refusal_message};
+use crate::mongo::admin;
+use crate::{Loaded, Seeder, feed, refusal_message};
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use futures_util::StreamExt;
@@ -14,7 +15,6 @@ use mongodb::bson::{Bson, Document, RawDocumentBuf};
 use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 use mongodb::{Client, Collection, Database};
 use orders_dataset::Profile;
-use orders_mongo::admin;
 use orders_mongo::document::to_raw_document;
 use orders_mongo::indexes::{self, COLLECTION};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! log) counters, collection and index sizes, the product query's plan and the write concern. An
 //! answer that does not parse gives empty figures.
 
-use crate::backend::figures::{figure, runtime};
+use crate::figures::{figure, runtime};
 use orders_mongo::diagnostics::{self as mongo, Section};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -100,7 +100,7 @@ fn numbers(opcounters: &mongo::Opcounters) -> BTreeMap<String, f64> {
     fields.into_iter().filter_map(|(name, value)| Some((name, value.as_f64()?))).collect()
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 pub mod samples {
     //! A trimmed `/diagnostics` answer of orders-mongo as it really looks.
     use serde_json::{Value, json};

@@ -1,15 +1,14 @@
 //! The commands the bench runner (`orders-bench`) sends to MongoDB besides the service's own:
 //! the seeding checks and the `fsync` checkpoint after a load, `$collStats` sizes, exact document
 //! counts, and the two-command sample of the figures `/diagnostics` reports while a run is
-//! measured. They live beside the service's own BSON so that everything this engine is asked is
-//! in one crate, and a third backend gets a module of the same shape. The service's `/diagnostics`
-//! shares `coll_stats`; the rest is the runner's alone.
+//! measured. The service runs none of them (`coll_stats` is its `/diagnostics`' own, re-exported),
+//! so they live with the runner's engines, not in orders-mongo.
 
-use crate::diagnostics::{self, CollectionStats, Diagnostics, Journal, LogFigures, Section, Settings};
-use crate::indexes::COLLECTION;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::error::Error;
 use mongodb::{Collection, Database};
+use orders_mongo::diagnostics::{self, CollectionStats, Diagnostics, Journal, LogFigures, Section, Settings};
+use orders_mongo::indexes::COLLECTION;
 use serde_json::{Number, Value};
 
 pub async fn ping(db: &Database) -> Result<(), Error> {
@@ -30,7 +29,7 @@ pub async fn checkpoint(db: &Database) -> Result<(), Error> {
     db.client().database("admin").run_command(doc! {"fsync": 1}).await.map(drop)
 }
 
-pub use crate::diagnostics::coll_stats;
+pub use orders_mongo::diagnostics::coll_stats;
 
 /// The figures of `/diagnostics` a run is explained by, in two commands: `serverStatus` without
 /// its largest sections (opcounters, WiredTiger log) and `$collStats` of the orders (document

@@ -3,7 +3,7 @@
 //! list, relation sizes, the product query's plans and the effective settings. An answer that does
 //! not parse (an error page, a report of another shape) gives empty figures.
 
-use crate::backend::figures::{as_text_map, float, runtime};
+use crate::figures::{as_text_map, float, runtime};
 use orders_bench_model::explain::Plan;
 use orders_pg::diagnostics::{self as pg, TableCounters};
 use serde_json::Value;
@@ -95,7 +95,7 @@ impl PgSnapshot {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 pub mod samples {
     //! A trimmed `/diagnostics` answer of orders-pg as it really looks.
     use serde_json::{Value, json};
