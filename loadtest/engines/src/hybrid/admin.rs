@@ -2,11 +2,10 @@
 //! service's own, built from its SQL macros (`orders_pg_hybrid::order_json!`): seeding (the orders'
 //! JSON copied into a staging table, then split into the columns, the document and `order_items`
 //! by the same expressions the service's insert uses), the prewarm of both tables, the data's
-//! fingerprint (of the API's JSON, so equal to orders-pg's for the same orders) and the one-query
-//! sample of the figures `/diagnostics` reports. What is the same as orders-pg's (counts,
-//! `CHECKPOINT`, snapshots, sessions) the runner takes from `crate::postgres::admin`.
+//! fingerprint (of the API's JSON, so equal to orders-pg's for the same orders). What is the same
+//! as orders-pg's (counts, `CHECKPOINT`, snapshots, sessions) and the one-query sample of both
+//! layouts' figures the runner takes from `crate::postgres::admin`.
 
-use orders_pg::diagnostics::{Diagnostics, TableCounters, Wal};
 use tokio_postgres::{Client, Error, GenericClient};
 
 /// Holds both tables for the whole load; a staging table for the copied JSON, dropped at commit.
@@ -71,24 +70,4 @@ pub async fn fingerprint(client: &Client) -> Result<(String, i64), Error> {
     );
     let row = client.query_one(sql, &[]).await?;
     Ok((row.get(0), row.get(1)))
-}
-
-/// The figures of `/diagnostics` a run is explained by, in one query: the counters of `orders`
-/// (no GIN pending list: this layout has none) and the WAL position.
-pub async fn sample(client: &Client) -> Result<Diagnostics, Error> {
-    let row = client
-        .query_one(
-            "SELECT t.seq_scan, t.seq_tup_read, coalesce(t.idx_scan, 0), t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd,
-                t.n_live_tup, t.n_dead_tup,
-                pg_current_wal_lsn()::text, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
-            FROM pg_stat_user_tables t WHERE t.relid = 'orders'::regclass",
-            &[],
-        )
-        .await?;
-    Ok(Diagnostics {
-        layout: Some("hybrid".into()),
-        table: Some(TableCounters::from_row(&row, 0)),
-        wal: Some(Wal { lsn: Some(row.get(8)), bytes: Some(row.get(9)) }),
-        ..Diagnostics::default()
-    })
 }

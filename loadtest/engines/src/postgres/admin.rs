@@ -94,6 +94,26 @@ pub async fn sample(client: &Client) -> Result<Diagnostics, Error> {
     })
 }
 
+/// The hybrid layout's `sample`: the counters of `orders`
+/// (no GIN pending list: this layout has none) and the WAL position.
+pub async fn sample_hybrid(client: &Client) -> Result<Diagnostics, Error> {
+    let row = client
+        .query_one(
+            "SELECT t.seq_scan, t.seq_tup_read, coalesce(t.idx_scan, 0), t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd,
+                t.n_live_tup, t.n_dead_tup,
+                pg_current_wal_lsn()::text, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
+            FROM pg_stat_user_tables t WHERE t.relid = 'orders'::regclass",
+            &[],
+        )
+        .await?;
+    Ok(Diagnostics {
+        layout: Some("hybrid".into()),
+        table: Some(TableCounters::from_row(&row, 0)),
+        wal: Some(Wal { lsn: Some(row.get(8)), bytes: Some(row.get(9)) }),
+        ..Diagnostics::default()
+    })
+}
+
 /// Creates database `name` unless it exists (on a connection to another database).
 pub async fn create_database(client: &Client, name: &str) -> Result<(), Error> {
     let exists = client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name]).await?.is_some();

@@ -205,7 +205,7 @@ impl Sampler for PgSampler {
     async fn sample(&self) -> Value {
         match self.layout {
             Layout::Jsonb => super::sample_json(admin::sample(&self.client).await),
-            Layout::Hybrid => super::sample_json(crate::hybrid::admin::sample(&self.client).await),
+            Layout::Hybrid => super::sample_json(admin::sample_hybrid(&self.client).await),
         }
     }
 
