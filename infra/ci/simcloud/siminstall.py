@@ -82,6 +82,9 @@ def postgres_db():
     major = version.split()[-1].split(".")[0]
     system_user("postgres", "/var/lib/postgresql", "/bin/bash")
     link(pginstall, f"/usr/lib/postgresql/{major}")
+    # Its modules find libpq where it was built (RUNPATH /opt/postgresql/lib: the walreceiver of a
+    # standby), not this machine's older one.
+    link(pginstall, "/opt/postgresql")
     data, conf = f"/var/lib/postgresql/{major}/main", f"/etc/postgresql/{major}/main"
     for path in (data, f"{conf}/conf.d", "/var/run/postgresql", "/var/log/postgresql"):
         os.makedirs(path, exist_ok=True)

@@ -44,7 +44,7 @@ if [ "$settings" != "$(cat "$conf" 2>/dev/null)" ]; then
   chown postgres:postgres "$conf"
   changed=1
 fi
-if [ "$changed" = 1 ] && systemctl is-enabled --quiet "$PG_SERVICE" 2>/dev/null; then
+if [ "$changed" = 1 ] && systemctl is-enabled --quiet "$PG_SERVICE" >/dev/null 2>&1; then
   systemctl restart "$PG_SERVICE"
   for _ in $(seq 60); do runuser -u postgres -- "$PG_BIN/pg_isready" -q -h /var/run/postgresql && break; sleep 1; done
   echo "tls.sh: PostgreSQL restarted with TLS on, listening on 127.0.0.1 and $ip"
