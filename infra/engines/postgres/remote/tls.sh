@@ -33,6 +33,13 @@ for f in server.key server.crt ca.crt; do
 done
 # The CA's certificate where the clients on this droplet find it too (the same path as elsewhere).
 install -D -m 0644 "$dir/ca.crt" /etc/orders/tls/ca.crt
+# A deployment whose first boot predates TLS has one plaintext line for the service and the loader:
+# the service's becomes hostssl.
+old_line='^host orders orders_service,orders_loader \([0-9./]*\) scram-sha-256$'
+if grep -q "$old_line" "$PG_CONF_DIR/pg_hba.conf"; then
+  sed -i "s|$old_line|hostssl orders orders_service \1 scram-sha-256\nhost orders orders_loader \1 scram-sha-256|" "$PG_CONF_DIR/pg_hba.conf"
+  changed=1
+fi
 settings="# Written by infra/engines/postgres/remote/tls.sh (do.sh up).
 listen_addresses = '127.0.0.1,$ip'
 ssl = on
