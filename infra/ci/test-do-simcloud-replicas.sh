@@ -3,7 +3,9 @@
 # (infra/ci/simcloud; test-do-simcloud.sh proves the single-server journey and the security points):
 # infra/do/do.sh up --replicas 3 makes three database droplets per engine, PostgreSQL members under
 # Patroni with a three-member etcd (synchronous_mode, one synchronous standby) and MongoDB's replica
-# set rs0, firewalled to each other and to their app droplet; seed; an insert round, during which
+# set rs0, firewalled to each other and to their app droplet, every member with its certificate
+# (simcloud/tls-checks.sh: each server on its VPC address and loopback alone, Patroni's REST API
+# and etcd's peers on the VPC address alone, replication and the services over TLS); seed; an insert round, during which
 # `do.sh failover` kills each engine's primary (kill -9, both engines at once), a standby takes over,
 # the services' writes come back without a restart, every write the services acknowledged (the
 # failover's own writes one by one, the round's by count) is still there on the new primary, and

@@ -18,7 +18,9 @@
 # proven on the way (simcloud/security-checks.sh): each role's refusals (the exporters' roles
 # cannot write), no password in any user-data, secrets only in root-only files, a wide operator
 # range refused, Grafana and Prometheus reached by the operator through the tunnel alone, and the
-# plan log orders_loader reads through its two functions and nothing else. Every remote
+# plan log orders_loader reads through its two functions and nothing else; and TLS to each
+# database (simcloud/tls-checks.sh: plaintext and another CA refused, the services encrypted, each
+# server on its VPC address and loopback alone, every private key in its place only). Every remote
 # orders-bench is the release binary (from $CARGO_TARGET_DIR/release when that is set), or with
 # SIMCLOUD_PROFILE=dev the debug one: what CI uses, right after its test build compiled them, since
 # a release build would compile every crate once more (the droplets' steps here are 20-40 req/s).
