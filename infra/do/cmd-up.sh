@@ -292,7 +292,8 @@ install_on() {
 # What the droplets get after boot, from templates, into STATE_DIR (0600): the env files of the
 # load droplets and Grafana's (infra/do/env), then each pair's (its engine's <engine>_render: its
 # service's env file, the role passwords its database droplet sets, its exporter's settings); and
-# the migrations. Every pair's database address is PREFIX_DB_IP (PG_DB_IP, MONGO_DB_IP ...).
+# the migrations; the databases' CA and their certificates (tls.sh). Every pair's database address
+# is PREFIX_DB_IP (PG_DB_IP, MONGO_DB_IP ...).
 render_env() {
   local pair ip f
   for pair in $(pair_names); do
@@ -309,6 +310,7 @@ render_env() {
     "$(pair_engine "$pair")_render" "$pair"
   done
   replicas_render
+  tls_render
   tar -C "$REPO" --owner=0 --group=0 --mtime=@0 --sort=name -cf "$STATE_DIR/migrations.tar" migrations
 }
 
@@ -323,6 +325,8 @@ provision_databases() {
   done
 }
 
+# An app droplet: its service, its settings (the database's URL: TLS, verify-full / tls=true), the
+# databases' CA certificate the URL names, and the migrations.
 provision_app() {
   local role=$1 service=$2 host
   host=$(need_ip "$role" public)
@@ -330,6 +334,7 @@ provision_app() {
   install_on "$host" "$service" "http://127.0.0.1:$APP_PORT/readyz" \
     "$BIN_DIR/$service" "/usr/local/bin/$service" 0755 \
     "$STATE_DIR/env/$service.env" "/etc/orders/$service.env" 0600 \
+    "$(tls_dir)/ca.crt" "$TLS_REMOTE_CA" 0644 \
     "$STATE_DIR/migrations.tar" /opt/orders tar
 }
 
@@ -348,6 +353,7 @@ provision_load() {
     "$REPO/loadtest/k6/orders.js" /opt/orders/loadtest/k6/orders.js 0644 \
     "$REPO/loadtest/mixes.json" /opt/orders/loadtest/mixes.json 0644 \
     "$STATE_DIR/env/bench.env" /etc/orders/bench.env 0600 \
+    "$(tls_dir)/ca.crt" "$TLS_REMOTE_CA" 0644 \
     "$k6_env" /etc/orders/k6-remote-write.env 0644 \
     "$HERE/remote/round.sh" /usr/local/sbin/orders-round 0755
 }

@@ -16,6 +16,8 @@ ENGINES_DIR=$(cd "$HERE/../engines" && pwd)
 . "$HERE/lib.sh"
 # shellcheck source=cmd-up.sh
 . "$HERE/cmd-up.sh"
+# shellcheck source=tls.sh
+. "$HERE/tls.sh"
 # shellcheck source=cmd-bench.sh
 . "$HERE/cmd-bench.sh"
 # shellcheck source=cmd-admin.sh
@@ -55,6 +57,11 @@ usage: infra/do/do.sh COMMAND [ARGS]
                           (--yes: don't), then create the VPC, firewalls and droplets (tag $TAG),
                           install and start everything. Run again to reconcile: only changed
                           files are installed, only services whose files changed restart.
+                          The databases speak TLS: up makes a CA once (openssl; its key stays in
+                          .local/do/\$TAG/tls, 0600) and a certificate per database droplet for
+                          its VPC address; the servers require TLS of the services (PostgreSQL
+                          hostssl, mongod requireTLS), listen on their VPC address and loopback
+                          alone, and the services connect with verify-full / tls=true
                           --replicas 3 (or 5): N database droplets per engine, each engine's own
                           replication: MongoDB the replica set rs0, PostgreSQL a primary and
                           standbys under Patroni with etcd on the members, synchronous_mode on

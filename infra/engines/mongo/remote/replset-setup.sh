@@ -17,16 +17,21 @@ cd /
 umask 077
 script=/etc/orders/mongo-replset.js
 trap 'rm -f "$script"' EXIT
+# The options of a connection to this droplet's mongod (TLS: remote/tls.sh ran before).
+MONGO_LOCAL_QUERY=''
+# shellcheck source=/dev/null
+if [ -f /etc/orders/mongo-local.env ]; then . /etc/orders/mongo-local.env; fi
+local_uri() { printf 'mongodb://%s127.0.0.1:27017/%s%s' "${1:+$1@}" "${2:-}" "$MONGO_LOCAL_QUERY"; }
 
 # as_admin PASSWORD COMMAND: one command (JSON on one line) as orders_admin on this mongod.
 as_admin() {
-  printf 'connect("mongodb://orders_admin:%s@127.0.0.1:27017/admin").runCommand(%s).ok\n' "$1" "$2" >"$script"
+  printf 'connect("%s").runCommand(%s).ok\n' "$(local_uri "orders_admin:$1" admin)" "$2" >"$script"
   mongosh --quiet --nodb "$script"
 }
-hello() { mongosh --quiet --eval "db.runCommand({\"hello\": 1}).$1" 2>/dev/null || true; }
+hello() { mongosh --quiet "$(local_uri)" --eval "db.runCommand({\"hello\": 1}).$1" 2>/dev/null || true; }
 wait_mongod() {
   for _ in $(seq 120); do
-    mongosh --quiet --eval 'db.runCommand({"ping": 1}).ok' >/dev/null 2>&1 && return 0
+    mongosh --quiet "$(local_uri)" --eval 'db.runCommand({"ping": 1}).ok' >/dev/null 2>&1 && return 0
     sleep 1
   done
   echo "replset-setup: mongod does not answer 120 s after its start" >&2
@@ -57,8 +62,8 @@ member() {
       as_admin "$MONGO_ADMIN_PASSWORD" '{"connectionStatus": 1}' >/dev/null
   fi
   printf 'MONGO_ADMIN_PASSWORD=%s\n' "$MONGO_ADMIN_PASSWORD" >/etc/orders/mongo-admin.env
-  printf 'connect("mongodb://orders_admin:%s@127.0.0.1:27017/admin").runCommand({"connectionStatus": 1})\n' \
-    "$MONGO_ADMIN_PASSWORD" >/etc/orders/mongo-login.js
+  printf 'connect("%s").runCommand({"connectionStatus": 1})\n' "$(local_uri "orders_admin:$MONGO_ADMIN_PASSWORD" admin)" \
+    >/etc/orders/mongo-login.js
   systemctl stop mongod
   if [ "$index" != 1 ]; then
     find /var/lib/mongodb -mindepth 1 -delete
@@ -83,7 +88,7 @@ initiate() {
     as_admin "$MONGO_ADMIN_PASSWORD" "{\"replSetInitiate\": {\"_id\": \"rs0\", \"members\": [$members]}}" >/dev/null
     echo "replset-setup: rs0 initiated with $hosts"
   fi
-  printf 'printjson(connect("mongodb://orders_admin:%s@127.0.0.1:27017/admin").runCommand({"replSetGetStatus": 1}))\n' "$MONGO_ADMIN_PASSWORD" >"$script"
+  printf 'printjson(connect("%s").runCommand({"replSetGetStatus": 1}))\n' "$(local_uri "orders_admin:$MONGO_ADMIN_PASSWORD" admin)" >"$script"
   for _ in $(seq 240); do
     # PRIMARY once and SECONDARY want-1 times in the set's status.
     if mongosh --quiet --nodb "$script" 2>/dev/null | python3 -c '

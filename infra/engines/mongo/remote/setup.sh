@@ -23,6 +23,10 @@ rm -rf "$incoming"
 . /etc/orders/mongo-admin.env
 # shellcheck source=/dev/null
 . /etc/orders/mongo-db.env
+# The options of a connection to this droplet's mongod (TLS, once remote/tls.sh turned it on).
+MONGO_LOCAL_QUERY=''
+# shellcheck source=/dev/null
+if [ -f /etc/orders/mongo-local.env ]; then . /etc/orders/mongo-local.env; fi
 umask 077
 script=/etc/orders/mongo-setup.js
 trap 'rm -f "$script"' EXIT
@@ -33,7 +37,7 @@ as_admin() {
   local command
   : >"$script"
   for command in "$@"; do
-    printf 'connect("mongodb://orders_admin:%s@127.0.0.1:27017/admin").runCommand(%s)\n' "$MONGO_ADMIN_PASSWORD" "${command//$'\n'/ }" >>"$script"
+    printf 'connect("mongodb://orders_admin:%s@127.0.0.1:27017/admin%s").runCommand(%s)\n' "$MONGO_ADMIN_PASSWORD" "$MONGO_LOCAL_QUERY" "${command//$'\n'/ }" >>"$script"
   done
   mongosh --quiet --nodb "$script" >/dev/null
 }

@@ -11,7 +11,8 @@
 set -euo pipefail
 cd /
 now() { date +%s.%N | cut -c1-14; }
-patroni() { curl -fsS --max-time 2 http://127.0.0.1:8008/patroni 2>/dev/null; }
+# Patroni's REST API listens on this member's VPC address alone (patroni-setup.sh configure).
+patroni() { curl -fsS --max-time 2 "http://$(cat /etc/orders/member-ip 2>/dev/null || echo 127.0.0.1):8008/patroni" 2>/dev/null; }
 field() { python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get(sys.argv[2], ""))' "$1" "$2"; }
 
 role() {

@@ -6,7 +6,8 @@
 #       installs Patroni 4.1.5 (PyPI, in /opt/orders/patroni; the local replicated stack's pin) and
 #       etcd 3.4 (the distribution's etcd-server) when missing, stops and disables the Debian
 #       cluster (its data stays, unused), writes etcd's and Patroni's configuration and units and
-#       starts etcd (member NAME of ETCD_MEMBERS, "pg1=IP,pg2=IP,..."). Patroni's PostgreSQL
+#       starts etcd (member NAME of ETCD_MEMBERS, "pg1=IP,pg2=IP,..."; on IP and the loopback).
+#       PostgreSQL listens on IP and the loopback, Patroni's REST API on IP. Patroni's PostgreSQL
 #       reads the first boot's settings (conf.d/orders.conf, the plan log's threshold) through its
 #       custom_conf, so a member runs with the settings a single server has.
 #   start   starts Patroni (its unit does not restart it: a killed member stays down, as Patroni's
@@ -24,7 +25,8 @@ PATRONI=/opt/orders/patroni/bin/patroni
 DATA=/var/lib/postgresql/patroni
 cd /
 
-patroni_cluster() { curl -fsS --max-time 3 http://127.0.0.1:8008/cluster 2>/dev/null; }
+# Patroni's REST API listens on this member's VPC address alone (configure writes it down).
+patroni_cluster() { curl -fsS --max-time 3 "http://$(cat /etc/orders/member-ip 2>/dev/null || echo 127.0.0.1):8008/cluster" 2>/dev/null; }
 
 install_missing() {
   export DEBIAN_FRONTEND=noninteractive
@@ -47,6 +49,7 @@ configure() {
   local name=$1 ip=$2 etcd_members=$3 member_ips=$4 vpc=$5 tag=$6 plan_ms=$7 etcd_hosts='' initial='' m hba=''
   install -m 0600 /opt/orders/incoming/patroni.env /etc/orders/patroni.env
   rm -rf /opt/orders/incoming
+  printf '%s\n' "$ip" >/etc/orders/member-ip
   # shellcheck source=/dev/null
   . /etc/orders/patroni.env
   # shellcheck source=/dev/null
@@ -82,11 +85,13 @@ LimitNOFILE=65536
 WantedBy=multi-user.target
 UNIT
 
-  # pg_hba: the single server's lines (the service and seeding roles from the VPC, the exporter
-  # from the loopback, the owner's peer login), and the members' replication and pg_rewind.
+  # pg_hba: the single server's lines (the service's role from the VPC over TLS only, the
+  # seeding role from the VPC, the exporter from the loopback, the owner's peer login), and the
+  # members' replication and pg_rewind, over TLS only (remote/tls.sh gave the server its
+  # certificate; each member checks the other's with the deployment's CA, verify-full).
   for m in ${member_ips//,/ }; do
-    hba+="    - host replication replicator $m/32 scram-sha-256"$'\n'
-    hba+="    - host all postgres $m/32 scram-sha-256"$'\n'
+    hba+="    - hostssl replication replicator $m/32 scram-sha-256"$'\n'
+    hba+="    - hostssl all postgres $m/32 scram-sha-256"$'\n'
   done
   printf "include_dir = '%s/conf.d'\n" "$PG_CONF_DIR" >/etc/orders/patroni-base.conf
   umask 077
@@ -98,7 +103,7 @@ name: $name
 log:
   level: INFO
 restapi:
-  listen: 0.0.0.0:8008
+  listen: $ip:8008
   connect_address: $ip:8008
 etcd3:
   hosts: $etcd_hosts
@@ -126,7 +131,7 @@ bootstrap:
     - encoding: UTF8
     - locale: C
 postgresql:
-  listen: 0.0.0.0:5432
+  listen: $ip,127.0.0.1:5432
   connect_address: $ip:5432
   data_dir: $DATA/data
   bin_dir: $PG_BIN
@@ -139,9 +144,13 @@ postgresql:
     superuser:
       username: postgres
       password: '$PG_SUPERUSER_PASSWORD'
+      sslmode: verify-full
+      sslrootcert: /etc/orders/tls/ca.crt
     replication:
       username: replicator
       password: '$PG_REPLICATION_PASSWORD'
+      sslmode: verify-full
+      sslrootcert: /etc/orders/tls/ca.crt
   parameters:
     unix_socket_directories: /var/run/postgresql
   pg_ident:
@@ -150,7 +159,8 @@ postgresql:
     - local orders orders_owner peer map=orders_owner
     - local all postgres peer
     - local all all peer
-    - host orders orders_service,orders_loader $vpc scram-sha-256
+    - hostssl orders orders_service $vpc scram-sha-256
+    - host orders orders_loader $vpc scram-sha-256
     - host orders orders_monitor 127.0.0.1/32 scram-sha-256
     - host all postgres 127.0.0.1/32 scram-sha-256
     - host replication replicator 127.0.0.1/32 scram-sha-256
