@@ -36,10 +36,10 @@ tls_other_ca() {
   chmod 0644 "$dir/ca.crt"
 }
 
-# psql from droplet FROM to PostgreSQL on droplet DB as orders_service, with the libpq options
-# given; no password (-w): a session that gets that far is refused for want of one.
+# psql from droplet FROM to PostgreSQL on droplet DB as orders_service (or PG_USER), with the
+# libpq options given; no password (-w): a session that gets that far is refused for want of one.
 pg_from() { # FROM DB OPTIONS
-  on "$1" "cd / && $TLS_PSQL -X -w -At 'host=$(private_ip "$2") port=5432 dbname=orders user=orders_service connect_timeout=5 $3' -c 'SELECT 1'"
+  on "$1" "cd / && $TLS_PSQL -X -w -At 'host=$(private_ip "$2") port=5432 dbname=orders user=${PG_USER:-orders_service} connect_timeout=5 $3' -c 'SELECT 1'"
 }
 # pymongo from droplet FROM to mongod on droplet DB, no user: `ping` (which needs no login).
 mongo_from() { # FROM DB URI-OPTIONS
@@ -68,6 +68,10 @@ check_postgres_tls() { # DB APP SERVICE
   tls_other_ca
   tls_refused "$db: a session without TLS from a load droplet is refused (hostssl alone for orders_service)" \
     "no encryption" pg_from load-1 "$db" "sslmode=disable"
+  PG_USER=orders_loader tls_refused "$db: and for orders-bench's seeding role (hostssl alone for orders_loader)" \
+    "no encryption" pg_from load-1 "$db" "sslmode=disable"
+  expect "orders-bench's URL on the load droplets asks for verify-full with the deployment's CA" on load-1 \
+    "grep -q '^DATABASE_URL=.*sslmode=verify-full&sslrootcert=$TLS_CA' /etc/orders/bench.env"
   tls_refused "$db: a client that checks the server with another CA refuses it" \
     "certificate verify failed" pg_from load-1 "$db" "sslmode=verify-full sslrootcert=$W/other-ca/ca.crt"
   tls_refused "$db: with the deployment's CA, verify-full gets through TLS and pg_hba to the password" \

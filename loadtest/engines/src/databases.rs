@@ -64,16 +64,42 @@ pub fn with_database(url: &str, name: &str) -> String {
 }
 
 /// A connection to PostgreSQL at `url`, whose task ends when the client is dropped: keep the
-/// handle beside the client (`let (client, _connection) = ...`).
+/// handle beside the client (`let (client, _connection) = ...`). Over TLS when the URL's `sslmode`
+/// asks for it, with the services' own connector (`orders_pg::tls`: `sslrootcert`, `verify-full`),
+/// so the runner's sessions on the droplets are encrypted and verified like the services'.
 pub async fn pg_session(url: &str) -> anyhow::Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>)> {
     use anyhow::Context as _;
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .with_context(|| format!("connecting to {}", redact(url)))?;
-    let task = tokio::spawn(async move {
+    let (plain, tls) = orders_pg::tls::split_url(url).map_err(anyhow::Error::msg)?;
+    let mut config: tokio_postgres::Config =
+        plain.parse().with_context(|| format!("{} is not a PostgreSQL URL", redact(url)))?;
+    config.ssl_mode(orders_pg::tls::SslMode::driver_mode(tls.mode));
+    let connected = match orders_pg::tls::connector(&tls).map_err(anyhow::Error::msg)? {
+        Some(tls) => config.connect(tls).await.map(|(client, connection)| (client, spawn_connection(connection))),
+        None => config
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map(|(client, connection)| (client, spawn_connection(connection))),
+    };
+    connected.with_context(|| format!("connecting to {}", redact(url)))
+}
+
+/// `url` as the driver's settings, without its TLS words (`sslmode=verify-full` and `sslrootcert`,
+/// which the driver does not know: `pg_session` reads them).
+pub fn pg_config(url: &str) -> anyhow::Result<tokio_postgres::Config> {
+    use anyhow::Context as _;
+    let (plain, _tls) = orders_pg::tls::split_url(url).map_err(anyhow::Error::msg)?;
+    plain.parse().with_context(|| format!("{} is not a PostgreSQL URL", redact(url)))
+}
+
+/// A connection's task, whichever stream (plain or TLS) it runs over.
+fn spawn_connection<F>(connection: F) -> tokio::task::JoinHandle<()>
+where
+    F: Future + Send + 'static,
+    F::Output: Send,
+{
+    tokio::spawn(async move {
         let _ = connection.await;
-    });
-    Ok((client, task))
+    })
 }
 
 /// A MongoDB client of the runner's own for `uri` (5 s to find the server).
@@ -99,6 +125,21 @@ pub fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runners_urls_may_carry_libpqs_tls_words() {
+        let url = "postgres://orders_loader:pw@10.0.0.5:5432/orders?sslmode=verify-full&sslrootcert=/etc/ca.crt";
+        let config = pg_config(url).expect("verify-full is not the driver's word, and is taken out");
+        assert_eq!((config.get_dbname(), config.get_ports()), (Some("orders"), &[5432][..]));
+        assert!(pg_config("postgres://h/orders?sslmode=verify-everything").is_err());
+    }
+
+    #[tokio::test]
+    async fn verify_full_without_a_ca_file_is_refused_before_any_connection() {
+        // Refused before dialling (port 1 of loopback would refuse a connection with another error).
+        let error = pg_session("postgres://u@127.0.0.1:1/orders?sslmode=verify-full").await.expect_err("no CA file");
+        assert!(format!("{error:#}").contains("needs sslrootcert"), "{error:#}");
+    }
 
     #[test]
     fn another_database_of_the_same_server_keeps_the_server_and_the_options() {

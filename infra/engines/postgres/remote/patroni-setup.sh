@@ -160,7 +160,7 @@ postgresql:
     - local all postgres peer
     - local all all peer
     - hostssl orders orders_service $vpc scram-sha-256
-    - host orders orders_loader $vpc scram-sha-256
+    - hostssl orders orders_loader $vpc scram-sha-256
     - host orders orders_monitor 127.0.0.1/32 scram-sha-256
     - host all postgres 127.0.0.1/32 scram-sha-256
     - host replication replicator 127.0.0.1/32 scram-sha-256

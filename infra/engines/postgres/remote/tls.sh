@@ -33,11 +33,16 @@ for f in server.key server.crt ca.crt; do
 done
 # The CA's certificate where the clients on this droplet find it too (the same path as elsewhere).
 install -D -m 0644 "$dir/ca.crt" /etc/orders/tls/ca.crt
-# A deployment whose first boot predates TLS has one plaintext line for the service and the loader:
-# the service's becomes hostssl.
+# A deployment whose first boot predates TLS has one plaintext line for the service and the loader
+# (or, from a later boot, a plaintext line for the loader alone): both become hostssl.
 old_line='^host orders orders_service,orders_loader \([0-9./]*\) scram-sha-256$'
 if grep -q "$old_line" "$PG_CONF_DIR/pg_hba.conf"; then
-  sed -i "s|$old_line|hostssl orders orders_service \1 scram-sha-256\nhost orders orders_loader \1 scram-sha-256|" "$PG_CONF_DIR/pg_hba.conf"
+  sed -i "s|$old_line|hostssl orders orders_service \1 scram-sha-256\nhostssl orders orders_loader \1 scram-sha-256|" "$PG_CONF_DIR/pg_hba.conf"
+  changed=1
+fi
+loader_line='^host orders orders_loader \([0-9./]*\) scram-sha-256$'
+if grep -q "$loader_line" "$PG_CONF_DIR/pg_hba.conf"; then
+  sed -i "s|$loader_line|hostssl orders orders_loader \1 scram-sha-256|" "$PG_CONF_DIR/pg_hba.conf"
   changed=1
 fi
 settings="# Written by infra/engines/postgres/remote/tls.sh (do.sh up).

@@ -140,7 +140,7 @@ impl Selection {
 pub fn own_server(pg_url: &str, url: Option<&str>) -> std::result::Result<String, String> {
     let Some(url) = url else { return Err("no database of the hybrid layout was named (--database pgh=URL)".into()) };
     let server = |url: &str| {
-        let config: tokio_postgres::Config = url.parse().ok()?;
+        let config = orders_bench_engines::databases::pg_config(url).ok()?;
         let host = config.get_hosts().first().map(|h| format!("{h:?}"));
         Some((host, config.get_ports().first().copied().unwrap_or(5432)))
     };

@@ -61,11 +61,8 @@ impl Postgres {
 
     /// The runner's own connection for the per-step samples of `layout`'s tables.
     pub async fn sampler_of(&self, layout: Layout) -> Result<Box<dyn Sampler>, String> {
-        match tokio::time::timeout(CONNECT_LIMIT, tokio_postgres::connect(&self.url, tokio_postgres::NoTls)).await {
-            Ok(Ok((client, connection))) => {
-                let connection = tokio::spawn(async move { drop(connection.await) });
-                Ok(Box::new(PgSampler { client, connection, layout }))
-            }
+        match tokio::time::timeout(CONNECT_LIMIT, crate::databases::pg_session(&self.url)).await {
+            Ok(Ok((client, connection))) => Ok(Box::new(PgSampler { client, connection, layout })),
             Ok(Err(error)) => Err(error.to_string()),
             Err(_) => Err("no answer within 5 s".into()),
         }
@@ -82,7 +79,7 @@ pub enum Layout {
 
 /// The PostgreSQL database named in `url`.
 pub fn database_of(url: &str) -> Result<String> {
-    let config: tokio_postgres::Config = url.parse().context("the PostgreSQL URL")?;
+    let config = crate::databases::pg_config(url).context("the PostgreSQL URL")?;
     config.get_dbname().map(str::to_owned).context("the PostgreSQL URL names no database")
 }
 
@@ -177,8 +174,7 @@ pub async fn flushed_table_counters(backend: &dyn Backend) -> Result<Value> {
 
 pub async fn wal_stats(database_url: &str) -> Option<WalStats> {
     let query = async {
-        let (client, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await.ok()?;
-        let connection = tokio::spawn(connection);
+        let (client, connection) = crate::databases::pg_session(database_url).await.ok()?;
         let figures = admin::wal_records_and_fpi(&client).await.ok();
         let flushes = admin::wal_flushes(&client).await;
         drop(client);

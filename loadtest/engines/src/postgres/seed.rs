@@ -15,7 +15,7 @@ use orders_pg::sql::JsonbText;
 use std::time::Instant;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::Type;
-use tokio_postgres::{Client, NoTls, Transaction};
+use tokio_postgres::{Client, Transaction};
 
 /// Rows generated and sent per batch (one progress step).
 const BATCH: u64 = 5_000;
@@ -39,15 +39,9 @@ impl PgTarget {
 
 /// The seeder's connection to the database at `url`, and the database in words.
 pub async fn connect(url: &str) -> Result<(Client, String)> {
-    let config: tokio_postgres::Config = url.parse().with_context(|| format!("{url:?} is not a PostgreSQL URL"))?;
-    let database = describe(&config);
-    let (client, connection) =
-        config.connect(NoTls).await.with_context(|| format!("connecting to PostgreSQL at {database}"))?;
-    tokio::spawn(async move {
-        if let Err(error) = connection.await {
-            eprintln!("pg: connection ended: {error}");
-        }
-    });
+    let database = describe(&crate::databases::pg_config(url)?);
+    let (client, _connection) =
+        crate::databases::pg_session(url).await.with_context(|| format!("connecting to PostgreSQL at {database}"))?;
     Ok((client, database))
 }
 
