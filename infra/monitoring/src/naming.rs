@@ -1,17 +1,15 @@
-//! Percona's naming of `serverStatus`, so that a dashboard written against Percona's
-//! `mongodb_exporter` (its default diagnostic-data collector) reads this exporter unchanged. The
-//! rules are those of Percona's `exporter/metrics.go`: the path of every number in the document,
-//! `serverStatus.wiredTiger.log.log bytes written`, has its prefix shortened (`serverStatus.` to
-//! `ss_`, `serverStatus.wiredTiger.` to `ss_wt_`, `...transaction.` to `ss_wt_txn_`), every run of
-//! other characters than letters, digits and `_` becomes one `_`, and `mongodb_` goes in front:
-//! `mongodb_ss_wt_log_log_bytes_written`. The members of some documents become a label of one
-//! metric instead (`opcounters.insert` is `mongodb_ss_opcounters{legacy_op_type="insert"}`), and
-//! a few names are folded the same way afterwards (`opLatencies.reads.latency` is
-//! `mongodb_ss_opLatencies_latency{op_type="reads"}`). Strings and other non-numbers are left
-//! out, as Percona leaves them out; booleans are 0 or 1, dates milliseconds. A replica set
-//! member's `replSetGetStatus` is named as Percona names that section of `getDiagnosticData`
-//! (`replSetGetStatus.` becomes `rs_`); each document of an array, such as `members`, carries the
-//! labels `member_idx` (its `name` or `host`) and `member_state` (its `stateStr`).
+//! Percona's naming of `serverStatus` and `replSetGetStatus`, so that a dashboard written against
+//! Percona's `mongodb_exporter` (its default diagnostic-data collector) reads this exporter
+//! unchanged. The rules are those of Percona's `exporter/metrics.go`: every number's path has its
+//! prefix shortened (`serverStatus.wiredTiger.` to `ss_wt_`, `replSetGetStatus.` to `rs_`, ...),
+//! every run of other characters than letters, digits and `_` becomes one `_`, and `mongodb_` goes
+//! in front: `serverStatus.wiredTiger.log.log bytes written` is `mongodb_ss_wt_log_log_bytes_written`.
+//! The members of some documents become a label of one metric instead (`opcounters.insert` is
+//! `mongodb_ss_opcounters{legacy_op_type="insert"}`), a few names are folded so afterwards
+//! (`mongodb_ss_opLatencies_latency{op_type="reads"}`), and each document of an array (`members`)
+//! is told apart by `member_idx` (its `host` or `name`) and `member_state` (its `stateStr`).
+//! Strings and other non-numbers are left out, as Percona leaves them out; booleans are 0 or 1,
+//! dates milliseconds.
 
 use mongodb::bson::{Bson, Document};
 
