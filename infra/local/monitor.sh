@@ -18,7 +18,13 @@
 # Everything listens on 127.0.0.1; data, logs, pid files and the generated configuration live in
 # .local/monitor/ (MONITOR_DIR). See infra/local/README.md ("Monitoring").
 #
-# Usage: infra/local/monitor.sh {install|start|stop|status|env}
+# `start --replicas` watches the replicated stack (stack.sh start --replicas) instead of the single
+# servers: one postgres_exporter and one mongo-serverstatus-exporter per member, at the members'
+# addresses on the bridge (taken from REPLICA_DATABASE_URL and REPLICA_MONGODB_URI, or from
+# `stack.sh env`), each target labelled `member` with its member's host:port, on the ports from
+# MONITOR_REPLICA_PG_EXPORTER_PORT (19287) and MONITOR_REPLICA_MONGO_EXPORTER_PORT (19316) up.
+#
+# Usage: infra/local/monitor.sh {install|start [--replicas]|stop|status|env}
 # Ports and targets (environment): MONITOR_PROMETHEUS_PORT (19090), MONITOR_PG_EXPORTER_PORT
 # (19187), MONITOR_PGH_EXPORTER_PORT (19188), MONITOR_MONGO_EXPORTER_PORT (19216),
 # MONITOR_NODE_EXPORTER_PORT (19100), MONITOR_PG_SERVICE (127.0.0.1:8080), MONITOR_MONGO_SERVICE
@@ -43,6 +49,8 @@ PROM_PORT="${MONITOR_PROMETHEUS_PORT:-19090}"
 PG_EXPORTER_PORT="${MONITOR_PG_EXPORTER_PORT:-19187}"
 PGH_EXPORTER_PORT="${MONITOR_PGH_EXPORTER_PORT:-19188}"
 MONGO_EXPORTER_PORT="${MONITOR_MONGO_EXPORTER_PORT:-19216}"
+REPLICA_PG_EXPORTER_PORT="${MONITOR_REPLICA_PG_EXPORTER_PORT:-19287}"
+REPLICA_MONGO_EXPORTER_PORT="${MONITOR_REPLICA_MONGO_EXPORTER_PORT:-19316}"
 NODE_EXPORTER_PORT="${MONITOR_NODE_EXPORTER_PORT:-19100}"
 PG_SERVICE="${MONITOR_PG_SERVICE:-127.0.0.1:8080}"
 MONGO_SERVICE="${MONITOR_MONGO_SERVICE:-127.0.0.1:8081}"
@@ -191,19 +199,64 @@ write_prometheus_config() {
   {"targets": ["$MONGO_SERVICE"], "labels": {"service": "orders-mongo", "backend": "mongo"}}$hybrid_service
 ]
 EOF
-	cat >"$TARGETS/postgres-local.json" <<EOF
+	if ((${#PG_MEMBERS[@]} > 0)); then
+		member_targets orders-pg postgres "$REPLICA_PG_EXPORTER_PORT" "${PG_MEMBERS[@]}" >"$TARGETS/postgres-local.json"
+		member_targets orders-mongo mongodb "$REPLICA_MONGO_EXPORTER_PORT" "${MONGO_MEMBERS[@]}" >"$TARGETS/mongodb-local.json"
+	else
+		cat >"$TARGETS/postgres-local.json" <<EOF
 [
   {"targets": ["127.0.0.1:$PG_EXPORTER_PORT"], "labels": {"service": "orders-pg", "engine": "postgres"}}$hybrid_exporter
 ]
 EOF
-	cat >"$TARGETS/mongodb-local.json" <<EOF
+		cat >"$TARGETS/mongodb-local.json" <<EOF
 [{"targets": ["127.0.0.1:$MONGO_EXPORTER_PORT"], "labels": {"service": "orders-mongo", "engine": "mongodb"}}]
 EOF
+	fi
 	cat >"$TARGETS/node-local.json" <<EOF
 [{"targets": ["127.0.0.1:$NODE_EXPORTER_PORT"], "labels": {"host": "local", "role": "local"}}]
 EOF
 	promtool check config "$DIR/prometheus.yml" >/dev/null 2>&1 ||
 		die "the generated $DIR/prometheus.yml does not pass promtool check config"
+}
+
+# The file_sd targets of one exporter per member: SERVICE ENGINE FIRST_PORT MEMBER...
+member_targets() {
+	local service="$1" engine="$2" port="$3" member separator=''
+	shift 3
+	printf '[\n'
+	for member in "$@"; do
+		printf '%s  {"targets": ["127.0.0.1:%s"], "labels": {"service": "%s", "engine": "%s", "member": "%s"}}' \
+			"$separator" "$port" "$service" "$engine" "$member"
+		separator=$',\n'
+		port=$((port + 1))
+	done
+	printf '\n]\n'
+}
+
+# The replicated stack's members (host:port), from REPLICA_DATABASE_URL and REPLICA_MONGODB_URI
+# (or `stack.sh env`): sets PG_MEMBERS, MONGO_MEMBERS, PG_REPLICA_USER and PG_REPLICA_DB.
+read_replica_members() {
+	if [[ -z "${REPLICA_DATABASE_URL:-}" || -z "${REPLICA_MONGODB_URI:-}" ]]; then
+		eval "$(bash "$REPO/infra/local/stack.sh" env 2>/dev/null | grep -E '^export REPLICA_(DATABASE_URL|MONGODB_URI)=' || true)"
+	fi
+	[[ -n "${REPLICA_DATABASE_URL:-}" && -n "${REPLICA_MONGODB_URI:-}" ]] ||
+		die "--replicas: no replicated stack (REPLICA_DATABASE_URL and REPLICA_MONGODB_URI unset, and stack.sh env prints none): stack.sh start --replicas 3 first"
+	local pattern='^postgres(ql)?://([^@/]+)@([^/]+)/([A-Za-z0-9_]+)'
+	[[ "$REPLICA_DATABASE_URL" =~ $pattern ]] ||
+		die "REPLICA_DATABASE_URL is not postgres://USER@HOST:PORT,.../DATABASE: '$REPLICA_DATABASE_URL'"
+	PG_REPLICA_USER="${BASH_REMATCH[2]}"
+	PG_REPLICA_DB="${BASH_REMATCH[4]}"
+	IFS=, read -r -a PG_MEMBERS <<<"${BASH_REMATCH[3]}"
+	pattern='^mongodb://([^/?]+)'
+	[[ "$REPLICA_MONGODB_URI" =~ $pattern ]] ||
+		die "REPLICA_MONGODB_URI is not mongodb://HOST:PORT,.../?...: '$REPLICA_MONGODB_URI'"
+	IFS=, read -r -a MONGO_MEMBERS <<<"${BASH_REMATCH[1]}"
+	local member
+	for member in "${PG_MEMBERS[@]}" "${MONGO_MEMBERS[@]}"; do
+		[[ "$member" =~ ^[A-Za-z0-9.-]+:[0-9]{1,5}$ ]] || die "a replica member is not HOST:PORT: '$member'"
+	done
+	check_port MONITOR_REPLICA_PG_EXPORTER_PORT "$((REPLICA_PG_EXPORTER_PORT + ${#PG_MEMBERS[@]} - 1))"
+	check_port MONITOR_REPLICA_MONGO_EXPORTER_PORT "$((REPLICA_MONGO_EXPORTER_PORT + ${#MONGO_MEMBERS[@]} - 1))"
 }
 
 # postgres_exporter NAME on PORT for the database DSN, with the project's queries (one file for
@@ -215,16 +268,39 @@ launch_postgres_exporter() {
 		--no-collector.bgwriter
 }
 
+PG_MEMBERS=()
+MONGO_MEMBERS=()
+
 cmd_start() {
+	case "${1:-}" in
+	--replicas)
+		read_replica_members
+		PGH_SERVICE=''
+		;;
+	'') ;;
+	*) die "start takes --replicas or nothing, got '$1'" ;;
+	esac
 	cmd_install
 	mkdir -p "$DIR"
-	local mongo_exporter
+	local mongo_exporter i
 	mongo_exporter="$(mongo_exporter_bin)"
 	write_prometheus_config
-	launch_postgres_exporter postgres-exporter "$PG_EXPORTER_PORT" "$PG_DSN"
-	[[ -z "$PGH_SERVICE" ]] || launch_postgres_exporter postgres-hybrid-exporter "$PGH_EXPORTER_PORT" "$PGH_DSN"
-	launch mongo-exporter "$MONGO_EXPORTER_PORT" env MONGODB_URI="$MONGO_URI" "$mongo_exporter" \
-		--listen "127.0.0.1:$MONGO_EXPORTER_PORT"
+	if ((${#PG_MEMBERS[@]} > 0)); then
+		for i in "${!PG_MEMBERS[@]}"; do
+			launch_postgres_exporter "postgres-exporter-member$((i + 1))" "$((REPLICA_PG_EXPORTER_PORT + i))" \
+				"postgresql://$PG_REPLICA_USER@${PG_MEMBERS[i]}/$PG_REPLICA_DB?sslmode=disable"
+		done
+		for i in "${!MONGO_MEMBERS[@]}"; do
+			launch "mongo-exporter-member$((i + 1))" "$((REPLICA_MONGO_EXPORTER_PORT + i))" \
+				env MONGODB_URI="mongodb://${MONGO_MEMBERS[i]}/?directConnection=true" "$mongo_exporter" \
+				--listen "127.0.0.1:$((REPLICA_MONGO_EXPORTER_PORT + i))"
+		done
+	else
+		launch_postgres_exporter postgres-exporter "$PG_EXPORTER_PORT" "$PG_DSN"
+		[[ -z "$PGH_SERVICE" ]] || launch_postgres_exporter postgres-hybrid-exporter "$PGH_EXPORTER_PORT" "$PGH_DSN"
+		launch mongo-exporter "$MONGO_EXPORTER_PORT" env MONGODB_URI="$MONGO_URI" "$mongo_exporter" \
+			--listen "127.0.0.1:$MONGO_EXPORTER_PORT"
+	fi
 	launch node-exporter "$NODE_EXPORTER_PORT" prometheus-node-exporter \
 		--web.listen-address="127.0.0.1:$NODE_EXPORTER_PORT"
 	launch prometheus "$PROM_PORT" prometheus --config.file="$DIR/prometheus.yml" \
@@ -237,6 +313,12 @@ cmd_start() {
 cmd_stop() {
 	stop_one prometheus
 	stop_one node-exporter
+	local file name
+	for file in "$DIR"/postgres-exporter-member*.pid "$DIR"/mongo-exporter-member*.pid; do
+		[[ -e "$file" ]] || continue
+		name="${file##*/}"
+		stop_one "${name%.pid}"
+	done
 	stop_one mongo-exporter
 	stop_one postgres-hybrid-exporter
 	stop_one postgres-exporter
@@ -271,6 +353,9 @@ usage: $0 <command>
   start     install if needed, build mongo-serverstatus-exporter, start the exporters (two
             postgres_exporters, the hybrid's unless MONITOR_PGH_SERVICE is empty) and Prometheus
             on 127.0.0.1 (scraping the services at $PG_SERVICE, $MONGO_SERVICE${PGH_SERVICE:+ and $PGH_SERVICE})
+  start --replicas
+            the same for the replicated stack: one exporter per member (label member=HOST:PORT),
+            from port $REPLICA_PG_EXPORTER_PORT (PostgreSQL) and $REPLICA_MONGO_EXPORTER_PORT (MongoDB) up
   stop      stop them
   status    say which run (exit 0 if all, 3 otherwise)
   env       print PROMETHEUS_URL and PROMETHEUS_RW_URL (for --prometheus-rw and k6's remote write)
@@ -289,7 +374,7 @@ main() {
 	check_port MONITOR_NODE_EXPORTER_PORT "$NODE_EXPORTER_PORT"
 	case "${1:-}" in
 	install) cmd_install ;;
-	start) cmd_start ;;
+	start) cmd_start "${@:2}" ;;
 	stop) cmd_stop ;;
 	status) cmd_status ;;
 	env) print_env ;;

@@ -1,7 +1,7 @@
-//! `mongo-serverstatus-exporter`: serves `GET /metrics` with the MongoDB server's `serverStatus`,
-//! read through the official driver at every scrape and named the way Percona's
-//! `mongodb_exporter` names it (`naming`), so the project's dashboard reads this exporter on the
-//! local stack and Percona's on the droplets alike. Debian's `prometheus-mongodb-exporter` is a
+//! `mongo-serverstatus-exporter`: serves `GET /metrics` with the MongoDB server's `serverStatus`
+//! (and on a replica set member its `replSetGetStatus`), read through the official driver at every
+//! scrape and named the way Percona's `mongodb_exporter` names them (`naming`), so the project's
+//! dashboard reads this exporter on the local stack and Percona's on the droplets alike. Debian's `prometheus-mongodb-exporter` is a
 //! 2018 build that cannot talk to MongoDB 6.0, and no maintained exporter installs from the
 //! registries this project uses; this is the stand-in (see infra/monitoring/README.md).
 
@@ -79,11 +79,19 @@ async fn answer(mut stream: TcpStream, client: &Client, timeout: Duration) -> Re
     Ok(())
 }
 
-/// The metrics text now: `serverStatus` named, or only `mongodb_up 0` when the server did not answer.
+/// `replSetGetStatus`'s codes when the server is no replica set member (yet): no samples then.
+const NO_REPLICA_SET: [i32; 2] = [76, 94];
+
+/// The metrics text now: `serverStatus` named (and `replSetGetStatus`, on a replica set member),
+/// or only `mongodb_up 0` when the server did not answer.
 async fn metrics(client: &Client, timeout: Duration) -> String {
     let status = tokio::time::timeout(timeout, client.database("admin").run_command(doc! {"serverStatus": 1})).await;
     match status {
-        Ok(Ok(document)) => exposition::render(&naming::server_status_samples(&document), true),
+        Ok(Ok(document)) => {
+            let mut samples = naming::server_status_samples(&document);
+            samples.extend(replica_set_samples(client, timeout).await);
+            exposition::render(&samples, true)
+        }
         Ok(Err(error)) => {
             eprintln!("mongo-serverstatus-exporter: serverStatus failed: {error}");
             exposition::render(&[], false)
@@ -91,6 +99,28 @@ async fn metrics(client: &Client, timeout: Duration) -> String {
         Err(_) => {
             eprintln!("mongo-serverstatus-exporter: serverStatus took longer than {timeout:?}");
             exposition::render(&[], false)
+        }
+    }
+}
+
+/// The member's `replSetGetStatus` named, as Percona names it; nothing on a standalone server.
+async fn replica_set_samples(client: &Client, timeout: Duration) -> Vec<naming::Sample> {
+    let admin = client.database("admin");
+    match tokio::time::timeout(timeout, admin.run_command(doc! {"replSetGetStatus": 1})).await {
+        Ok(Ok(document)) => naming::replica_set_samples(&document),
+        Ok(Err(error)) => {
+            let code = match *error.kind {
+                mongodb::error::ErrorKind::Command(ref command) => Some(command.code),
+                _ => None,
+            };
+            if !code.is_some_and(|code| NO_REPLICA_SET.contains(&code)) {
+                eprintln!("mongo-serverstatus-exporter: replSetGetStatus failed: {error}");
+            }
+            Vec::new()
+        }
+        Err(_) => {
+            eprintln!("mongo-serverstatus-exporter: replSetGetStatus took longer than {timeout:?}");
+            Vec::new()
         }
     }
 }

@@ -1,25 +1,27 @@
-//! Percona's naming of `serverStatus`, so that a dashboard written against Percona's
-//! `mongodb_exporter` (its default diagnostic-data collector) reads this exporter unchanged. The
-//! rules are those of Percona's `exporter/metrics.go`: the path of every number in the document,
-//! `serverStatus.wiredTiger.log.log bytes written`, has its prefix shortened (`serverStatus.` to
-//! `ss_`, `serverStatus.wiredTiger.` to `ss_wt_`, `...transaction.` to `ss_wt_txn_`), every run of
-//! other characters than letters, digits and `_` becomes one `_`, and `mongodb_` goes in front:
-//! `mongodb_ss_wt_log_log_bytes_written`. The members of some documents become a label of one
-//! metric instead (`opcounters.insert` is `mongodb_ss_opcounters{legacy_op_type="insert"}`), and
-//! a few names are folded the same way afterwards (`opLatencies.reads.latency` is
-//! `mongodb_ss_opLatencies_latency{op_type="reads"}`). Strings, arrays and other non-numbers are
-//! left out, as Percona leaves them out; booleans are 0 or 1, dates milliseconds.
+//! Percona's naming of `serverStatus` and `replSetGetStatus`, so that a dashboard written against
+//! Percona's `mongodb_exporter` (its default diagnostic-data collector) reads this exporter
+//! unchanged. The rules are those of Percona's `exporter/metrics.go`: every number's path has its
+//! prefix shortened (`serverStatus.wiredTiger.` to `ss_wt_`, `replSetGetStatus.` to `rs_`, ...),
+//! every run of other characters than letters, digits and `_` becomes one `_`, and `mongodb_` goes
+//! in front: `serverStatus.wiredTiger.log.log bytes written` is `mongodb_ss_wt_log_log_bytes_written`.
+//! The members of some documents become a label of one metric instead (`opcounters.insert` is
+//! `mongodb_ss_opcounters{legacy_op_type="insert"}`), a few names are folded so afterwards
+//! (`mongodb_ss_opLatencies_latency{op_type="reads"}`), and each document of an array (`members`)
+//! is told apart by `member_idx` (its `host` or `name`) and `member_state` (its `stateStr`).
+//! Strings and other non-numbers are left out, as Percona leaves them out; booleans are 0 or 1,
+//! dates milliseconds.
 
 use mongodb::bson::{Bson, Document};
 
 const EXPORTER_PREFIX: &str = "mongodb_";
 
 /// Shorter prefixes, most specific first (Percona's `prefixes`, the `serverStatus` ones).
-const PREFIXES: [(&str, &str); 4] = [
+const PREFIXES: [(&str, &str); 5] = [
     ("serverStatus.wiredTiger.transaction", "ss_wt_txn"),
     ("serverStatus.wiredTiger", "ss_wt"),
     ("serverStatus.queues.execution", "ss_wt_concurrentTransactions"),
     ("serverStatus", "ss"),
+    ("replSetGetStatus", "rs"),
 ];
 
 /// Documents whose members become one labelled metric (Percona's `nodeToPDMetrics`, the
@@ -108,7 +110,15 @@ pub struct Sample {
 /// Every number of a `serverStatus` answer as a named sample.
 pub fn server_status_samples(status: &Document) -> Vec<Sample> {
     let mut samples = Vec::new();
-    walk("serverStatus.", status, &mut samples);
+    walk("serverStatus.", status, &[], &mut samples);
+    samples
+}
+
+/// Every number of a `replSetGetStatus` answer as a named sample: `mongodb_rs_myState`, and per
+/// member `mongodb_rs_members_optimeDate{member_idx="host:port",member_state="SECONDARY"}` etc.
+pub fn replica_set_samples(status: &Document) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    walk("replSetGetStatus.", status, &[], &mut samples);
     samples
 }
 
@@ -147,21 +157,52 @@ pub fn metric_name(path: &str) -> String {
     format!("{EXPORTER_PREFIX}{trimmed}")
 }
 
-fn walk(prefix: &str, document: &Document, samples: &mut Vec<Sample>) {
+fn walk(prefix: &str, document: &Document, labels: &[(String, String)], samples: &mut Vec<Sample>) {
     for (key, value) in document {
         match value {
             Bson::Document(inner) => {
                 let path = format!("{prefix}{key}");
                 if !is_histogram_path(&path) {
-                    walk(&format!("{path}."), inner, samples);
+                    walk(&format!("{path}."), inner, labels, samples);
+                }
+            }
+            Bson::Array(items) => {
+                let path = format!("{prefix}{key}");
+                if !is_histogram_path(&path) {
+                    walk_array(&format!("{path}."), items, labels, samples);
                 }
             }
             other => {
                 if let Some(number) = as_number(other) {
-                    samples.push(fold(sample(prefix, key, number)));
+                    samples.push(fold(sample(prefix, key, number, labels)));
                 }
             }
         }
+    }
+}
+
+/// Percona's `processSlice`: every document of the array under the same names, told apart by
+/// `member_idx` (`name`, or `host` where there is one) and `member_state` (`stateStr`), which a
+/// document keeps from the one before it when it has no such member.
+fn walk_array(prefix: &str, items: &[Bson], inherited: &[(String, String)], samples: &mut Vec<Sample>) {
+    let mut labels = inherited.to_vec();
+    for item in items {
+        let Bson::Document(document) = item else { continue };
+        let identity = document.get_str("host").or_else(|_| document.get_str("name"));
+        if let Ok(identity) = identity {
+            set_label(&mut labels, "member_idx", identity);
+        }
+        if let Ok(state) = document.get_str("stateStr") {
+            set_label(&mut labels, "member_state", state);
+        }
+        walk(prefix, document, &labels, samples);
+    }
+}
+
+fn set_label(labels: &mut Vec<(String, String)>, name: &str, value: &str) {
+    match labels.iter_mut().find(|(k, _)| k == name) {
+        Some(label) => value.clone_into(&mut label.1),
+        None => labels.push((name.to_owned(), value.to_owned())),
     }
 }
 
@@ -183,20 +224,18 @@ fn as_number(value: &Bson) -> Option<f64> {
     }
 }
 
-fn sample(prefix: &str, member: &str, value: f64) -> Sample {
+fn sample(prefix: &str, member: &str, value: f64, labels: &[(String, String)]) -> Sample {
     let counter = member.to_lowercase().ends_with("count");
+    let mut labels = labels.to_vec();
     match LABELLED.iter().find(|(path, _)| *path == prefix) {
-        Some((path, label)) => Sample {
-            name: metric_name(prefix),
-            help: path.trim_end_matches('.').to_owned(),
-            labels: vec![((*label).to_owned(), member.to_owned())],
-            value,
-            counter,
-        },
+        Some((path, label)) => {
+            labels.push(((*label).to_owned(), member.to_owned()));
+            Sample { name: metric_name(prefix), help: path.trim_end_matches('.').to_owned(), labels, value, counter }
+        }
         None => Sample {
             name: metric_name(&format!("{prefix}{member}")),
             help: format!("{prefix}{member}"),
-            labels: Vec::new(),
+            labels,
             value,
             counter,
         },
@@ -298,5 +337,73 @@ mod tests {
         let open = find(&samples, "mongodb_ss_metrics_cursor_open", &[("csr_type", "total")]).expect("open");
         assert!(!open.counter);
         assert_eq!(find(&samples, "mongodb_ss_ok", &[]).map(|s| s.value), Some(1.0));
+    }
+
+    #[test]
+    fn replica_set_members_are_named_as_the_rs_section_with_member_labels() {
+        use mongodb::bson::{DateTime, Timestamp};
+        let member = |name: &str, state: &str, millis: i64, extra: Document| {
+            let mut member = doc! {
+                "_id": 0_i32, "name": name, "health": 1.0, "state": if state == "PRIMARY" { 1_i32 } else { 2_i32 },
+                "stateStr": state,
+                "optime": {"ts": Timestamp { time: (millis / 1000) as u32, increment: 3 }, "t": 2_i64},
+                "optimeDate": DateTime::from_millis(millis),
+            };
+            member.extend(extra);
+            member
+        };
+        let status = doc! {
+            "set": "rs0",
+            "date": DateTime::from_millis(1_700_000_009_000),
+            "myState": 2_i32,
+            "optimes": {"lastCommittedOpTime": {"ts": Timestamp { time: 1_700_000_008, increment: 1 }, "t": 2_i64}},
+            "members": [
+                member("198.18.42.11:27017", "PRIMARY", 1_700_000_008_000, doc! {"self": false, "pingMs": 1_i64}),
+                member("198.18.42.12:27017", "SECONDARY", 1_700_000_006_000, doc! {"self": true}),
+                "not a document is left out",
+            ],
+            "ok": 1.0,
+        };
+        let samples = replica_set_samples(&status);
+        let value = |name: &str, labels: &[(&str, &str)]| find(&samples, name, labels).map(|s| s.value);
+        let primary = [("member_idx", "198.18.42.11:27017"), ("member_state", "PRIMARY")];
+        let secondary = [("member_idx", "198.18.42.12:27017"), ("member_state", "SECONDARY")];
+        assert_eq!(value("mongodb_rs_myState", &[]), Some(2.0));
+        assert_eq!(value("mongodb_rs_ok", &[]), Some(1.0));
+        assert_eq!(value("mongodb_rs_date", &[]), Some(1_700_000_009_000.0));
+        assert_eq!(value("mongodb_rs_optimes_lastCommittedOpTime_ts", &[]), Some(1_700_000_008.0));
+        assert_eq!(value("mongodb_rs_members_optimeDate", &primary), Some(1_700_000_008_000.0));
+        assert_eq!(value("mongodb_rs_members_optimeDate", &secondary), Some(1_700_000_006_000.0));
+        assert_eq!(value("mongodb_rs_members_state", &primary), Some(1.0));
+        assert_eq!(value("mongodb_rs_members_state", &secondary), Some(2.0));
+        assert_eq!(value("mongodb_rs_members_optime_ts", &secondary), Some(1_700_000_006.0));
+        assert_eq!(value("mongodb_rs_members_optime_t", &primary), Some(2.0));
+        assert_eq!(value("mongodb_rs_members_pingMs", &primary), Some(1.0));
+        assert_eq!(value("mongodb_rs_members_self", &secondary), Some(1.0));
+        assert_eq!(value("mongodb_rs_members_health", &secondary), Some(1.0));
+        let helps: Vec<&str> =
+            samples.iter().filter(|s| s.name == "mongodb_rs_members_optimeDate").map(|s| s.help.as_str()).collect();
+        assert_eq!(helps, ["replSetGetStatus.members.optimeDate"; 2]);
+        assert!(samples.iter().all(|s| s.name.starts_with("mongodb_rs_")), "{samples:#?}");
+        assert_eq!(samples.len(), 5 + 2 * 6 + 3, "{samples:#?}");
+    }
+
+    #[test]
+    fn a_member_identified_by_host_keeps_it_over_its_name() {
+        let status = doc! {"members": [
+            {"name": "by-name:1", "host": "by-host:2", "stateStr": "ARBITER", "state": 7_i32},
+            {"name": "second:3", "state": 8_i32},
+        ]};
+        let samples = replica_set_samples(&status);
+        let labels: Vec<Vec<(String, String)>> = samples.iter().map(|s| s.labels.clone()).collect();
+        let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        assert_eq!(
+            labels,
+            [
+                vec![pair("member_idx", "by-host:2"), pair("member_state", "ARBITER")],
+                vec![pair("member_idx", "second:3"), pair("member_state", "ARBITER")],
+            ],
+            "a member without stateStr keeps the label of the one before it, as in Percona's processSlice"
+        );
     }
 }

@@ -54,10 +54,18 @@ fn dashboard() -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).expect("dashboard")).expect("dashboard JSON")
 }
 
-/// Every query of every panel: (panel title, legend, expression).
+/// Every query of every panel but the Replication row's (those need the replicated stack:
+/// `replication_live.rs`): (panel title, legend, expression).
 fn panel_queries(dashboard: &Value) -> Vec<(String, String, String)> {
     let mut queries = Vec::new();
+    let mut in_replication_row = false;
     for panel in dashboard["panels"].as_array().expect("panels") {
+        if panel["type"] == "row" {
+            in_replication_row = panel["title"].as_str().is_some_and(|t| t.starts_with("Replication"));
+        }
+        if in_replication_row {
+            continue;
+        }
         for target in panel["targets"].as_array().into_iter().flatten() {
             queries.push((
                 panel["title"].as_str().unwrap_or("?").to_owned(),
