@@ -211,11 +211,12 @@ check "postgres-app env points at the postgres-db private address as orders_serv
   bash -c "grep -qx \"DATABASE_URL='postgres://orders_service:[0-9a-f]*@$(ip_of postgres-db private):5432/orders?sslmode=verify-full&sslrootcert=/etc/orders/tls/ca.crt'\" '$STATE_DIR/env/orders-pg.env' && [ \$(stat -c %a '$STATE_DIR/env/orders-pg.env') = 600 ]"
 check "mongo-app env points at mongo-db as orders_service and writes with w:majority, j:true" \
   bash -c "grep -qx \"MONGODB_URI='mongodb://orders_service:[0-9a-f]*@$(ip_of mongo-db private):27017/?authSource=admin&tls=true&tlsCAFile=/etc/orders/tls/ca.crt'\" '$STATE_DIR/env/orders-mongo.env' && grep -Pzq 'MONGO_WRITE_CONCERN=majority\nMONGO_JOURNAL=true\n' '$STATE_DIR/env/orders-mongo.env'"
-check "the load droplets' env names both databases, as the seeding roles (no superuser, no root)" \
-  bash -c "grep -q '=postgres://orders_loader:[0-9a-f]*@$(ip_of postgres-db private):5432/orders' '$STATE_DIR/env/bench.env' && grep -q '=.mongodb://orders_loader:[0-9a-f]*@$(ip_of mongo-db private):27017/?authSource=admin&tls=true&tlsCAFile=/etc/orders/tls/ca.crt' '$STATE_DIR/env/bench.env'"
-check "postgres-db pg_hba admits the service's role from the VPC range over TLS only, the seeding role from the VPC range" bash -c "
+check "the load droplets' env names both databases, as the seeding roles (no superuser, no root), over verified TLS" \
+  bash -c "grep -q '=.postgres://orders_loader:[0-9a-f]*@$(ip_of postgres-db private):5432/orders?sslmode=verify-full&sslrootcert=/etc/orders/tls/ca.crt' '$STATE_DIR/env/bench.env' && grep -q '=.mongodb://orders_loader:[0-9a-f]*@$(ip_of mongo-db private):27017/?authSource=admin&tls=true&tlsCAFile=/etc/orders/tls/ca.crt' '$STATE_DIR/env/bench.env'"
+check "postgres-db pg_hba admits the service's role and the seeding role from the VPC range, over TLS only" bash -c "
   grep -q 'hostssl orders orders_service $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' '$STATE_DIR/user-data/postgres-db.yaml' &&
-  grep -q ' host orders orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' '$STATE_DIR/user-data/postgres-db.yaml' &&
+  grep -q 'hostssl orders orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' '$STATE_DIR/user-data/postgres-db.yaml' &&
+  ! grep -Eq ' host orders orders_(service|loader) ' '$STATE_DIR/user-data/postgres-db.yaml' &&
   ! grep -q 'listen_addresses = ' '$STATE_DIR/user-data/postgres-db.yaml' && grep -q '^        bindIp: 127.0.0.1$' '$STATE_DIR/user-data/mongo-db.yaml'"
 check "up made the databases' CA and a certificate per database droplet for its VPC address; the keys 0600 in a 0700 folder" bash -c "
   d='$STATE_DIR/tls' && [ \$(stat -c %a \"\$d\") = 700 ] && [ \$(stat -c %a \"\$d/ca.key\") = 600 ] &&
@@ -372,7 +373,7 @@ check "hybrid-db gets its own roles' passwords and exporter settings" bash -c "
   . '$STATE_DIR/secrets.env' && grep -qx \"PG_LOADER_PASSWORD=\$PGH_LOADER_PASSWORD\" '$STATE_DIR/env/hybrid/postgres-db.env' &&
   grep -qx 'LISTEN_ADDRESS=$hybrid_db:9187' '$STATE_DIR/env/hybrid/postgres-exporter.env'"
 check "the load droplets name the hybrid's database in bench.env (ORDERS_BENCH_DATABASE), not on a command line" bash -c "
-  . '$STATE_DIR/secrets.env' && grep -qx \"ORDERS_BENCH_DATABASE=pgh=postgres://orders_loader:\$PGH_LOADER_PASSWORD@$hybrid_db:5432/orders\" '$STATE_DIR/env/bench.env'"
+  . '$STATE_DIR/secrets.env' && grep -qxF \"ORDERS_BENCH_DATABASE='pgh=postgres://orders_loader:\$PGH_LOADER_PASSWORD@$hybrid_db:5432/orders?sslmode=verify-full&sslrootcert=/etc/orders/tls/ca.crt'\" '$STATE_DIR/env/bench.env'"
 check "hybrid-db is set up with the hybrid layout's migrations, then the same plan log" \
   bash -c "grep -q '^+ ssh .*root@[0-9.]* bash -s -- hybrid < .*/engines/postgres/remote/setup.sh' '$work/dry-up-hybrid.out' &&
     [ \$(grep -c '^+ ssh .* bash -s -- 20 < .*setup-plan-log.sh' '$work/dry-up-hybrid.out') = 2 ]"

@@ -265,10 +265,10 @@ refused_with "mongod refuses a command without credentials (over TLS, which it r
 # psql on a PostgreSQL droplet as its superuser (peer authentication over the local socket).
 as_postgres() { on "$1" "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -h /var/run/postgresql -d orders -At -c $(printf '%q' "$2")"; }
 for db in postgres-db hybrid-db; do
-  expect "$db: PostgreSQL admits the service's role from the VPC range over TLS only, the seeding role from the VPC range (pg_hba)" on "$db" \
+  expect "$db: PostgreSQL admits the service's role and the seeding role from the VPC range, over TLS only (pg_hba)" on "$db" \
     "grep -qx 'hostssl orders orders_service $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf &&
-     grep -qx 'host orders orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf &&
-     ! grep -Eq '^host[[:space:]].*orders_service' /etc/postgresql/*/main/pg_hba.conf"
+     grep -qx 'hostssl orders orders_loader $(state 's["vpcs"][0]["ip_range"]') scram-sha-256' /etc/postgresql/*/main/pg_hba.conf &&
+     ! grep -Eq '^host[[:space:]].*orders_(service|loader)' /etc/postgresql/*/main/pg_hba.conf"
   expect "$db: PostgreSQL is durable (fsync, synchronous_commit) with pg_stat_statements and auto_explain (PG_PLAN_LOG_MS)" \
     test "$(as_postgres "$db" "SELECT concat_ws(' ', current_setting('synchronous_commit'), current_setting('fsync'), current_setting('shared_preload_libraries'), current_setting('auto_explain.log_min_duration'))")" \
     = "on on pg_stat_statements,auto_explain 0"
