@@ -65,7 +65,9 @@ mod tests {
     #[test]
     fn an_unknown_name_is_refused_with_the_known_ones() {
         assert_eq!(parse_name("pgh"), Ok("pgh".to_owned()));
-        assert_eq!(parse_name("mysql"), Err("no target named \"mysql\" (known: pg, mongo, pgh)".to_owned()));
+        // Every known one, in order (an engine added later comes after these).
+        let refused = parse_name("mysql").expect_err("unknown");
+        assert!(refused.starts_with("no target named \"mysql\" (known: pg, mongo, pgh"), "{refused}");
     }
 
     #[test]
