@@ -305,7 +305,10 @@ pub fn outcome(rows: &[Row], reads: &[SpreadRow], refs: Vec<RoundRef>, replicas:
                 "Sampled on each primary four times a second while the write window ran: a PostgreSQL \
                  standby's `pg_stat_replication.replay_lag` (the primary's flush of the WAL to the standby's \
                  replay of it), a MongoDB secondary's `lastAppliedWallTime` behind the primary's \
-                 (`replSetGetStatus`). How stale a read on that member could be; not what a write waited for."
+                 (`replSetGetStatus`). Not the same measure: PostgreSQL's is a latency (how long the last replayed \
+                 WAL took to be replayed there), above zero while writes flow; MongoDB's a gap between positions \
+                 (zero whenever the secondary has applied all the primary has, in whole milliseconds). Neither is \
+                 what a write waited for."
                     .into(),
             ),
             lag_table(rows),
