@@ -1,23 +1,12 @@
-//! The dashboard proven with real servers. On the local stack (PostgreSQL 18 twice, orders-pg's
-//! server and the hybrid layout's, and mongod 6.0.5) it seeds three databases of its own, starts
-//! the three services, and starts the exporters (one postgres_exporter per PostgreSQL server, with
-//! the one query file) and a real
-//! Prometheus with `infra/local/monitor.sh` (Debian's prometheus and postgres_exporter with the
-//! project's queries, the MongoDB stand-in exporter, node_exporter), then drives two short phases:
-//!
-//! 1. GIN `fastupdate=on`: three seconds of inserts fill the pending list (as a shop's inserts do
-//!    over a longer round), then the shop mix from `orders-bench load --prometheus-rw`;
-//! 2. `orders-pg` restarted with `PG_GIN_FASTUPDATE=off`, a mix with status updates from k6 with
-//!    its `experimental-prometheus-rw` output (native histograms).
-//!
-//! It checks that both generators' pushed series add up to what their own summaries counted and
-//! fill the same panels; that the F1 row moves in phase 1 (pending list above zero, sequential
-//! scans) and stays flat in phase 2, and that the hybrid, which has no GIN index, gives no pending
-//! list and no scrape error; that the F2/F3 figures are plausible per PostgreSQL layout (jsonb
-//! updates are never HOT, the hybrid's mostly are); that every query of every panel returns series with finite, non-negative values over the
-//! run; and that every metric the dashboard reads is one Prometheus holds, so a renamed metric
-//! fails here instead of leaving a panel empty. Without the Debian packages or k6 it says SKIPPED
-//! and why (under CI it fails instead: `scripts/test.sh` installs them).
+//! The dashboard proven with real servers on the local stack: three databases of its own, the
+//! three services, one postgres_exporter per PostgreSQL server, the MongoDB stand-in exporter,
+//! node_exporter and a real Prometheus (`infra/local/monitor.sh`). Phase 1, GIN `fastupdate=on`:
+//! inserts, then the shop mix from `orders-bench load --prometheus-rw`; phase 2, orders-pg with
+//! `PG_GIN_FASTUPDATE=off`: status updates from k6's remote write. It checks that both generators'
+//! pushed series add up to their own summaries; that the F1 row moves in phase 1 and stays flat in
+//! phase 2; the F2/F3 figures per PostgreSQL layout; that every query of every panel (but the
+//! Replication row's: `replication_live.rs`) returns finite series; and that every metric the
+//! dashboard reads is one Prometheus holds. Without the tools it says SKIPPED (under CI it fails).
 
 mod support;
 
@@ -26,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::prometheus::Prometheus;
-use support::{Databases, Running};
+use support::{Databases, Running, dashboard, panel_queries};
 
 const ORDERS: &str = "20000";
 const PHASE_SECONDS: u32 = 10;
@@ -48,34 +37,6 @@ const SETTLE: Duration = Duration::from_secs(3);
 const TARGETS: [&str; 3] = ["pg", "mongo", "pgh"];
 /// The PostgreSQL services, as the `service` label names them and their exporters.
 const PG_SERVICES: [&str; 2] = ["orders-pg", "orders-pg-hybrid"];
-
-fn dashboard() -> Value {
-    let path = support::repo().join("infra/monitoring/grafana/dashboards/orders.json");
-    serde_json::from_str(&std::fs::read_to_string(&path).expect("dashboard")).expect("dashboard JSON")
-}
-
-/// Every query of every panel but the Replication row's (those need the replicated stack:
-/// `replication_live.rs`): (panel title, legend, expression).
-fn panel_queries(dashboard: &Value) -> Vec<(String, String, String)> {
-    let mut queries = Vec::new();
-    let mut in_replication_row = false;
-    for panel in dashboard["panels"].as_array().expect("panels") {
-        if panel["type"] == "row" {
-            in_replication_row = panel["title"].as_str().is_some_and(|t| t.starts_with("Replication"));
-        }
-        if in_replication_row {
-            continue;
-        }
-        for target in panel["targets"].as_array().into_iter().flatten() {
-            queries.push((
-                panel["title"].as_str().unwrap_or("?").to_owned(),
-                target["legendFormat"].as_str().unwrap_or("").to_owned(),
-                target["expr"].as_str().expect("expr").to_owned(),
-            ));
-        }
-    }
-    queries
-}
 
 /// A panel expression as Grafana would send it: every variable at "All", this rate window.
 fn as_sent(expr: &str, window_seconds: u64) -> String {
@@ -289,7 +250,8 @@ fn every_panel_reads_real_series_and_f1_moves_with_fastupdate_on_and_stays_flat_
         }
     }
     // ...and fill the same generator panels, each in its own phase.
-    let queries = panel_queries(&dashboard());
+    // Every panel but the Replication row's (those need the replicated stack: `replication_live.rs`).
+    let queries = panel_queries(&dashboard(), |row| !row.starts_with("Replication"));
     for (title, legend, expr) in queries.iter().filter(|(_, _, e)| e.contains("k6_")) {
         for (phase, at, w) in [("native", t1, w1), ("k6", t3, w2)] {
             let points = prometheus.query(&as_sent(expr, w), at);

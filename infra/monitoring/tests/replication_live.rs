@@ -47,32 +47,6 @@ fn replicas() -> Option<Replicas> {
     })
 }
 
-/// Every query of the panels of the Replication row: (panel title, legend, expression).
-fn replication_queries() -> Vec<(String, String, String)> {
-    let path = support::repo().join("infra/monitoring/grafana/dashboards/orders.json");
-    let dashboard: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("dashboard")).expect("dashboard JSON");
-    let mut row = String::new();
-    let mut queries = Vec::new();
-    for panel in dashboard["panels"].as_array().expect("panels") {
-        if panel["type"] == "row" {
-            row = panel["title"].as_str().unwrap_or_default().to_owned();
-            continue;
-        }
-        if !row.starts_with(ROW) {
-            continue;
-        }
-        for target in panel["targets"].as_array().into_iter().flatten() {
-            queries.push((
-                panel["title"].as_str().unwrap_or("?").to_owned(),
-                target["legendFormat"].as_str().unwrap_or("").to_owned(),
-                target["expr"].as_str().expect("expr").to_owned(),
-            ));
-        }
-    }
-    queries
-}
-
 /// `infra/local/monitor.sh` with the test's ports and folder; stopped on drop.
 struct Monitor {
     env: Vec<(String, String)>,
@@ -236,7 +210,7 @@ fn replication_row_shows_lag_bytes_per_write_and_the_real_primary_of_both_engine
         eprintln!("SKIPPED: missing {} (`bash infra/local/monitor.sh install` installs them)", missing.join(", "));
         return;
     }
-    let queries = replication_queries();
+    let queries = support::panel_queries(&support::dashboard(), |row| row.starts_with(ROW));
     assert!(queries.len() >= 6, "the dashboard has a Replication row with its panels: {queries:?}");
 
     let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("replication_live_{}", std::process::id()));

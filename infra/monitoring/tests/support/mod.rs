@@ -14,6 +14,36 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// The project's Grafana dashboard (`infra/monitoring/grafana/dashboards/orders.json`).
+pub fn dashboard() -> serde_json::Value {
+    let path = repo().join("infra/monitoring/grafana/dashboards/orders.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("dashboard")).expect("dashboard JSON")
+}
+
+/// Every query of the panels whose row's title (`""` before the first row) `in_row` accepts:
+/// (panel title, legend, expression).
+pub fn panel_queries(dashboard: &serde_json::Value, in_row: impl Fn(&str) -> bool) -> Vec<(String, String, String)> {
+    let mut queries = Vec::new();
+    let mut row = "";
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        if panel["type"] == "row" {
+            row = panel["title"].as_str().unwrap_or_default();
+            continue;
+        }
+        if !in_row(row) {
+            continue;
+        }
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            queries.push((
+                panel["title"].as_str().unwrap_or("?").to_owned(),
+                target["legendFormat"].as_str().unwrap_or("").to_owned(),
+                target["expr"].as_str().expect("expr").to_owned(),
+            ));
+        }
+    }
+    queries
+}
+
 /// The repository's root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
