@@ -1,16 +1,11 @@
 //! Attributing every sequential scan of a repeat to the plan that ran it. Before the load,
-//! `enable` makes PostgreSQL's `auto_explain` log (as JSON, with the statement's parameters) the
-//! plan of every statement on the round's database that runs at least the threshold, and ends the
-//! database's sessions so the services' pools reconnect with it; `position` notes where the
-//! server's JSON log (`pg_current_logfile('jsonlog')`) stands. After the load, `read` takes what
-//! was written since, through `pg_read_binary_file` (a superuser or `pg_read_server_files`; on the
-//! droplets, whose roles are neither, through the deployment's `orders_bench_read_log`, and the
-//! server logs plans for every session with its own threshold), and
-//! `attribute` sorts the logged plans: a sequential scan of `orders` by the product search's
-//! generic plan (its filter reads `$1`), by a custom plan (the filter holds the product), or by
-//! another statement. Reading the log costs the round nothing; writing it costs only the slow
-//! statements, which a threshold below the probe's measured scan time keeps to the scans and the
-//! statements the CPU budget held up.
+//! `enable` turns on `auto_explain` (JSON, with parameters) at the threshold on the round's
+//! database and ends its sessions so the pools reconnect with it; `position` notes where the
+//! server's JSON log stands. After the load, `read` takes what was written since (through
+//! `pg_read_binary_file`, or on the droplets the deployment's `orders_bench_read_log`), and
+//! `attribute` sorts the plans: a scan of `orders` by the product search's generic plan (its
+//! filter reads `$1`), by a custom plan, or by another statement. Only statements over the
+//! threshold are logged, so the log costs the round next to nothing.
 
 use crate::PlanLog;
 use crate::databases::pg_session;
