@@ -153,6 +153,8 @@ on() { local role=$1; shift; operator "$W/bin/ssh" "root@$(public_ip "$role")" "
 passed=0
 expect() { local what=$1; shift; if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); echo "  ok    $what"; else fail "$what"; fi; }
 refuse() { local what=$1; shift; if "$@" >/dev/null 2>&1; then fail "$what"; else passed=$((passed + 1)); echo "  ok    $what"; fi; }
+# shellcheck source=infra/ci/simcloud/security-checks.sh
+. "$SIM/security-checks.sh"
 # shellcheck source=infra/ci/simcloud/tls-checks.sh
 . "$SIM/tls-checks.sh"
 contains() { grep -q -- "$2" "$1"; }

@@ -9,17 +9,6 @@
 # was simply down.
 # shellcheck disable=SC2154 # W, REPO, STATE_DIR and the helpers come from the test
 
-# What a command printed (stdout and stderr) must contain, and its exit status must be non-zero
-# (security-checks.sh's refused_with, for the replicated journey too).
-tls_refused() { # DESCRIPTION TEXT COMMAND...
-  local what=$1 text=$2 out
-  shift 2
-  if out=$("$@" 2>&1); then fail "$what: it was allowed"; fi
-  if ! grep -qF -- "$text" <<<"$out"; then fail "$what: expected \"$text\", got: $(tail -n 3 <<<"$out")"; fi
-  passed=$((passed + 1))
-  echo "  ok    $what"
-}
-
 # The clients the droplets run the checks with: the simulated PostgreSQL's psql (built with
 # OpenSSL), and pymongo from the simulated mongosh's virtualenv.
 TLS_PSQL=$REPO/.local/simcloud/postgresql-18.6.0/bin/psql
@@ -66,15 +55,15 @@ expect_listening() { # DROPLET PORT WHAT [vpc]: on the VPC address and loopback 
 check_postgres_tls() { # DB APP SERVICE
   local db=$1 app=$2 service=$3
   tls_other_ca
-  tls_refused "$db: a session without TLS from a load droplet is refused (hostssl alone for orders_service)" \
+  refused_with "$db: a session without TLS from a load droplet is refused (hostssl alone for orders_service)" \
     "no encryption" pg_from load-1 "$db" "sslmode=disable"
-  PG_USER=orders_loader tls_refused "$db: and for orders-bench's seeding role (hostssl alone for orders_loader)" \
+  PG_USER=orders_loader refused_with "$db: and for orders-bench's seeding role (hostssl alone for orders_loader)" \
     "no encryption" pg_from load-1 "$db" "sslmode=disable"
   expect "orders-bench's URL on the load droplets asks for verify-full with the deployment's CA" on load-1 \
     "grep -q '^DATABASE_URL=.*sslmode=verify-full&sslrootcert=$TLS_CA' /etc/orders/bench.env"
-  tls_refused "$db: a client that checks the server with another CA refuses it" \
+  refused_with "$db: a client that checks the server with another CA refuses it" \
     "certificate verify failed" pg_from load-1 "$db" "sslmode=verify-full sslrootcert=$W/other-ca/ca.crt"
-  tls_refused "$db: with the deployment's CA, verify-full gets through TLS and pg_hba to the password" \
+  refused_with "$db: with the deployment's CA, verify-full gets through TLS and pg_hba to the password" \
     "no password supplied" pg_from load-1 "$db" "sslmode=verify-full sslrootcert=$TLS_CA"
   expect "$service's URL asks for verify-full with the deployment's CA" on "$app" \
     "grep -q '^DATABASE_URL=.*sslmode=verify-full&sslrootcert=$TLS_CA' /etc/orders/$service.env"
@@ -87,9 +76,9 @@ check_postgres_tls() { # DB APP SERVICE
 check_mongo_tls() { # DB APP
   local db=$1 app=$2
   tls_other_ca
-  tls_refused "$db: a connection without TLS from a load droplet is refused (requireTLS)" \
+  refused_with "$db: a connection without TLS from a load droplet is refused (requireTLS)" \
     "ServerSelectionTimeoutError" mongo_from load-1 "$db" "tls=false"
-  tls_refused "$db: a client that checks the server with another CA refuses it" \
+  refused_with "$db: a client that checks the server with another CA refuses it" \
     "certificate verify failed" mongo_from load-1 "$db" "tls=true&tlsCAFile=$W/other-ca/ca.crt"
   expect "$db: with the deployment's CA a load droplet's TLS connection is verified and answers" \
     mongo_from load-1 "$db" "tls=true&tlsCAFile=$TLS_CA"
@@ -137,8 +126,8 @@ check_replicas_tls() {
   for m in mongo-db mongo-db-2 mongo-db-3; do expect_listening "$m" 27017 mongod; done
   expect "both standbys stream over TLS (pg_stat_ssl of the primary's walsenders)" on postgres-db \
     "cd / && runuser -u postgres -- /usr/lib/postgresql/*/bin/psql -X -h /var/run/postgresql -d postgres -At -c \"SELECT count(*) FROM pg_stat_replication r JOIN pg_stat_ssl s USING (pid) WHERE s.ssl\" | grep -qx 2"
-  tls_refused "postgres-db-2: a session without TLS from a load droplet is refused" "no encryption" pg_from load-1 postgres-db-2 "sslmode=disable"
-  tls_refused "mongo-db-2: a connection without TLS from a load droplet is refused" "ServerSelectionTimeoutError" mongo_from load-1 mongo-db-2 "tls=false"
+  refused_with "postgres-db-2: a session without TLS from a load droplet is refused" "no encryption" pg_from load-1 postgres-db-2 "sslmode=disable"
+  refused_with "mongo-db-2: a connection without TLS from a load droplet is refused" "ServerSelectionTimeoutError" mongo_from load-1 mongo-db-2 "tls=false"
   expect "orders-pg's /diagnostics: its session is encrypted" on postgres-app \
     "curl -fsS http://127.0.0.1:8080/diagnostics | jq -e '.tls.ssl == true'"
   expect "orders-mongo's /diagnostics: encrypted and verified" on mongo-app \
