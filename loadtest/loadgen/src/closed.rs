@@ -9,7 +9,7 @@
 use super::control::Control;
 use super::http1;
 use super::live;
-use super::open::{Due, record};
+use super::open::{Due, abandon_in_flight, record};
 use super::record::{Recorder, Slot};
 use super::request::{EndpointPlan, RequestMaker};
 use super::wire::{Outcome, Pending, Wire};
@@ -170,13 +170,7 @@ impl ClosedLoop {
         while self.wire.busy() > 0 && waiting.elapsed() < patience {
             self.look_after(Duration::from_millis(5))?;
         }
-        let mut abandoned = 0;
-        let Self { wire, recorder, endpoints, .. } = self;
-        wire.abandon(|pending, outcome| {
-            abandoned += 1;
-            record(recorder, endpoints, pending, outcome);
-        });
-        Ok(abandoned)
+        Ok(abandon_in_flight(&mut self.wire, &mut self.recorder, &self.endpoints))
     }
 }
 

@@ -79,6 +79,17 @@ pub(super) fn record(recorder: &mut Recorder, endpoints: &[EndpointPlan], pendin
     recorder.request(slot, end.saturating_duration_since(due), error);
 }
 
+/// Records every request still in flight on `wire` as failed (`interrupted`, with the time it
+/// had waited as its latency) and says how many there were.
+pub(super) fn abandon_in_flight(wire: &mut Wire<Due>, recorder: &mut Recorder, endpoints: &[EndpointPlan]) -> usize {
+    let mut abandoned = 0;
+    wire.abandon(|pending, outcome| {
+        abandoned += 1;
+        record(recorder, endpoints, pending, outcome);
+    });
+    abandoned
+}
+
 /// The open loop: the targets' connections, what is recorded, and the bookkeeping between sends.
 pub struct OpenLoop {
     wire: Wire<Due>,
@@ -259,13 +270,7 @@ impl OpenLoop {
         while self.wire.busy() > 0 && waiting.elapsed() < patience {
             self.look_after(Duration::from_millis(5))?;
         }
-        let mut abandoned = 0;
-        let Self { wire, recorder, endpoints, .. } = self;
-        wire.abandon(|pending, outcome| {
-            abandoned += 1;
-            record(recorder, endpoints, pending, outcome);
-        });
-        Ok(abandoned)
+        Ok(abandon_in_flight(&mut self.wire, &mut self.recorder, &self.endpoints))
     }
 }
 
